@@ -1,0 +1,39 @@
+# The two commands a user needs: `make run` and `make test`. Both set the environment up first.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LOCK := requirements/requirements.lock
+DEMO := demo_data
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export TF_USE_LEGACY_KERAS ?= 1
+
+.PHONY: setup run test bench clean lock
+
+setup: $(STAMP)
+
+# Rebuilt only when the lock or setup.py change: idempotent and ~1 s when done.
+$(STAMP): $(LOCK) setup.py
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv || python3 -m pip install --quiet uv
+	@test -x $(BIN)/python || uv venv --quiet --python $(PYTHON) $(VENV) 2>/dev/null || uv venv --quiet $(VENV)
+	uv pip install --quiet --python $(BIN)/python -r $(LOCK) pip
+	uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	@touch $(STAMP)
+
+run: setup
+	$(BIN)/shardflow demo-data --output $(DEMO)
+	$(BIN)/shardflow example-gen --index train=$(DEMO)/digits/train.csv --index eval=$(DEMO)/digits/eval.csv \
+	    --data-root $(DEMO)/digits --output runs/digits/examples
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+bench: setup
+	$(BIN)/python -m benchmarks.run_all
+
+lock:
+	uv pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_36 \
+	    requirements/requirements.in -o $(LOCK)
+
+clean:
+	rm -rf $(VENV) runs $(DEMO) build *.egg-info

@@ -1,0 +1,75 @@
+"""Serializes `tf.train.Example` protos by hand, in a fixed order, without importing TensorFlow.
+
+The wire format is small and stable (tensorflow/core/example/{example,feature}.proto):
+Example{1: Features{1: map<string, Feature>}}, Feature{1: BytesList, 2: FloatList, 3: Int64List},
+each list holding `repeated value = 1` (floats and ints packed). Writing it directly is several
+times faster than building proto objects, keeps Beam workers free of TensorFlow, and the fixed key
+order makes the bytes deterministic across runs and runners.
+
+>>> blob = encode_example({"label": [3], "image": [b"\\x00\\x01"]})
+>>> isinstance(blob, bytes)
+True
+"""
+from __future__ import annotations
+
+import struct
+from typing import Mapping, Sequence, Union
+
+import numpy as np
+
+FeatureValues = Union[Sequence[bytes], Sequence[int], Sequence[float], np.ndarray]
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    value &= 0xFFFFFFFFFFFFFFFF  # negative int64 are encoded as 10-byte two's complement
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2)."""
+    return _varint((number << 3) | 2) + _varint(len(payload)) + payload
+
+
+def _bytes_list(values: Sequence[bytes]) -> bytes:
+    return b"".join(_field(1, bytes(v)) for v in values)
+
+
+def _int64_list(values: Sequence[int]) -> bytes:
+    if len(values) == 0:
+        return b""
+    return _field(1, b"".join(_varint(int(v)) for v in values))
+
+
+def _float_list(values: Sequence[float]) -> bytes:
+    if len(values) == 0:
+        return b""
+    return _field(1, struct.pack(f"<{len(values)}f", *values))
+
+
+def encode_feature(values: FeatureValues) -> bytes:
+    """A serialized `Feature` whose list kind follows the values' Python/numpy type."""
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    first = values[0] if len(values) else b""
+    if isinstance(first, (bytes, bytearray, memoryview, str)):
+        data = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+        return _field(1, _bytes_list(data))
+    if isinstance(first, (bool, int, np.integer)):
+        return _field(3, _int64_list(values))
+    if isinstance(first, (float, np.floating)):
+        return _field(2, _float_list(values))
+    raise TypeError(f"unsupported feature value type {type(first).__name__}")
+
+
+def encode_example(features: Mapping[str, FeatureValues]) -> bytes:
+    """A serialized `tf.train.Example`; keys are written in sorted order."""
+    entries = []
+    for name in sorted(features):
+        entry = _field(1, name.encode("utf-8")) + _field(2, encode_feature(features[name]))
+        entries.append(_field(1, entry))
+    return _field(1, b"".join(entries))

@@ -1,0 +1,111 @@
+"""The manifest: what a component's output directory holds. Its presence means the output is complete.
+
+Written last and atomically by ExampleGen (and later Transform); every reader starts here.
+
+>>> spec = FeatureSpec(name="label", dtype="int64", shape=[], encoding="value", role="label")
+>>> FeatureSpec.from_json(spec.to_json()) == spec
+True
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "manifest.json"
+ROLES = ("image", "mask", "label", "metadata")
+ENCODINGS = ("raw", "png", "jpeg", "value")
+DTYPES = ("uint8", "uint16", "int64", "float32", "string")
+
+
+class IncompleteOutputError(FileNotFoundError):
+    """The directory has no manifest: the run that wrote it did not finish."""
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """One feature of the examples. Images: `shape` is [H, W, C] and `encoding` says how bytes are stored."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+    encoding: str
+    role: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "FeatureSpec":
+        return cls(**{k: obj[k] for k in ("name", "dtype", "shape", "encoding", "role")})
+
+    @property
+    def is_file(self) -> bool:
+        return self.role in ("image", "mask")
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    path: str  # relative to the output directory
+    num_examples: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    num_examples: int
+    shards: list[ShardInfo]
+    label_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "num_examples": self.num_examples,
+            "shards": [asdict(s) for s in self.shards],
+            "label_counts": self.label_counts,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "SplitInfo":
+        shards = [ShardInfo(**s) for s in obj["shards"]]
+        return cls(obj["num_examples"], shards, obj.get("label_counts", {}))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a reader needs (features, shards, compression) plus the provenance of the run."""
+
+    features: dict[str, FeatureSpec]
+    splits: dict[str, SplitInfo]
+    compression: str  # "" or "GZIP"
+    extra: dict[str, Any] = field(default_factory=dict)  # rejected, inputs, options, version, ...
+
+    def shard_paths(self, root: Path, split: str) -> list[Path]:
+        if split not in self.splits:
+            raise KeyError(f"split {split!r} not in manifest (has {sorted(self.splits)})")
+        return [root / s.path for s in self.splits[split].shards]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.extra,
+            "features": {n: f.to_json() for n, f in self.features.items()},
+            "splits": {n: s.to_json() for n, s in self.splits.items()},
+            "compression": self.compression,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "Manifest":
+        rest = {k: v for k, v in obj.items() if k not in ("features", "splits", "compression")}
+        features = {n: FeatureSpec.from_json(f) for n, f in obj["features"].items()}
+        splits = {n: SplitInfo.from_json(s) for n, s in obj["splits"].items()}
+        return cls(features, splits, obj.get("compression", ""), rest)
+
+
+def read_manifest(output_dir: str | Path) -> Manifest:
+    path = Path(output_dir) / MANIFEST_NAME
+    if not path.is_file():
+        raise IncompleteOutputError(
+            f"{output_dir} has no {MANIFEST_NAME}: it is not a complete shardflow output "
+            "(the run that wrote it failed or is still running)"
+        )
+    return Manifest.from_json(json.loads(path.read_text()))

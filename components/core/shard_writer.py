@@ -1,0 +1,142 @@
+"""The deterministic, memory-flat shard writer shared by ExampleGen and Transform.
+
+Workers first write each bundle of records to a *part* file of framed TFRecords (`PartWriter`).
+Only part metadata (path, record count, bytes) then travels through Beam: it is gathered, cut into
+shards by `shard_plan`, and each shard is written by copying frames from its parts (TFRecord frames
+concatenate byte for byte) to a temporary name, then renamed. So memory does not grow with the
+record count (no GroupByKey carries records), a shard never appears partial, and the output is the
+same bytes on any runner — including Dask, which may compute an element twice.
+
+    parts | WriteShards(out_dir, compression, sizing)  # → PCollection of (split, ShardInfo)
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
+
+import apache_beam as beam
+
+from .manifest import ShardInfo
+from .shard_plan import Part, ShardPlan, count_shards, plan_split
+from .tfrecord import frame, iter_frames
+
+
+class PartWriter:
+    """Appends framed records to `path` under a temporary name; `close()` renames it into place."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+        self._stream: BinaryIO = open(self._tmp, "wb")
+        self.num_records = 0
+        self.payload_bytes = 0
+
+    def write(self, record: bytes, payload_bytes: int | None = None) -> None:
+        self._stream.write(frame(record))
+        self.num_records += 1
+        self.payload_bytes += len(record) if payload_bytes is None else payload_bytes
+
+    def close(self) -> Part:
+        self._stream.close()
+        os.replace(self._tmp, self.path)
+        return Part(self.path, self.num_records, self.payload_bytes)
+
+    def abort(self) -> None:
+        self._stream.close()
+        Path(self._tmp).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class ShardSizing:
+    compression: str = ""
+    shard_size_mb: float = 128.0
+    num_shards: int | None = None
+    min_shards: int = 1
+
+
+def _open_output(path: str, compression: str) -> BinaryIO:
+    raw = open(path, "wb")
+    if compression == "GZIP":  # mtime=0 and no file name: the same input gives the same bytes
+        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)  # type: ignore[return-value]
+    return raw
+
+
+def _copy_whole(out: BinaryIO, part_path: str) -> None:
+    with open(part_path, "rb") as source:
+        shutil.copyfileobj(source, out, 1 << 20)
+
+
+def _copy_range(out: BinaryIO, part_path: str, start: int, end: int) -> int:
+    """Copies records [start, end) of a part file; returns how many were copied."""
+    with open(part_path, "rb") as source:
+        copied = 0
+        for index, whole in enumerate(iter_frames(source, part_path, verify=False)):
+            if index >= end:
+                break
+            if index >= start:
+                out.write(whole)
+                copied += 1
+        return copied
+
+
+def write_shard(plan: ShardPlan, out_dir: str, compression: str, whole_parts: dict[str, int]) -> ShardInfo:
+    """Writes one shard under `out_dir/Split-<split>/` atomically and returns its manifest entry."""
+    relative = f"Split-{plan.split}/{plan.file_name(compression)}"
+    final = os.path.join(out_dir, relative)
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    tmp = f"{final}.tmp-{uuid.uuid4().hex[:12]}"
+    written = 0
+    with _open_output(tmp, compression) as out:
+        for part_path, start, end in plan.pieces:
+            if start == 0 and whole_parts.get(part_path) == end:
+                _copy_whole(out, part_path)
+                written += end
+            else:
+                written += _copy_range(out, part_path, start, end)
+    if written != plan.num_records:
+        os.unlink(tmp)
+        raise RuntimeError(f"shard {relative}: copied {written} records, planned {plan.num_records}")
+    os.replace(tmp, final)
+    return ShardInfo(relative, plan.num_records, os.path.getsize(final))
+
+
+def plan_all(parts: Iterable[tuple[str, Part]], sizing: ShardSizing) -> Iterator[tuple[ShardPlan, dict[str, int]]]:
+    """Every shard of every split, each with the record counts of the parts it reads."""
+    by_split: dict[str, list[Part]] = {}
+    for split, part in sorted(parts, key=lambda sp: (sp[0], sp[1].path)):
+        by_split.setdefault(split, []).append(part)
+    for split, split_parts in by_split.items():
+        records = sum(p.num_records for p in split_parts)
+        payload = sum(p.payload_bytes for p in split_parts)
+        num = count_shards(records, payload, sizing.shard_size_mb, sizing.num_shards, sizing.min_shards)
+        counts = {p.path: p.num_records for p in split_parts}
+        for plan in plan_split(split, split_parts, num):
+            yield plan, {path: counts[path] for path, _, _ in plan.pieces}
+
+
+class WriteShards(beam.PTransform):
+    """(split, Part) pairs → (split, ShardInfo) for every shard written under `out_dir`.
+
+    Part paths must sort in the records' intended order (e.g. zero-padded chunk numbers).
+    """
+
+    def __init__(self, out_dir: str, sizing: ShardSizing) -> None:
+        super().__init__()
+        self.out_dir = out_dir
+        self.sizing = sizing
+
+    def expand(self, parts: beam.PCollection) -> beam.PCollection:
+        out_dir, sizing = self.out_dir, self.sizing
+        return (
+            parts
+            | "GatherParts" >> beam.combiners.ToList()
+            | "PlanShards" >> beam.FlatMap(lambda all_parts: list(plan_all(all_parts, sizing)))
+            | "SpreadShards" >> beam.Reshuffle()
+            | "WriteShard" >> beam.Map(lambda job: (job[0].split, write_shard(job[0], out_dir, sizing.compression, job[1])))
+        )

@@ -1,0 +1,76 @@
+"""Demo data made offline from a package: scikit-learn's digits as PNG files, and a small segmentation set.
+
+    shardflow demo-data --output demo_data
+    # demo_data/digits/{train,eval}.csv  columns x,y   rows like image/train_0.png,5
+    # demo_data/segmentation/index.csv   columns img,msk1,msk2
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+DIGIT_SIZE = 28  # upscaled from 8x8 so the images have MNIST's shape
+
+
+def write_digits(out_dir: Path, eval_fraction: float = 0.2, seed: int = 0) -> tuple[Path, Path]:
+    """The 1,797 digits as 28x28 grayscale PNGs, with train.csv and eval.csv (FastEstimator layout)."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    order = np.random.default_rng(seed).permutation(len(digits.images))
+    n_eval = int(len(order) * eval_fraction)
+    (out_dir / "image").mkdir(parents=True, exist_ok=True)
+    indexes = {}
+    for split, ids in (("eval", order[:n_eval]), ("train", order[n_eval:])):
+        rows = []
+        for number, i in enumerate(ids):
+            pixels = (digits.images[i] * (255.0 / 16.0)).astype(np.uint8)
+            image = Image.fromarray(pixels).resize((DIGIT_SIZE, DIGIT_SIZE), Image.Resampling.BILINEAR)
+            relative = f"image/{split}_{number}.png"
+            image.save(out_dir / relative)
+            rows.append((relative, int(digits.target[i])))
+        indexes[split] = _write_csv(out_dir / f"{split}.csv", ("x", "y"), rows)
+    return indexes["train"], indexes["eval"]
+
+
+def write_segmentation(out_dir: Path, count: int = 64, size: int = 32, seed: int = 0) -> Path:
+    """Images of random discs and squares; msk1 marks discs, msk2 squares (class ids 0/1)."""
+    rng = np.random.default_rng(seed)
+    for folder in ("img", "msk1", "msk2"):
+        (out_dir / folder).mkdir(parents=True, exist_ok=True)
+    yy, xx = np.mgrid[:size, :size]
+    rows = []
+    for number in range(count):
+        disc = np.zeros((size, size), bool)
+        square = np.zeros((size, size), bool)
+        cy, cx, r = rng.integers(8, size - 8, 2).tolist() + [int(rng.integers(3, 7))]
+        disc |= (yy - cy) ** 2 + (xx - cx) ** 2 <= r * r
+        sy, sx = rng.integers(0, size - 8, 2)
+        square[sy:sy + 6, sx:sx + 6] = True
+        image = rng.integers(0, 40, (size, size, 3)).astype(np.uint8)
+        image[disc] = (200, 60, 60)
+        image[square] = (60, 60, 200)
+        names = [f"img/{number}.png", f"msk1/{number}.png", f"msk2/{number}.png"]
+        Image.fromarray(image).save(out_dir / names[0])
+        Image.fromarray(disc.astype(np.uint8)).save(out_dir / names[1])
+        Image.fromarray(square.astype(np.uint8)).save(out_dir / names[2])
+        rows.append(names)
+    return _write_csv(out_dir / "index.csv", ("img", "msk1", "msk2"), rows)
+
+
+def _write_csv(path: Path, header: tuple[str, ...], rows: list) -> Path:
+    with open(path, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def write_all(out_dir: str) -> dict[str, Path]:
+    root = Path(out_dir)
+    train, evaluation = write_digits(root / "digits")
+    segmentation = write_segmentation(root / "segmentation")
+    return {"digits_train": train, "digits_eval": evaluation, "segmentation": segmentation}

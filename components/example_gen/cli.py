@@ -1,0 +1,83 @@
+"""`shardflow example-gen`: translates command-line flags into an ExampleGenConfig. Nothing else.
+
+Flags it does not know are Beam pipeline options and pass through (e.g. `--runner ...DaskRunner`).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+
+from .config import DEFAULT_MAX_PIXELS, ConfigError, ExampleGenConfig, IndexSpec
+
+_SIZE = re.compile(r"^(\d+)x(\d+)$")
+
+
+def _column_value(text: str) -> tuple[str, str]:
+    """`col=value` → (col, value); a bare `value` applies to every column ("*")."""
+    column, sep, value = text.rpartition("=")
+    return (column, value) if sep else ("*", value)
+
+
+def _size(text: str) -> tuple[int, int]:
+    match = _SIZE.match(text)
+    if not match:
+        raise ConfigError(f"--resize expects HxW such as 28x28, got {text!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _weight(text: str) -> tuple[str, int]:
+    name, sep, weight = text.partition("=")
+    if not sep or not weight.isdigit():
+        raise ConfigError(f"--split expects NAME=WEIGHT such as train=9, got {text!r}")
+    return name, int(weight)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--index", action="append", required=True, metavar="[SPLIT=]CSV", help="index file; repeatable")
+    add("--data-root", required=True, help="directory the index paths are relative to; nothing outside is read")
+    add("--output", required=True, help="output directory (TFX layout: Split-*/, manifest.json, ...)")
+    add("--split", action="append", default=[], metavar="NAME=WEIGHT", help="hash split of one unnamed index (default train=9 eval=1)")
+    add("--split-key", help="column whose value decides the split (rows sharing it share a split)")
+    add("--role", action="append", default=[], metavar="COL=ROLE", help="override a detected role: image|mask|label|metadata")
+    add("--resize", action="append", default=[], metavar="[COL=]HxW", help="resize at ingest (masks: nearest neighbour)")
+    add("--channels", action="append", default=[], metavar="[COL=]gray|rgb", help="channel conversion at ingest")
+    add("--storage", action="append", default=[], metavar="[COL=]raw|png|jpeg", help="how pixels are stored (default raw)")
+    add("--gzip", action="store_true", help="GZIP-compress the shards")
+    add("--shard-size-mb", type=float, default=128.0, help="target payload per shard (default 128)")
+    add("--num-shards", type=int, help="fixed number of shards per split (instead of --shard-size-mb)")
+    add("--min-shards", type=int, default=1, help="at least this many shards per split (multi-worker FILE sharding)")
+    add("--max-reject-fraction", type=float, default=0.01, help="fail when more rows are rejected (default 0.01)")
+    add("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject larger images (decompression bombs)")
+    add("--rows-per-chunk", type=int, help="rows per unit of Beam work (default: from the row count)")
+    add("--progress-seconds", type=float, default=15.0, help="progress print interval")
+
+
+def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleGenConfig:
+    return ExampleGenConfig(
+        indexes=tuple(IndexSpec.parse(i) for i in args.index),
+        data_root=args.data_root,
+        output=args.output,
+        split_weights=tuple(_weight(s) for s in args.split) or (("train", 9), ("eval", 1)),
+        split_key=args.split_key,
+        roles=tuple(_column_value(r) for r in args.role),
+        resize=tuple((c, _size(v)) for c, v in map(_column_value, args.resize)),
+        channels=tuple(_column_value(c) for c in args.channels),
+        storage=tuple(_column_value(s) for s in args.storage),
+        compression="GZIP" if args.gzip else "",
+        shard_size_mb=args.shard_size_mb,
+        num_shards=args.num_shards,
+        min_shards=args.min_shards,
+        max_reject_fraction=args.max_reject_fraction,
+        max_pixels=args.max_pixels,
+        rows_per_chunk=args.rows_per_chunk,
+        beam_args=tuple(beam_args),
+        progress_seconds=args.progress_seconds,
+    )
+
+
+def main(args: argparse.Namespace, beam_args: list[str]) -> int:
+    from .executor import run  # heavy imports (TFDV) only when the command runs
+
+    run(config_from_args(args, beam_args))
+    return 0

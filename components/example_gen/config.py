@@ -1,0 +1,139 @@
+"""ExampleGen's options: one frozen dataclass that checks itself and names the bad value.
+
+>>> cfg = ExampleGenConfig(indexes=(IndexSpec("data/all.csv"),), data_root="data", output="out")
+>>> cfg.split_weights
+(('train', 9), ('eval', 1))
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STORAGES = ("raw", "png", "jpeg")
+COMPRESSIONS = ("", "GZIP")
+CHANNEL_MODES = ("gray", "rgb")
+ROLE_OVERRIDES = ("image", "mask", "label", "metadata")
+DEFAULT_MAX_PIXELS = 89_478_485  # PIL's own decompression-bomb limit (1024 * 1024 * 1024 // 4 // 3)
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+class ConfigError(ValueError):
+    """An option with a bad value; the message names the option and the value."""
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One CSV index; `split` is None when rows are split by hashing."""
+
+    path: str
+    split: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "IndexSpec":
+        """`train=dir/train.csv` or `dir/all.csv`."""
+        name, sep, path = text.partition("=")
+        if sep and _SPLIT_NAME.match(name):
+            return cls(path=path, split=name)
+        return cls(path=text)
+
+
+@dataclass(frozen=True)
+class ExampleGenConfig:
+    indexes: tuple[IndexSpec, ...]
+    data_root: str
+    output: str
+    split_weights: tuple[tuple[str, int], ...] = (("train", 9), ("eval", 1))
+    split_key: str | None = None
+    roles: tuple[tuple[str, str], ...] = ()  # column → role overrides
+    resize: tuple[tuple[str, tuple[int, int]], ...] = ()  # column ("*" for all images) → (H, W)
+    channels: tuple[tuple[str, str], ...] = ()  # column ("*") → gray | rgb
+    storage: tuple[tuple[str, str], ...] = ()  # column ("*") → raw | png | jpeg
+    compression: str = ""
+    shard_size_mb: float = 128.0
+    num_shards: int | None = None
+    min_shards: int = 1
+    max_reject_fraction: float = 0.01
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    rows_per_chunk: int | None = None  # None: chosen from the row count
+    beam_args: tuple[str, ...] = ()
+    progress_seconds: float = 15.0
+
+    def __post_init__(self) -> None:
+        self._check_indexes()
+        self._check_splits()
+        self._check_columns()
+        if self.compression not in COMPRESSIONS:
+            raise ConfigError(f"compression must be one of {COMPRESSIONS}, got {self.compression!r}")
+        if not self.shard_size_mb > 0:
+            raise ConfigError(f"shard_size_mb must be > 0, got {self.shard_size_mb!r}")
+        if self.num_shards is not None and self.num_shards < 1:
+            raise ConfigError(f"num_shards must be >= 1, got {self.num_shards!r}")
+        if self.min_shards < 1:
+            raise ConfigError(f"min_shards must be >= 1, got {self.min_shards!r}")
+        if not 0.0 <= self.max_reject_fraction <= 1.0:
+            raise ConfigError(f"max_reject_fraction must be within [0, 1], got {self.max_reject_fraction!r}")
+        if self.max_pixels < 1:
+            raise ConfigError(f"max_pixels must be >= 1, got {self.max_pixels!r}")
+        if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
+            raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
+
+    def _check_indexes(self) -> None:
+        if not self.indexes:
+            raise ConfigError("at least one --index is required")
+        named = [i.split is not None for i in self.indexes]
+        if any(named) and not all(named):
+            raise ConfigError("--index values must all name a split (train=a.csv) or none of them may")
+        if not any(named) and len(self.indexes) > 1:
+            raise ConfigError("several --index files without split names: name their splits (train=a.csv)")
+        for index in self.indexes:
+            if not Path(index.path).is_file():
+                raise ConfigError(f"index file {index.path!r} does not exist")
+        if not Path(self.data_root).is_dir():
+            raise ConfigError(f"data_root {self.data_root!r} is not a directory")
+        root = Path(self.data_root).resolve()
+        out = Path(self.output).resolve()
+        if out == root or root.is_relative_to(out):
+            raise ConfigError(f"output {self.output!r} would contain or replace data_root {self.data_root!r}")
+
+    def _check_splits(self) -> None:
+        names = [n for n, _ in self.split_weights]
+        if len(set(names)) != len(names) or not names:
+            raise ConfigError(f"split names must be unique and non-empty, got {names!r}")
+        for name, weight in self.split_weights:
+            if not _SPLIT_NAME.match(name):
+                raise ConfigError(f"split name {name!r} must match {_SPLIT_NAME.pattern}")
+            if weight < 1:
+                raise ConfigError(f"split weight of {name!r} must be >= 1, got {weight!r}")
+        if self.split_key is not None and self.hash_split is False:
+            raise ConfigError("--split-key applies only to a single index without a split name")
+
+    def _check_columns(self) -> None:
+        for column, role in self.roles:
+            if role not in ROLE_OVERRIDES:
+                raise ConfigError(f"role of column {column!r} must be one of {ROLE_OVERRIDES}, got {role!r}")
+        for column, (height, width) in self.resize:
+            if height < 1 or width < 1:
+                raise ConfigError(f"resize of {column!r} must be positive HxW, got {height}x{width}")
+        for column, mode in self.channels:
+            if mode not in CHANNEL_MODES:
+                raise ConfigError(f"channels of {column!r} must be one of {CHANNEL_MODES}, got {mode!r}")
+        for column, storage in self.storage:
+            if storage not in STORAGES:
+                raise ConfigError(f"storage of {column!r} must be one of {STORAGES}, got {storage!r}")
+
+    @property
+    def hash_split(self) -> bool:
+        """True when one unnamed index is split by hashing rows."""
+        return self.indexes[0].split is None
+
+    @property
+    def split_names(self) -> tuple[str, ...]:
+        if self.hash_split:
+            return tuple(n for n, _ in self.split_weights)
+        return tuple(dict.fromkeys(i.split for i in self.indexes))  # type: ignore[misc]
+
+    def per_column(self, table: tuple[tuple[str, object], ...], column: str, default: object) -> object:
+        """The value set for `column`, else for "*", else `default`."""
+        values = dict(table)
+        return values.get(column, values.get("*", default))

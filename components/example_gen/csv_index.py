@@ -1,0 +1,130 @@
+"""CSV index files cut into chunks of rows by byte offset, so workers read their own rows.
+
+The driver scans each file once in binary (no parsing), tracking quote parity so that a newline
+inside a quoted cell does not end a record (RFC 4180: an escaped quote `""` keeps the parity).
+Workers then seek to a chunk and parse it record by record: one malformed record is one rejected
+row, never a lost chunk.
+
+>>> import tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "i.csv")
+>>> _ = open(path, "w").write('x,y\\na.png,1\\n"b,c.png",2\\n')
+>>> header, chunks = plan_chunks(path, index_id=0, rows_per_chunk=1)
+>>> header, [(c.first_row, c.num_rows) for c in chunks]
+(['x', 'y'], [(1, 1), (2, 1)])
+>>> [r.cells for r in read_chunk(chunks[1])]
+[['b,c.png', '2']]
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Iterator
+
+
+class IndexFileError(ValueError):
+    """The index file as a whole is unusable (no header, duplicate column names, not UTF-8)."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rows `first_row .. first_row + num_rows - 1` (1-based data rows) of one index file."""
+
+    index_id: int
+    chunk_no: int
+    path: str
+    start: int
+    end: int
+    first_row: int
+    num_rows: int
+    num_fields: int
+
+
+@dataclass(frozen=True)
+class Record:
+    row: int  # 1-based data-row number: the first row after the header is 1
+    cells: list[str] | None  # None when the record does not parse
+    error: str = ""
+
+
+def _iter_records(stream: io.BufferedReader) -> Iterator[tuple[int, bytes]]:
+    """(start offset, raw bytes) of each record; blank lines are skipped."""
+    offset = 0
+    start = 0
+    pending = b""
+    for line in stream:
+        pending += line
+        offset += len(line)
+        if pending.count(b'"') % 2 == 0:
+            if pending.strip(b"\r\n"):
+                yield start, pending
+            start = offset
+            pending = b""
+    if pending.strip(b"\r\n"):
+        yield start, pending
+
+
+def _parse(raw: bytes) -> list[str]:
+    rows = list(csv.reader(io.StringIO(raw.decode("utf-8")), strict=True))
+    if len(rows) != 1:
+        raise csv.Error(f"expected one record, found {len(rows)}")
+    return [cell.strip() for cell in rows[0]]
+
+
+def read_header(path: str) -> list[str]:
+    with open(path, "rb") as stream:
+        for _, raw in _iter_records(stream):
+            try:
+                header = _parse(raw)
+            except (csv.Error, UnicodeDecodeError) as err:
+                raise IndexFileError(f"{path}: header does not parse: {err}") from err
+            if len(set(header)) != len(header) or not all(header):
+                raise IndexFileError(f"{path}: header has empty or duplicate column names: {header}")
+            return header
+    raise IndexFileError(f"{path}: empty index file (no header)")
+
+
+def plan_chunks(path: str, index_id: int, rows_per_chunk: int) -> tuple[list[str], list[Chunk]]:
+    """The header and the chunks of an index file, from one binary scan."""
+    header = read_header(path)
+    chunks: list[Chunk] = []
+    with open(path, "rb") as stream:
+        records = _iter_records(stream)
+        next(records)  # the header
+        start = end = None
+        count = 0
+        row = 0
+        for offset, raw in records:
+            row += 1
+            if start is None:
+                start, count = offset, 0
+            count += 1
+            end = offset + len(raw)
+            if count == rows_per_chunk:
+                chunks.append(Chunk(index_id, len(chunks), path, start, end, row - count + 1, count, len(header)))
+                start = None
+        if start is not None:
+            chunks.append(Chunk(index_id, len(chunks), path, start, end, row - count + 1, count, len(header)))
+    return header, chunks
+
+
+def read_chunk(chunk: Chunk) -> Iterator[Record]:
+    """Parses the chunk's records; a bad one comes back with `cells=None` and the reason."""
+    with open(chunk.path, "rb") as stream:
+        stream.seek(chunk.start)
+        data = stream.read(chunk.end - chunk.start)
+    for number, (_, raw) in enumerate(_iter_records(io.BufferedReader(io.BytesIO(data))), chunk.first_row):
+        try:
+            cells = _parse(raw)
+        except (csv.Error, UnicodeDecodeError) as err:
+            yield Record(number, None, f"malformed CSV record: {err}")
+            continue
+        if len(cells) != chunk.num_fields:
+            yield Record(number, None, f"malformed CSV record: {len(cells)} fields, the header has {chunk.num_fields}")
+        else:
+            yield Record(number, cells)
+
+
+def count_rows(path: str) -> int:
+    with open(path, "rb") as stream:
+        return max(0, sum(1 for _ in _iter_records(stream)) - 1)

@@ -1,0 +1,142 @@
+"""The Beam DoFn that turns a chunk of CSV rows into part files of serialized Examples.
+
+One element is one chunk descriptor (a byte range of an index file), so Beam's per-element cost is
+paid once per few thousand rows. Records go straight to disk; what the DoFn emits is metadata
+(`ChunkResult`) plus one Arrow batch per split for TFDV statistics (image bytes are not counted
+there: the statistics schema gives image features an image domain).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+from ..core.atomic import atomic_write_text
+from ..core.shard_plan import Part
+from ..core.shard_writer import PartWriter
+from .columns import ColumnSpec
+from .csv_index import Chunk, read_chunk
+from .rows import Encoded, Reject, RowEncoder
+from .splitting import SplitAssigner
+
+STATS_TAG = "statistics"
+_ARROW_TYPES = {"int64": pa.int64(), "float32": pa.float32(), "string": pa.binary()}
+
+
+@dataclass(frozen=True)
+class IngestPlan:
+    """Everything a worker needs, decided once by the driver (picklable, small)."""
+
+    columns: tuple[ColumnSpec, ...]
+    data_root: str
+    staging_dir: str
+    index_splits: tuple[str | None, ...]  # per index id; None means split by hashing
+    split_weights: tuple[tuple[str, int], ...]
+    split_key_positions: tuple[int, ...]
+
+    def part_path(self, split: str, chunk: Chunk) -> str:
+        return os.path.join(self.staging_dir, "parts", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.tfrecord")
+
+    def rejects_path(self, chunk: Chunk) -> str:
+        return os.path.join(self.staging_dir, "rejects", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.jsonl")
+
+    def done_marker(self, chunk: Chunk) -> str:
+        return os.path.join(self.staging_dir, "done", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}")
+
+
+@dataclass
+class ChunkResult:
+    index_id: int
+    chunk_no: int
+    rows: int = 0
+    parts: dict[str, Part] = field(default_factory=dict)
+    label_counts: dict[str, dict[str, Counter]] = field(default_factory=dict)
+    reject_codes: Counter = field(default_factory=Counter)
+    digests: dict[str, np.ndarray] = field(default_factory=dict)  # split → int64 content hashes
+    digest_rows: dict[str, np.ndarray] = field(default_factory=dict)  # split → row of each hash
+
+    @property
+    def rejected(self) -> int:
+        return sum(self.reject_codes.values())
+
+
+class _SplitBuffer:
+    """Per split: the part writer, the values for statistics, the label counts and hashes."""
+
+    def __init__(self, path: str, columns: tuple[ColumnSpec, ...]) -> None:
+        self.writer = PartWriter(path)
+        self.values: dict[str, list] = {c.name: [] for c in columns}
+        self.labels: dict[str, Counter] = {c.name: Counter() for c in columns if c.role == "label"}
+        self.digests: list[int] = []
+        self.digest_rows: list[int] = []
+
+    def add(self, encoded: Encoded) -> None:
+        self.writer.write(encoded.example, encoded.payload_bytes)
+        for name, value in encoded.values.items():
+            self.values[name].append(value)
+            if name in self.labels:
+                self.labels[name][str(value)] += 1
+        self.digests.extend(encoded.digests)
+        self.digest_rows.extend([encoded.row] * len(encoded.digests))
+
+
+class EncodeChunkFn(beam.DoFn):
+    def __init__(self, plan: IngestPlan) -> None:
+        self.plan = plan
+        self.rows_counter = beam.metrics.Metrics.counter("example_gen", "rows")
+        self.accepted_counter = beam.metrics.Metrics.counter("example_gen", "accepted")
+        self.rejected_counter = beam.metrics.Metrics.counter("example_gen", "rejected")
+
+    def setup(self) -> None:
+        assigner = SplitAssigner(self.plan.split_weights, self.plan.split_key_positions)
+        self.encoder = RowEncoder(list(self.plan.columns), self.plan.data_root, assigner)
+
+    def process(self, chunk: Chunk):
+        result = ChunkResult(chunk.index_id, chunk.chunk_no)
+        buffers: dict[str, _SplitBuffer] = {}
+        rejects: list[str] = []
+        fixed_split = self.plan.index_splits[chunk.index_id]
+        try:
+            for record in read_chunk(chunk):
+                result.rows += 1
+                outcome = self.encoder.encode(record, fixed_split)
+                if isinstance(outcome, Reject):
+                    result.reject_codes[outcome.code] += 1
+                    rejects.append(json.dumps(outcome.to_json(chunk.path), sort_keys=True))
+                    continue
+                if outcome.split not in buffers:
+                    buffers[outcome.split] = _SplitBuffer(self.plan.part_path(outcome.split, chunk), self.plan.columns)
+                buffers[outcome.split].add(outcome)
+        except BaseException:
+            for buffer in buffers.values():
+                buffer.writer.abort()
+            raise
+        atomic_write_text(self.plan.rejects_path(chunk), "".join(line + "\n" for line in rejects))
+        for split, buffer in sorted(buffers.items()):
+            result.parts[split] = buffer.writer.close()
+            result.label_counts[split] = buffer.labels
+            result.digests[split] = np.asarray(buffer.digests, dtype=np.int64)
+            result.digest_rows[split] = np.asarray(buffer.digest_rows, dtype=np.int32)
+            yield beam.pvalue.TaggedOutput(STATS_TAG, (split, self._arrow_batch(buffer)))
+        self.rows_counter.inc(result.rows)
+        self.rejected_counter.inc(result.rejected)
+        self.accepted_counter.inc(result.rows - result.rejected)
+        atomic_write_text(self.plan.done_marker(chunk), str(result.rows))
+        yield result
+
+    def _arrow_batch(self, buffer: _SplitBuffer) -> pa.RecordBatch:
+        arrays, names = [], []
+        for column in self.plan.columns:
+            values = buffer.values[column.name]
+            if column.dtype == "string":
+                values = [v.encode("utf-8") for v in values]
+            value_type = pa.binary() if column.is_file else _ARROW_TYPES[column.dtype]
+            offsets = pa.array(np.arange(len(values) + 1, dtype=np.int32))
+            arrays.append(pa.ListArray.from_arrays(offsets, pa.array(values, type=value_type)))
+            names.append(column.name)
+        return pa.RecordBatch.from_arrays(arrays, names)

@@ -1,0 +1,198 @@
+"""ExampleGen's `run(config)`: CSV indexes of files → shards, statistics, schema, rejects, manifest.
+
+>>> from shardflow.example_gen import ExampleGenConfig, IndexSpec, run   # doctest: +SKIP
+>>> manifest = run(ExampleGenConfig(indexes=(IndexSpec("d/train.csv", "train"),),
+...                                 data_root="d", output="out"))       # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import tensorflow_data_validation as tfdv
+
+from .. import __version__
+from ..core.atomic import atomic_write_json, remove_path
+from ..core.beam_setup import describe_runner, make_pipeline, pipeline_options
+from ..core.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
+from ..core.shard_writer import ShardSizing
+from . import output_dir
+from .columns import ColumnSpec, detect_columns
+from .config import ConfigError, ExampleGenConfig
+from .csv_index import Chunk, count_rows, plan_chunks, read_chunk, read_header
+from .encode_chunks import ChunkResult, IngestPlan
+from .pipeline import RESULT_NAME, IngestChunks
+from .progress import ProgressReporter
+from .report import ingest_ops, options_json, sha256_of, summary_text
+from .statistics import infer_schema
+
+SAMPLE_ROWS = 50
+
+
+class TooManyRejectsError(RuntimeError):
+    """More rows were rejected than `max_reject_fraction` allows; no manifest was written."""
+
+
+def _rows_per_chunk(config: ExampleGenConfig, total_rows: int) -> int:
+    if config.rows_per_chunk:
+        return config.rows_per_chunk
+    return min(2000, max(64, math.ceil(total_rows / 8)))
+
+
+def _plan_indexes(config: ExampleGenConfig) -> tuple[list[str], list[Chunk]]:
+    header = read_header(config.indexes[0].path)
+    for index in config.indexes[1:]:
+        if read_header(index.path) != header:
+            raise ConfigError(f"index {index.path!r} has header {read_header(index.path)}, expected {header}")
+    total = sum(count_rows(i.path) for i in config.indexes)
+    per_chunk = _rows_per_chunk(config, total)
+    chunks: list[Chunk] = []
+    for index_id, index in enumerate(config.indexes):
+        chunks.extend(plan_chunks(index.path, index_id, per_chunk)[1])
+    return header, chunks
+
+
+def _sample(chunks: list[Chunk]) -> list[list[str]]:
+    samples: list[list[str]] = []
+    for chunk in chunks:
+        samples.extend(r.cells for r in read_chunk(chunk) if r.cells is not None)
+        if len(samples) >= SAMPLE_ROWS:
+            break
+    return samples[:SAMPLE_ROWS]
+
+
+def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[ColumnSpec], staging: Path) -> IngestPlan:
+    if config.split_key is not None:
+        if config.split_key not in header:
+            raise ConfigError(f"--split-key {config.split_key!r} is not a column of the index ({header})")
+        key_positions: tuple[int, ...] = (header.index(config.split_key),)
+    else:
+        key_positions = tuple(c.position for c in columns if c.is_file) or tuple(range(len(header)))
+    return IngestPlan(
+        columns=tuple(columns),
+        data_root=os.path.realpath(config.data_root),
+        staging_dir=str(staging),
+        index_splits=tuple(i.split for i in config.indexes),
+        split_weights=config.split_weights,
+        split_key_positions=key_positions,
+    )
+
+
+def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    total_rows = sum(c.num_rows for c in chunks)
+    options = pipeline_options(config.beam_args, total_rows)
+    sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
+    echo(f"example-gen: {total_rows:,} rows in {len(chunks)} chunks on {describe_runner(options)}")
+    with ProgressReporter(Path(plan.staging_dir) / "done", total_rows, config.progress_seconds, echo):
+        with make_pipeline(options) as pipeline:
+            _ = pipeline | "Ingest" >> IngestChunks(chunks, plan, config.split_names, sizing)
+    with open(os.path.join(plan.staging_dir, RESULT_NAME), "rb") as source:
+        return pickle.load(source), describe_runner(options)
+
+
+def _merge_rejects(chunks: list[Chunk], plan: IngestPlan, out_dir: Path) -> Path:
+    """Concatenates the per-chunk reject files in row order, then renames into place."""
+    target = out_dir / "rejects.jsonl"
+    tmp = Path(plan.staging_dir) / "rejects.jsonl"
+    with open(tmp, "wb") as out:
+        for chunk in chunks:
+            with open(plan.rejects_path(chunk), "rb") as source:
+                shutil.copyfileobj(source, out)
+    os.replace(tmp, target)
+    return target
+
+
+def _splits(config: ExampleGenConfig, results: list[ChunkResult], shards: list[tuple[str, ShardInfo]]) -> dict[str, SplitInfo]:
+    splits = {}
+    for split in config.split_names:
+        split_shards = sorted((s for name, s in shards if name == split), key=lambda s: s.path)
+        expected = sum(r.parts[split].num_records for r in results if split in r.parts)
+        if sum(s.num_examples for s in split_shards) != expected:
+            raise RuntimeError(f"split {split}: shards hold {sum(s.num_examples for s in split_shards)} records, chunks wrote {expected}")
+        labels: dict[str, Counter] = {}
+        for result in results:
+            for column, counts in result.label_counts.get(split, {}).items():
+                labels.setdefault(column, Counter()).update(counts)
+        splits[split] = SplitInfo(expected, split_shards, {c: dict(sorted(v.items())) for c, v in labels.items()})
+    return splits
+
+
+def _leak_paths(leakage: dict[str, Any], chunks: list[Chunk], columns: list[ColumnSpec], config: ExampleGenConfig) -> dict[str, Any]:
+    """Adds the index file and image path to each leakage example (reads only those rows)."""
+    image = next((c for c in columns if c.role == "image"), None)
+    for example in leakage["examples"]:
+        for occurrence in example["occurrences"]:
+            index_id = occurrence.pop("index_id")
+            occurrence["index"] = config.indexes[index_id].path
+            chunk = next(c for c in chunks if c.index_id == index_id and c.first_row <= occurrence["row"] < c.first_row + c.num_rows)
+            record = next(r for r in read_chunk(chunk) if r.row == occurrence["row"])
+            occurrence["path"] = record.cells[image.position] if image and record.cells else None
+    return leakage
+
+
+def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manifest:
+    """Ingests the indexes into `config.output`; returns the manifest written last."""
+    started = time.time()
+    out_dir = Path(config.output)
+    header, chunks = _plan_indexes(config)
+    columns = detect_columns(header, _sample(chunks), config)
+    staging = output_dir.prepare(out_dir)
+    try:
+        plan = _ingest_plan(config, header, columns, staging)
+        result, runner = _execute(config, chunks, plan, echo)
+        return _finish(config, chunks, columns, plan, result, runner, started, echo)
+    finally:
+        output_dir.discard(staging)
+
+
+def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnSpec], plan: IngestPlan,
+            result: dict[str, Any], runner: str, started: float, echo: Callable[[str], None]) -> Manifest:
+    out_dir = Path(config.output)
+    results: list[ChunkResult] = sorted(result["chunks"], key=lambda r: (r.index_id, r.chunk_no))
+    rows = sum(r.rows for r in results)
+    planned = sum(c.num_rows for c in chunks)
+    if rows != planned or len(results) != len(chunks):
+        raise RuntimeError(f"rows do not reconcile: {rows} processed in {len(results)} chunks, {planned} planned in {len(chunks)}")
+    reasons = sum((r.reject_codes for r in results), Counter())
+    rejected = sum(reasons.values())
+    rejects_file = _merge_rejects(chunks, plan, out_dir)
+    if rows and rejected / rows > config.max_reject_fraction:
+        raise TooManyRejectsError(
+            f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
+            f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
+        )
+    splits = _splits(config, results, result["shards"])
+    output_dir.publish(out_dir, Path(plan.staging_dir), config.split_names)
+    schema_path = out_dir / "schema.pbtxt"
+    remove_path(schema_path)
+    train = "train" if "train" in splits else next(iter(splits))
+    tfdv.write_schema_text(infer_schema(str(out_dir / "statistics" / f"{train}.pb"), tuple(columns)), str(schema_path))
+    manifest = Manifest(
+        features={c.name: c.feature_spec() for c in columns},
+        splits=splits,
+        compression=config.compression,
+        extra={
+            "component": "example_gen",
+            "shardflow_version": __version__,
+            "rows": rows, "accepted": rows - rejected, "rejected": rejected,
+            "rejected_by_reason": dict(sorted(reasons.items())),
+            "rejects_file": "rejects.jsonl",
+            "inputs": [{"path": i.path, "split": i.split, "sha256": sha256_of(i.path)} for i in config.indexes],
+            "options": options_json(config),
+            "ingest_ops": ingest_ops(columns),
+            "leakage": _leak_paths(result["leakage"], chunks, columns, config),
+            "statistics": {s: f"statistics/{s}.pb" for s in splits},
+            "schema": "schema.pbtxt",
+            "runner": runner,
+            "seconds": round(time.time() - started, 3),
+        },
+    )
+    atomic_write_json(out_dir / MANIFEST_NAME, manifest.to_json())
+    echo(summary_text(manifest, time.time() - started))
+    return manifest

@@ -1,0 +1,138 @@
+"""Reading one image file safely: path containment, format and size checks, decode, convert, resize.
+
+Every failure raises `BadCell` with a short `code` (for counting) and a readable reason.
+
+>>> root = DataRoot("/data")
+>>> try:
+...     root.resolve("../etc/passwd")
+... except BadCell as err:
+...     print(err.code, "|", err.reason)
+path_escapes_root | path escapes the data root: ../etc/passwd
+"""
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+JPEG_MAGIC = b"\xff\xd8\xff"
+# PIL mode → (numpy dtype, channels) kept as they are; other modes are converted (see `_to_array`).
+_NATIVE_MODES = {"L": ("uint8", 1), "RGB": ("uint8", 3), "RGBA": ("uint8", 4), "I;16": ("uint16", 1)}
+
+
+class BadCell(ValueError):
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class DataRoot:
+    """Resolves index cells to files strictly inside the data root (symlinks included)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self._prefix = self.root.rstrip(os.sep) + os.sep
+
+    def resolve(self, cell: str) -> str:
+        candidate = cell if os.path.isabs(cell) else os.path.join(self.root, cell)
+        real = os.path.realpath(candidate)
+        if not real.startswith(self._prefix):
+            raise BadCell("path_escapes_root", f"path escapes the data root: {cell}")
+        return real
+
+    def read(self, cell: str) -> bytes:
+        """The file's bytes, after the containment, existence and type checks."""
+        path = self.resolve(cell)
+        if not os.path.lexists(path):
+            raise BadCell("missing_file", f"missing file: {cell}")
+        if os.path.isdir(path):
+            raise BadCell("is_directory", f"is a directory, not a file: {cell}")
+        try:
+            with open(path, "rb") as stream:
+                data = stream.read()
+        except OSError as err:
+            raise BadCell("unreadable_file", f"unreadable file {cell}: {err.strerror or err}") from err
+        if not data:
+            raise BadCell("empty_file", f"zero-byte file: {cell}")
+        return data
+
+
+@dataclass(frozen=True)
+class ImageRules:
+    """What one image column accepts and how it is converted at ingest."""
+
+    max_pixels: int
+    channels: str | None = None  # "gray" | "rgb" | None (keep)
+    resize: tuple[int, int] | None = None  # (H, W)
+    nearest: bool = False  # masks: nearest-neighbour resize, palette indices kept
+
+
+def sniff_format(data: bytes) -> str:
+    if data.startswith(PNG_MAGIC):
+        return "PNG"
+    if data.startswith(JPEG_MAGIC):
+        return "JPEG"
+    raise BadCell("not_an_image", "not a PNG or JPEG image")
+
+
+def decode(data: bytes, rules: ImageRules) -> np.ndarray:
+    """Decoded pixels as an HxWxC array, converted and resized as the rules say."""
+    sniff_format(data)
+    try:
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+        if width * height > rules.max_pixels:
+            raise BadCell("too_many_pixels", f"image of {width}x{height} exceeds the limit of {rules.max_pixels} pixels")
+        image.load()
+    except BadCell:
+        raise
+    except Exception as err:  # PIL raises many types for corrupt data
+        raise BadCell("corrupt_image", f"corrupt or truncated image: {err}") from err
+    image = _convert(image, rules)
+    if rules.resize and image.size != (rules.resize[1], rules.resize[0]):
+        resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
+        image = image.resize((rules.resize[1], rules.resize[0]), resample)
+    return _to_array(image)
+
+
+def _convert(image: Image.Image, rules: ImageRules) -> Image.Image:
+    if rules.channels == "gray" and image.mode not in ("L", "I;16"):
+        return image.convert("L")
+    if rules.channels == "rgb" and image.mode != "RGB":
+        return image.convert("RGB")
+    if image.mode in _NATIVE_MODES or (rules.nearest and image.mode == "P"):
+        return image
+    if image.mode == "P":
+        return image.convert("RGBA" if "transparency" in image.info else "RGB")
+    if image.mode in ("1", "LA", "I", "I;16B", "I;16L"):
+        return image.convert("I;16" if image.mode.startswith("I") else "L")
+    return image.convert("RGB")
+
+
+def _to_array(image: Image.Image) -> np.ndarray:
+    array = np.asarray(image)
+    if array.dtype != np.uint8:
+        array = array.astype(np.uint16)
+    if array.ndim == 2:
+        array = array[:, :, None]
+    return np.ascontiguousarray(array)
+
+
+def encode(pixels: np.ndarray, storage: str) -> bytes:
+    """Payload bytes for the `storage` kind: raw row-major HWC bytes, or a re-encoded PNG/JPEG."""
+    if storage == "raw":
+        return pixels.tobytes()
+    squeezed = pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
+    mode = "I;16" if pixels.dtype == np.uint16 else None
+    image = Image.fromarray(squeezed, mode=mode) if mode else Image.fromarray(squeezed)
+    out = io.BytesIO()
+    if storage == "png":
+        image.save(out, format="PNG", compress_level=1)
+    else:
+        image.save(out, format="JPEG", quality=95)
+    return out.getvalue()

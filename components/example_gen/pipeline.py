@@ -1,0 +1,71 @@
+"""ExampleGen's Beam graph: chunks → part files → shards, plus statistics and a result file.
+
+    with make_pipeline(options) as p:
+        p | IngestChunks(chunks, plan, splits, out_dir, sizing)
+
+Everything the driver needs afterwards lands in `<staging>/result.pickle`, written by the last step.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+from typing import Any
+
+import apache_beam as beam
+
+from ..core.shard_writer import ShardSizing, WriteShards
+from .csv_index import Chunk
+from .encode_chunks import STATS_TAG, ChunkResult, EncodeChunkFn, IngestPlan
+from .leakage import find_leaks
+from .statistics import SplitStatistics
+
+RESULT_NAME = "result.pickle"
+
+
+def _part_pairs(result: ChunkResult):
+    return list(result.parts.items())
+
+
+def _write_result(shards: list, chunk_results: list[ChunkResult], path: str) -> None:
+    leaks = find_leaks(
+        (split, r.index_id, r.digests[split], r.digest_rows[split]) for r in chunk_results for split in r.digests
+    )
+    # The hashes were only needed for the leakage check; side inputs are not mutated.
+    stripped = [dataclasses.replace(r, digests={}, digest_rows={}) for r in chunk_results]
+    payload: dict[str, Any] = {"chunks": stripped, "shards": shards, "leakage": leaks}
+    with open(path + ".tmp", "wb") as out:
+        pickle.dump(payload, out)
+    os.replace(path + ".tmp", path)
+
+
+class IngestChunks(beam.PTransform):
+    """Chunk descriptors in; shards, statistics and the result file written under the staging dir."""
+
+    def __init__(self, chunks: list[Chunk], plan: IngestPlan, splits: tuple[str, ...], sizing: ShardSizing) -> None:
+        super().__init__()
+        self.chunks, self.plan, self.splits, self.sizing = chunks, plan, splits, sizing
+
+    def expand(self, root: beam.pvalue.PBegin) -> beam.pvalue.PDone:
+        staging = self.plan.staging_dir
+        encoded = (
+            root
+            | "ListChunks" >> beam.Create(self.chunks)
+            | "SpreadChunks" >> beam.Reshuffle()
+            | "EncodeChunks" >> beam.ParDo(EncodeChunkFn(self.plan)).with_outputs(STATS_TAG, main="results")
+        )
+        _ = encoded[STATS_TAG] | "Statistics" >> SplitStatistics(
+            self.splits, self.plan.columns, os.path.join(staging, "statistics")
+        )
+        results = encoded.results
+        shards = (
+            results
+            | "PartsOfChunk" >> beam.FlatMap(_part_pairs)
+            | "WriteShards" >> WriteShards(staging, self.sizing)
+            | "GatherShards" >> beam.combiners.ToList()
+        )
+        gathered = results | "GatherChunkResults" >> beam.combiners.ToList()
+        _ = shards | "WriteResult" >> beam.Map(
+            _write_result, chunk_results=beam.pvalue.AsSingleton(gathered), path=os.path.join(staging, RESULT_NAME)
+        )
+        return beam.pvalue.PDone(root.pipeline)

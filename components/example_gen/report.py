@@ -1,0 +1,63 @@
+"""The manifest's provenance fields and the human summary printed at the end of a run."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any
+
+from ..core.manifest import Manifest
+from .columns import ColumnSpec
+from .config import ExampleGenConfig
+
+
+def sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        for block in iter(lambda: source.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def options_json(config: ExampleGenConfig) -> dict[str, Any]:
+    options = dataclasses.asdict(config)
+    options.pop("indexes")
+    return options
+
+
+def ingest_ops(columns: list[ColumnSpec]) -> dict[str, dict[str, Any]]:
+    """What was applied once at ingest, per file column (the Trainer records train-time ops apart)."""
+    ops = {}
+    for column in columns:
+        if column.rules is not None:
+            ops[column.name] = {
+                "resize": list(column.rules.resize) if column.rules.resize else None,
+                "resize_method": "nearest" if column.rules.nearest else "bilinear",
+                "channels": column.rules.channels,
+                "storage": column.storage,
+            }
+    return ops
+
+
+def summary_text(manifest: Manifest, elapsed: float) -> str:
+    extra = manifest.extra
+    lines = [
+        f"rows read: {extra['rows']:,}  accepted: {extra['accepted']:,}  rejected: {extra['rejected']:,}",
+    ]
+    for code, count in sorted(extra["rejected_by_reason"].items()):
+        lines.append(f"  rejected {code}: {count:,}")
+    if extra["rejected"]:
+        lines.append(f"  details: {extra['rejects_file']}")
+    total_bytes = 0
+    for name, split in manifest.splits.items():
+        size = sum(s.bytes for s in split.shards)
+        total_bytes += size
+        lines.append(f"split {name}: {split.num_examples:,} examples in {len(split.shards)} shards, {size / 1e6:.1f} MB")
+    leakage = extra["leakage"]
+    if leakage["count"]:
+        lines.append(f"LEAKAGE: {leakage['count']} file contents appear in more than one split, e.g.:")
+        for example in leakage["examples"]:
+            where = ", ".join(f"{o['split']} row {o['row']} of {o['index']} ({o.get('path')})" for o in example["occurrences"])
+            lines.append(f"  {where}")
+    rate = extra["rows"] / elapsed if elapsed > 0 else 0.0
+    lines.append(f"{total_bytes / 1e6:.1f} MB written in {elapsed:.1f} s ({rate:,.0f} records/s), runner {extra['runner']}")
+    return "\n".join(lines)

@@ -1,0 +1,36 @@
+"""shardflow: Kubeflow/TFX-style pipeline components for datasets that do not fit in memory.
+
+The import package `shardflow` lives in `components/` (the components and their shared core) and
+`shardflow.pipelines` in `pipelines/` (kfp wiring), as the repository layout asks.
+"""
+from setuptools import setup
+
+setup(
+    name="shardflow",
+    version="0.1.0",
+    description="CSV-indexed files to sharded TFRecords, transform, train, evaluate, on Beam and Kubeflow",
+    python_requires=">=3.11,<3.12",
+    packages=[
+        "shardflow",
+        "shardflow.core",
+        "shardflow.example_gen",
+        "shardflow.pipelines",
+    ],
+    package_dir={"shardflow": "components", "shardflow.pipelines": "pipelines"},
+    install_requires=[
+        "apache-beam[dask,tfrecord]>=2.72,<2.73",
+        "tensorflow>=2.16,<2.17",
+        "tf-keras>=2.16,<2.17",
+        "tensorflow-data-validation>=1.16,<1.17",
+        "tensorflow-transform>=1.16,<1.17",
+        "kfp>=2.13,<2.14",
+        "dill",
+        "pillow>=10",
+        "numpy>=1.26,<2",
+        "google-crc32c>=1.5",
+        "scikit-learn>=1.3",
+        "matplotlib>=3.8",
+    ],
+    extras_require={"test": ["pytest", "kubernetes-validate"]},
+    entry_points={"console_scripts": ["shardflow=shardflow.cli:main"]},
+)
