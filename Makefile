@@ -29,7 +29,7 @@ test: setup
 	$(BIN)/python -m pytest -q tests
 
 bench: setup
-	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m benchmarks.run_all $(BENCH_ARGS)
 
 lock:
 	uv pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_36 \

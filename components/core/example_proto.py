@@ -12,15 +12,19 @@ True
 """
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Mapping, Sequence, Union
 
 import numpy as np
 
+_SMALL = [bytes((i,)) for i in range(0x80)]
 FeatureValues = Union[Sequence[bytes], Sequence[int], Sequence[float], np.ndarray]
 
 
 def _varint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _SMALL[value]
     out = bytearray()
     value &= 0xFFFFFFFFFFFFFFFF  # negative int64 are encoded as 10-byte two's complement
     while value > 0x7F:
@@ -66,10 +70,14 @@ def encode_feature(values: FeatureValues) -> bytes:
     raise TypeError(f"unsupported feature value type {type(first).__name__}")
 
 
+@functools.lru_cache(maxsize=1024)
+def _key_field(name: str) -> bytes:
+    return _field(1, name.encode("utf-8"))
+
+
 def encode_example(features: Mapping[str, FeatureValues]) -> bytes:
     """A serialized `tf.train.Example`; keys are written in sorted order."""
     entries = []
     for name in sorted(features):
-        entry = _field(1, name.encode("utf-8")) + _field(2, encode_feature(features[name]))
-        entries.append(_field(1, entry))
+        entries.append(_field(1, _key_field(name) + _field(2, encode_feature(features[name]))))
     return _field(1, b"".join(entries))

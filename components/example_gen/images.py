@@ -37,10 +37,18 @@ class DataRoot:
     def __init__(self, root: str) -> None:
         self.root = os.path.realpath(root)
         self._prefix = self.root.rstrip(os.sep) + os.sep
+        self._real_dirs: dict[str, str] = {}
 
     def resolve(self, cell: str) -> str:
         candidate = cell if os.path.isabs(cell) else os.path.join(self.root, cell)
-        real = os.path.realpath(candidate)
+        folder, name = os.path.split(candidate)
+        if name in ("", ".", "..") or os.path.islink(candidate):
+            real = os.path.realpath(candidate)
+        else:  # resolving each folder once keeps this off the per-row cost
+            real_folder = self._real_dirs.get(folder)
+            if real_folder is None:
+                real_folder = self._real_dirs.setdefault(folder, os.path.realpath(folder))
+            real = os.path.join(real_folder, name)
         if not real.startswith(self._prefix):
             raise BadCell("path_escapes_root", f"path escapes the data root: {cell}")
         return real
@@ -48,13 +56,13 @@ class DataRoot:
     def read(self, cell: str) -> bytes:
         """The file's bytes, after the containment, existence and type checks."""
         path = self.resolve(cell)
-        if not os.path.lexists(path):
-            raise BadCell("missing_file", f"missing file: {cell}")
-        if os.path.isdir(path):
-            raise BadCell("is_directory", f"is a directory, not a file: {cell}")
         try:
             with open(path, "rb") as stream:
                 data = stream.read()
+        except FileNotFoundError as err:
+            raise BadCell("missing_file", f"missing file: {cell}") from err
+        except IsADirectoryError as err:
+            raise BadCell("is_directory", f"is a directory, not a file: {cell}") from err
         except OSError as err:
             raise BadCell("unreadable_file", f"unreadable file {cell}: {err.strerror or err}") from err
         if not data:
@@ -80,11 +88,11 @@ def sniff_format(data: bytes) -> str:
     raise BadCell("not_an_image", "not a PNG or JPEG image")
 
 
-def decode(data: bytes, rules: ImageRules) -> np.ndarray:
-    """Decoded pixels as an HxWxC array, converted and resized as the rules say."""
-    sniff_format(data)
+def decode_image(data: bytes, rules: ImageRules) -> Image.Image:
+    """The decoded, converted and resized image (PIL), checked against the pixel limit first."""
+    image_format = sniff_format(data)
     try:
-        image = Image.open(io.BytesIO(data))
+        image = Image.open(io.BytesIO(data), formats=[image_format])
         width, height = image.size
         if width * height > rules.max_pixels:
             raise BadCell("too_many_pixels", f"image of {width}x{height} exceeds the limit of {rules.max_pixels} pixels")
@@ -97,7 +105,25 @@ def decode(data: bytes, rules: ImageRules) -> np.ndarray:
     if rules.resize and image.size != (rules.resize[1], rules.resize[0]):
         resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
         image = image.resize((rules.resize[1], rules.resize[0]), resample)
-    return _to_array(image)
+    return image
+
+
+def decode(data: bytes, rules: ImageRules) -> np.ndarray:
+    """Decoded pixels as an HxWxC array, converted and resized as the rules say."""
+    return _to_array(decode_image(data, rules))
+
+
+def image_layout(image: Image.Image) -> tuple[str, tuple[int, int, int]]:
+    """dtype and (H, W, C) of a decoded image, without copying its pixels."""
+    dtype = "uint16" if image.mode.startswith("I;16") else "uint8"
+    return dtype, (image.size[1], image.size[0], len(image.getbands()))
+
+
+def encode_image(image: Image.Image, storage: str) -> bytes:
+    """Payload bytes straight from the decoded image: raw row-major HWC bytes, or re-encoded."""
+    if storage == "raw":
+        return image.tobytes()
+    return encode(_to_array(image), storage)
 
 
 def _convert(image: Image.Image, rules: ImageRules) -> Image.Image:

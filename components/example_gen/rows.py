@@ -8,12 +8,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ..core.example_proto import encode_example
 from .columns import ColumnSpec, parse_value
 from .csv_index import Record
-from .images import BadCell, DataRoot, decode, encode
+from .images import BadCell, DataRoot, decode_image, encode_image, image_layout
 from .splitting import SplitAssigner
 
 
@@ -64,7 +62,6 @@ class RowEncoder:
         values: dict[str, Any] = {}
         digests: list[int] = []
         payload = 0
-        shapes: dict[str, tuple[int, ...]] = {}
         for column in self.columns:
             cell = record.cells[column.position]
             try:
@@ -72,8 +69,9 @@ class RowEncoder:
                     raise BadCell("empty_cell", "empty cell")
                 if column.is_file:
                     data = self.root.read(cell)
-                    pixels = self._check(column, decode(data, column.rules), shapes)  # type: ignore[arg-type]
-                    blob = encode(pixels, column.storage)
+                    image = decode_image(data, column.rules)  # type: ignore[arg-type]
+                    self._check(column, *image_layout(image))
+                    blob = encode_image(image, column.storage)
                     features[column.name] = [blob]
                     values[column.name] = blob
                     payload += len(blob)
@@ -88,20 +86,17 @@ class RowEncoder:
                 return Reject(record.row, split, column.name, path, err.code, err.reason)
         return Encoded(record.row, split, encode_example(features), payload, values, digests)
 
-    def _check(self, column: ColumnSpec, pixels: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> np.ndarray:
-        shape = tuple(pixels.shape)
-        if str(pixels.dtype) != column.dtype:
-            raise BadCell("wrong_dtype", f"{pixels.dtype} pixels, the column holds {column.dtype}")
+    def _check(self, column: ColumnSpec, dtype: str, shape: tuple[int, int, int]) -> None:
+        if dtype != column.dtype:
+            raise BadCell("wrong_dtype", f"{dtype} pixels, the column holds {column.dtype}")
         if shape != column.shape:
             raise BadCell("wrong_shape", f"shape {shape} differs from the column's {column.shape}")
-        shapes[column.name] = shape
         if column.role == "mask" and self.primary is not None:
             image_hw = self.primary.shape[:2]
             if shape[:2] != image_hw:
                 raise BadCell("mask_shape_mismatch",
                               f"mask of {shape[0]}x{shape[1]} does not match image {self.primary.name!r} of "
                               f"{image_hw[0]}x{image_hw[1]}")
-        return pixels
 
     @staticmethod
     def _parse(column: ColumnSpec, cell: str) -> int | float | str:

@@ -1,0 +1,127 @@
+"""Runs one command in a subprocess and watches it from outside: wall time, process-tree memory, files.
+
+    watch = Watch(first_file_globs=["out/*.tfrecord"], done_dir=None)
+    m = run_monitored([sys.executable, "-m", "x"], log_prefix=Path("logs/x"), watch=watch)
+    m.wall_s, m.peak_rss_mb, m.peak_pss_mb, m.first_file_s
+
+Memory is sampled every `memory_interval` s as the sum over the process and all its descendants
+(Beam's worker processes included) of RSS and of PSS. RSS counts shared pages (TensorFlow's
+libraries) once per process; PSS divides them among the sharers, so the PSS sum is the tree's real
+footprint. Both come from /proc/<pid>/smaps_rollup (~0.3 ms per process). Peaks shorter than the
+interval can be missed. Files are polled every `file_interval` s: the time the first output file
+appears (its writer opens it right before writing the first record), and the time the last
+done-marker appeared in `done_dir`.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+MB = 1024 * 1024
+
+
+@dataclass
+class Watch:
+    first_file_globs: list[str] = field(default_factory=list)
+    done_dir: str | None = None
+    file_interval: float = 0.05
+    memory_interval: float = 0.2
+
+
+@dataclass
+class Measurement:
+    returncode: int
+    wall_s: float  # from just before the process was started until it exited
+    started_at: float  # epoch seconds, just before the process was started
+    peak_rss_mb: float
+    peak_pss_mb: float
+    cpu_s: float  # user + system CPU of the process and every descendant it waited for
+    first_file_s: float | None  # after start; None when no file matched
+    last_done_s: float | None  # after start; None without done markers
+    load_before: float  # 1-minute load average when the run began (shared machine)
+    samples: int
+    report: dict  # the JSON object the child printed last on stdout ({} when none)
+
+
+def tree_memory(proc: psutil.Process) -> tuple[int, int]:
+    """(RSS, PSS) in bytes summed over `proc` and its live descendants."""
+    rss = pss = 0
+    try:
+        members = [proc] + proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0, 0
+    for member in members:
+        try:
+            info = member.memory_full_info()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue  # exited between listing and reading
+        rss += info.rss
+        pss += getattr(info, "pss", info.rss)
+    return rss, pss
+
+
+def _first_match(globs: list[str]) -> bool:
+    return any(next(iter(glob.iglob(pattern)), None) is not None for pattern in globs)
+
+
+def _count_files(directory: str | None) -> int:
+    try:
+        return len(os.listdir(directory)) if directory else 0
+    except FileNotFoundError:
+        return 0
+
+
+def _last_json_line(path: Path) -> dict:
+    """The child's report: the last stdout line that parses as a JSON object."""
+    for line in reversed(path.read_text(errors="replace").splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return {}
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_monitored(cmd: list[str], log_prefix: Path, watch: Watch, env: dict[str, str] | None = None) -> Measurement:
+    """Runs `cmd` to completion while sampling; stdout/stderr go to `<log_prefix>.out/.err`."""
+    log_prefix.parent.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()[0]
+    cpu_before = _cpu_seconds()
+    peak_rss = peak_pss = samples = done_count = 0
+    first_file = last_done = None
+    next_memory = 0.0
+    with open(f"{log_prefix}.out", "wb") as out, open(f"{log_prefix}.err", "wb") as err:
+        started = time.time()
+        proc = psutil.Popen(cmd, stdout=out, stderr=err, env=env)
+        while proc.poll() is None:
+            now = time.time()
+            if now >= next_memory:
+                rss, pss = tree_memory(proc)
+                peak_rss, peak_pss, samples = max(peak_rss, rss), max(peak_pss, pss), samples + 1
+                next_memory = now + watch.memory_interval
+                count = _count_files(watch.done_dir)
+                if count > done_count:  # only increases: the staging dir is removed at the end
+                    done_count, last_done = count, now - started
+            if first_file is None and _first_match(watch.first_file_globs):
+                first_file = now - started
+            time.sleep(watch.file_interval)
+        wall = time.time() - started
+    return Measurement(
+        returncode=proc.returncode, wall_s=wall, started_at=started,
+        peak_rss_mb=peak_rss / MB, peak_pss_mb=peak_pss / MB, cpu_s=_cpu_seconds() - cpu_before,
+        first_file_s=first_file, last_done_s=last_done, load_before=load_before, samples=samples,
+        report=_last_json_line(Path(f"{log_prefix}.out")),
+    )

@@ -1,0 +1,153 @@
+"""Reading a shardflow output directory as a `tf.data.Dataset` of decoded features.
+
+Everything comes from `manifest.json`: which shard files make a split (in order), whether they are
+GZIP-compressed, and each feature's dtype, shape and storage (raw bytes, PNG, JPEG or a plain
+value). Records are parsed and decoded a whole batch at a time, so the per-record cost stays in
+TensorFlow kernels. This is the only core module that imports TensorFlow.
+
+Usage (Transform, Trainer and Evaluator read ExampleGen's output this way):
+
+    from shardflow.core.reader import make_dataset
+
+    train = make_dataset("out", "train", batch_size=64, shuffle_buffer=10_000, seed=0, repeat=True)
+    for batch in train.take(1):
+        batch["x"]  # uint8 tensor [64, 28, 28, 1], bit for bit the source PNG's pixels
+        batch["y"]  # int64 tensor [64]
+
+With `deterministic=True` (the default) and no shuffle buffer, examples come in exactly the order
+of the shards in the manifest (ExampleGen keeps CSV row order within a named split).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import tensorflow as tf
+
+from .manifest import FeatureSpec, Manifest, read_manifest
+
+# Files read at once when order does not have to be the shards' order.
+PARALLEL_FILES = 4
+_TF_DTYPES = {"uint8": tf.uint8, "uint16": tf.uint16, "int64": tf.int64, "float32": tf.float32, "string": tf.string}
+
+
+def feature_spec(manifest: Manifest, features: list[str] | None = None) -> dict[str, tf.io.FixedLenFeature]:
+    """The `tf.io.parse_example` spec: image/mask files are string scalars, values are scalars of their type."""
+    spec = {}
+    for name in _selected(manifest, features):
+        feature = manifest.features[name]
+        dtype = tf.string if feature.is_file else _TF_DTYPES[feature.dtype]
+        spec[name] = tf.io.FixedLenFeature([], dtype)
+    return spec
+
+
+def decode_batch(parsed: dict[str, tf.Tensor], manifest: Manifest) -> dict[str, tf.Tensor]:
+    """Decodes a batch of parsed features: files → [B, H, W, C] pixels of their dtype, values unchanged."""
+    decoded = {}
+    for name, tensor in parsed.items():
+        feature = manifest.features[name]
+        decoded[name] = _decode_file(tensor, feature) if feature.is_file else tensor
+    return decoded
+
+
+def _decode_file(blobs: tf.Tensor, feature: FeatureSpec) -> tf.Tensor:
+    height, width, channels = feature.shape
+    dtype = _TF_DTYPES[feature.dtype]
+    if feature.encoding == "raw":
+        # Raw payloads are row-major HWC little-endian bytes of equal length: one kernel for the batch.
+        flat = tf.io.decode_raw(blobs, dtype, little_endian=True)
+        return tf.reshape(flat, [-1, height, width, channels])
+    if feature.encoding == "png":
+        def decode_one(blob: tf.Tensor) -> tf.Tensor:
+            return tf.io.decode_png(blob, channels=channels, dtype=dtype)
+    elif feature.encoding == "jpeg":
+        def decode_one(blob: tf.Tensor) -> tf.Tensor:
+            return tf.io.decode_jpeg(blob, channels=channels)
+    else:
+        raise ValueError(f"feature {feature.name!r}: unknown encoding {feature.encoding!r} for an image file")
+    pixels = tf.map_fn(decode_one, blobs, fn_output_signature=tf.TensorSpec([height, width, channels], dtype))
+    pixels.set_shape([None, height, width, channels])
+    return pixels
+
+
+def count_examples(manifest: Manifest, split: str) -> int:
+    """Examples in `split`, as the manifest records them."""
+    _check_split(manifest, split)
+    return manifest.splits[split].num_examples
+
+
+def shard_files(output_dir: str | Path, manifest: Manifest, split: str) -> list[str]:
+    """The split's shard paths in manifest order, each checked to exist with the recorded size."""
+    _check_split(manifest, split)
+    info = manifest.splits[split]
+    paths = manifest.shard_paths(Path(output_dir), split)
+    if sum(s.num_examples for s in info.shards) != info.num_examples:
+        raise ValueError(f"manifest of {output_dir}: split {split!r} lists {info.num_examples} examples, "
+                         f"its shards {sum(s.num_examples for s in info.shards)}")
+    for path, shard in zip(paths, info.shards):
+        if not path.is_file():
+            raise FileNotFoundError(f"shard file {path} listed in the manifest of {output_dir} is missing")
+        if path.stat().st_size != shard.bytes:
+            # A shard replaced or truncated after the run: its records no longer match the manifest.
+            raise ValueError(f"shard file {path} has {path.stat().st_size} bytes, the manifest says {shard.bytes}")
+    return [str(p) for p in paths]
+
+
+def make_dataset(output_dir: str | Path, split: str, *, batch_size: int, shuffle_buffer: int = 0,
+                 seed: int | None = None, deterministic: bool = True, drop_remainder: bool = False,
+                 repeat: bool = False, features: list[str] | None = None) -> tf.data.Dataset:
+    """Batches of decoded features (dicts of tensors) of `split` in `output_dir`.
+
+    `deterministic=True` with `shuffle_buffer=0` reads the shards one after another (exact shard
+    order); with a shuffle buffer the order is random but repeatable for a given `seed`.
+    `deterministic=False` lets TensorFlow read several shards at once in any order. `features`
+    keeps only the named features (less to parse and decode). Raises `IncompleteOutputError` when
+    the directory has no manifest and FileNotFoundError when a listed shard is missing.
+    """
+    _check_positive("batch_size", batch_size)
+    if shuffle_buffer < 0:
+        raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer!r}")
+    manifest = read_manifest(output_dir)
+    files = shard_files(output_dir, manifest, split)
+    spec = feature_spec(manifest, features)
+    selected = {name: manifest.features[name] for name in spec}
+    subset = Manifest(selected, manifest.splits, manifest.compression)
+
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
+    if shuffle_buffer and len(files) > 1:
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    in_order = deterministic and not shuffle_buffer
+    cycle = 1 if in_order else max(1, min(PARALLEL_FILES, len(files)))
+    compression = manifest.compression
+    # `deterministic` only means something to a parallel interleave (TF warns otherwise).
+    parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": deterministic} if cycle > 1 else {}
+    dataset = dataset.interleave(lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+                                 cycle_length=cycle, block_length=1, **parallel)
+    if shuffle_buffer:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        dataset = dataset.repeat()
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.map(lambda records: decode_batch(tf.io.parse_example(records, spec), subset),
+                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _selected(manifest: Manifest, features: list[str] | None) -> list[str]:
+    if features is None:
+        return list(manifest.features)
+    if isinstance(features, str) or not features:
+        raise ValueError(f"features must be a non-empty list of feature names, got {features!r}")
+    unknown = [name for name in features if name not in manifest.features]
+    if unknown:
+        raise ValueError(f"features {unknown} are not in the manifest (has {sorted(manifest.features)})")
+    return list(dict.fromkeys(features))
+
+
+def _check_split(manifest: Manifest, split: str) -> None:
+    if split not in manifest.splits:
+        raise ValueError(f"split {split!r} is not in the manifest (has {sorted(manifest.splits)})")
+
+
+def _check_positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")

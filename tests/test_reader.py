@@ -1,0 +1,246 @@
+"""The tf.data reader on real ExampleGen output: decoded pixels equal the source files bit for bit.
+
+ExampleGen runs three times per module (raw; png/jpeg + GZIP; a resized segmentation set), each
+on ~20 small PNG files written here, because every run costs several seconds.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from shardflow.core.manifest import IncompleteOutputError, read_manifest
+from shardflow.core.reader import count_examples, decode_batch, feature_spec, make_dataset
+from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
+
+from helpers_images import random_pixels, read_pixels, write_csv, write_palette_mask, write_png
+
+HEADER = ["gray", "rgb", "depth", "gray_lossy", "rgb_lossy", "y", "site", "score"]
+SPLIT_ROWS = {"train": range(0, 14), "eval": range(14, 20)}
+FILE_COLUMNS = ("gray", "rgb", "depth", "gray_lossy", "rgb_lossy")
+SEG_SIZE = (16, 13)  # resize target (H, W), an up-scale by a non-integer factor
+SEG_CLASSES = np.array([0, 1, 2, 5], dtype=np.uint8)
+
+
+def _smooth(rng: np.random.Generator, channels: int) -> np.ndarray:
+    """A gradient with mild noise: JPEG keeps it close, unlike pure noise."""
+    ramp = np.add.outer(np.arange(12) * 9, np.arange(10) * 7)[:, :, None] + 40
+    noise = rng.integers(0, 8, size=(12, 10, channels))
+    return np.clip(ramp + noise, 0, 255).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20 rows of 12x10 uint8 L, uint8 RGB, uint16 L PNGs and values; train = rows 0-13, eval = 14-19."""
+    root = tmp_path_factory.mktemp("photos")
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(20):
+        write_png(root / f"gray/{i}.png", random_pixels(rng, (12, 10, 1)))
+        write_png(root / f"rgb/{i}.png", random_pixels(rng, (12, 10, 3)))
+        write_png(root / f"depth/{i}.png", random_pixels(rng, (12, 10, 1), "uint16"))
+        write_png(root / f"smooth/g{i}.png", _smooth(rng, 1))
+        write_png(root / f"smooth/c{i}.png", _smooth(rng, 3))
+        rows.append([f"gray/{i}.png", f"rgb/{i}.png", f"depth/{i}.png", f"smooth/g{i}.png", f"smooth/c{i}.png",
+                     str(i % 3), f"site-{'ab'[i % 2]}", f"{i / 4 + 0.1:.2f}"])
+    for split, span in SPLIT_ROWS.items():
+        write_csv(root / f"{split}.csv", HEADER, [rows[i] for i in span])
+    return root
+
+
+def _ingest(data: Path, out: Path, **options: object) -> Path:
+    indexes = tuple(IndexSpec(str(data / f"{s}.csv"), s) for s in SPLIT_ROWS)
+    run(ExampleGenConfig(indexes=indexes, data_root=str(data), output=str(out), rows_per_chunk=4, **options))
+    return out
+
+
+@pytest.fixture(scope="module")
+def raw_out(photos: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _ingest(photos, tmp_path_factory.mktemp("raw") / "out", num_shards=3)
+
+
+@pytest.fixture(scope="module")
+def coded_out(photos: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    storage = (("gray", "png"), ("rgb", "png"), ("depth", "png"), ("gray_lossy", "jpeg"), ("rgb_lossy", "jpeg"))
+    return _ingest(photos, tmp_path_factory.mktemp("coded") / "out", num_shards=2, storage=storage, compression="GZIP")
+
+
+def _csv_rows(data: Path, split: str) -> list[list[str]]:
+    lines = (data / f"{split}.csv").read_text().splitlines()
+    return [line.split(",") for line in lines[1:]]
+
+
+def _collect(dataset: tf.data.Dataset) -> dict[str, np.ndarray]:
+    """All batches of a finite dataset, concatenated per feature."""
+    batches = [{k: v.numpy() for k, v in batch.items()} for batch in dataset]
+    return {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+
+
+@pytest.mark.parametrize("split", list(SPLIT_ROWS))
+def test_raw_storage_decodes_bit_exact_in_csv_order(photos: Path, raw_out: Path, split: str) -> None:
+    manifest = read_manifest(raw_out)
+    assert len(manifest.splits[split].shards) == 3  # order across shards and chunk parts is exercised
+    got = _collect(make_dataset(raw_out, split, batch_size=4))
+    rows = _csv_rows(photos, split)
+    assert len(got["y"]) == len(rows) == count_examples(manifest, split)
+    for i, row in enumerate(rows):
+        for column in FILE_COLUMNS:
+            expected = read_pixels(photos / row[HEADER.index(column)])
+            assert got[column][i].dtype == expected.dtype, column
+            np.testing.assert_array_equal(got[column][i], expected, err_msg=f"{split} row {i + 1} {column}")
+        assert got["y"][i] == int(row[5])
+        assert got["site"][i].decode() == row[6]
+        assert got["score"][i] == np.float32(float(row[7]))
+
+
+def test_element_spec_has_static_shapes_and_dtypes(raw_out: Path) -> None:
+    spec = make_dataset(raw_out, "train", batch_size=4).element_spec
+    assert spec["gray"] == tf.TensorSpec([None, 12, 10, 1], tf.uint8)
+    assert spec["rgb"] == tf.TensorSpec([None, 12, 10, 3], tf.uint8)
+    assert spec["depth"] == tf.TensorSpec([None, 12, 10, 1], tf.uint16)
+    assert spec["y"] == tf.TensorSpec([None], tf.int64)
+    assert spec["site"] == tf.TensorSpec([None], tf.string)
+    assert spec["score"] == tf.TensorSpec([None], tf.float32)
+
+
+def test_feature_spec_and_decode_batch_by_hand(raw_out: Path) -> None:
+    manifest = read_manifest(raw_out)
+    spec = feature_spec(manifest)
+    assert spec["gray"] == tf.io.FixedLenFeature([], tf.string)
+    assert spec["score"] == tf.io.FixedLenFeature([], tf.float32)
+    records = tf.data.TFRecordDataset([str(p) for p in manifest.shard_paths(raw_out, "eval")]).batch(6)
+    decoded = decode_batch(tf.io.parse_example(next(iter(records)), spec), manifest)
+    reference = _collect(make_dataset(raw_out, "eval", batch_size=6))
+    for name, tensor in decoded.items():
+        np.testing.assert_array_equal(tensor.numpy(), reference[name], err_msg=name)
+
+
+@pytest.mark.parametrize("split", list(SPLIT_ROWS))
+def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(photos: Path, raw_out: Path, coded_out: Path, split: str) -> None:
+    manifest = read_manifest(coded_out)
+    assert manifest.compression == "GZIP"
+    for path in manifest.shard_paths(coded_out, split):
+        assert path.name.endswith(".tfrecord.gz") and path.read_bytes()[:2] == b"\x1f\x8b"
+    assert {manifest.features[c].encoding for c in ("gray", "rgb", "depth")} == {"png"}
+    coded = _collect(make_dataset(coded_out, split, batch_size=5))
+    raw = _collect(make_dataset(raw_out, split, batch_size=5))
+    for name in ("gray", "rgb", "depth", "y", "site", "score"):
+        assert coded[name].dtype == raw[name].dtype, name
+        np.testing.assert_array_equal(coded[name], raw[name], err_msg=name)
+    for name in ("gray_lossy", "rgb_lossy"):
+        assert manifest.features[name].encoding == "jpeg"
+        assert coded[name].shape == raw[name].shape and coded[name].dtype == np.uint8
+        error = np.abs(coded[name].astype(np.int32) - raw[name].astype(np.int32))
+        assert error.mean() < 3.0 and error.max() < 40, (name, error.mean(), error.max())
+
+
+def test_batch_size_and_drop_remainder(raw_out: Path) -> None:
+    sizes = [len(b["y"]) for b in make_dataset(raw_out, "train", batch_size=4)]
+    assert sizes == [4, 4, 4, 2]
+    dropped = make_dataset(raw_out, "train", batch_size=4, drop_remainder=True)
+    assert [len(b["y"]) for b in dropped] == [4, 4, 4]
+    assert dropped.element_spec["gray"].shape.as_list() == [4, 12, 10, 1]
+
+
+def test_repeat_continues_into_the_next_epoch_in_order(raw_out: Path) -> None:
+    once = _collect(make_dataset(raw_out, "train", batch_size=14))["depth"]
+    repeated = make_dataset(raw_out, "train", batch_size=4, repeat=True)
+    got = np.concatenate([b["depth"].numpy() for b in repeated.take(5)])
+    np.testing.assert_array_equal(got, np.concatenate([once, once[:6]]))
+
+
+def test_shuffle_is_a_repeatable_permutation(raw_out: Path) -> None:
+    ordered = _collect(make_dataset(raw_out, "train", batch_size=4))["depth"]
+    first = _collect(make_dataset(raw_out, "train", batch_size=4, shuffle_buffer=20, seed=3))["depth"]
+    second = _collect(make_dataset(raw_out, "train", batch_size=4, shuffle_buffer=20, seed=3))["depth"]
+    np.testing.assert_array_equal(first, second)
+    assert not np.array_equal(first, ordered)
+    key = lambda images: sorted(image.tobytes() for image in images)  # noqa: E731 - order-free comparison
+    assert key(first) == key(ordered)
+    loose = _collect(make_dataset(raw_out, "train", batch_size=4, deterministic=False))["depth"]
+    assert key(loose) == key(ordered)
+
+
+def test_features_subset(raw_out: Path) -> None:
+    batch = next(iter(make_dataset(raw_out, "eval", batch_size=2, features=["y", "gray"])))
+    assert set(batch) == {"y", "gray"}
+    with pytest.raises(ValueError, match="'nope'"):
+        make_dataset(raw_out, "eval", batch_size=2, features=["y", "nope"])
+
+
+def test_bad_arguments_name_the_value(raw_out: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="batch_size.*0"):
+        make_dataset(raw_out, "train", batch_size=0)
+    with pytest.raises(ValueError, match="'test'.*eval.*train"):
+        make_dataset(raw_out, "test", batch_size=2)
+    with pytest.raises(ValueError, match="'test'"):
+        count_examples(read_manifest(raw_out), "test")
+    with pytest.raises(IncompleteOutputError):
+        make_dataset(tmp_path, "train", batch_size=2)
+
+
+def test_missing_or_changed_shard_is_reported(raw_out: Path, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(raw_out, tmp_path / "copy"))
+    shards = read_manifest(copy).shard_paths(copy, "train")
+    with open(shards[2], "ab") as stream:
+        stream.write(b"\0")
+    with pytest.raises(ValueError, match=shards[2].name):
+        make_dataset(copy, "train", batch_size=2)
+    shards[1].unlink()
+    with pytest.raises(FileNotFoundError, match=shards[1].name):
+        make_dataset(copy, "train", batch_size=2)
+
+
+def test_empty_split_yields_no_batches(raw_out: Path, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(raw_out, tmp_path / "copy"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["splits"]["holdout"] = {"num_examples": 0, "shards": [], "label_counts": {}}
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    dataset = make_dataset(copy, "holdout", batch_size=3)
+    assert list(dataset) == []
+    assert dataset.element_spec["rgb"] == tf.TensorSpec([None, 12, 10, 3], tf.uint8)
+
+
+@pytest.fixture(scope="module")
+def segmentation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """16 RGB images with palette masks of class ids {0, 1, 2, 5}, hash-split, resized, masks stored as PNG."""
+    root = tmp_path_factory.mktemp("seg")
+    rng = np.random.default_rng(11)
+    rows = []
+    for i in range(16):
+        write_png(root / f"img/{i}.png", random_pixels(rng, (12, 10, 3)))
+        write_palette_mask(root / f"msk/{i}.png", rng.choice(SEG_CLASSES, size=(12, 10)))
+        rows.append([f"img/{i}.png", f"msk/{i}.png", str(100 + i)])
+    write_csv(root / "all.csv", ["img", "msk", "case_id"], rows)
+    out = tmp_path_factory.mktemp("seg_out") / "out"
+    run(ExampleGenConfig(indexes=(IndexSpec(str(root / "all.csv")),), data_root=str(root), output=str(out),
+                         split_weights=(("train", 1), ("eval", 1)), resize=(("*", SEG_SIZE),),
+                         storage=(("msk", "png"),), rows_per_chunk=4))
+    return root, out
+
+
+def test_segmentation_resize_keeps_mask_class_ids(segmentation: tuple[Path, Path]) -> None:
+    root, out = segmentation
+    manifest = read_manifest(out)
+    assert manifest.features["msk"].role == "mask" and manifest.features["msk"].encoding == "png"
+    height, width = SEG_SIZE
+    seen = 0
+    for split in ("train", "eval"):
+        got = _collect(make_dataset(out, split, batch_size=3))
+        assert got["img"].shape[1:] == (height, width, 3) and got["msk"].shape[1:] == (height, width, 1)
+        assert set(np.unique(got["msk"])) <= set(SEG_CLASSES.tolist())
+        for img, msk, case in zip(got["img"], got["msk"], got["case_id"]):
+            i = int(case) - 100
+            with Image.open(root / f"msk/{i}.png") as source:
+                expected_mask = np.asarray(source.resize((width, height), Image.Resampling.NEAREST))
+            with Image.open(root / f"img/{i}.png") as source:
+                expected_img = np.asarray(source.resize((width, height), Image.Resampling.BILINEAR))
+            np.testing.assert_array_equal(msk[:, :, 0], expected_mask, err_msg=f"mask {i}")
+            np.testing.assert_array_equal(img, expected_img, err_msg=f"image {i}")
+            seen += 1
+    assert seen == 16
