@@ -121,7 +121,7 @@ def test_feature_spec_and_decode_batch_by_hand(raw_out: Path) -> None:
 
 
 @pytest.mark.parametrize("split", list(SPLIT_ROWS))
-def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(photos: Path, raw_out: Path, coded_out: Path, split: str) -> None:
+def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(raw_out: Path, coded_out: Path, split: str) -> None:
     manifest = read_manifest(coded_out)
     assert manifest.compression == "GZIP"
     for path in manifest.shard_paths(coded_out, split):

@@ -55,7 +55,9 @@ def _decode_file(blobs: tf.Tensor, feature: FeatureSpec) -> tf.Tensor:
     if feature.encoding == "raw":
         # Raw payloads are row-major HWC little-endian bytes of equal length: one kernel for the batch.
         flat = tf.io.decode_raw(blobs, dtype, little_endian=True)
-        return tf.reshape(flat, [-1, height, width, channels])
+        pixels = tf.reshape(flat, [-1, height, width, channels])
+        pixels.set_shape(blobs.shape.concatenate([height, width, channels]))  # keeps a static batch size
+        return pixels
     if feature.encoding == "png":
         def decode_one(blob: tf.Tensor) -> tf.Tensor:
             return tf.io.decode_png(blob, channels=channels, dtype=dtype)
@@ -65,7 +67,7 @@ def _decode_file(blobs: tf.Tensor, feature: FeatureSpec) -> tf.Tensor:
     else:
         raise ValueError(f"feature {feature.name!r}: unknown encoding {feature.encoding!r} for an image file")
     pixels = tf.map_fn(decode_one, blobs, fn_output_signature=tf.TensorSpec([height, width, channels], dtype))
-    pixels.set_shape([None, height, width, channels])
+    pixels.set_shape(blobs.shape.concatenate([height, width, channels]))
     return pixels
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,14 +58,26 @@ class DataRoot:
         """The file's bytes, after the containment, existence and type checks."""
         path = self.resolve(cell)
         try:
-            with open(path, "rb") as stream:
-                data = stream.read()
+            # O_NONBLOCK: opening a named pipe must not hang the worker (no effect on regular files).
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError as err:
             raise BadCell("missing_file", f"missing file: {cell}") from err
-        except IsADirectoryError as err:
-            raise BadCell("is_directory", f"is a directory, not a file: {cell}") from err
         except OSError as err:
             raise BadCell("unreadable_file", f"unreadable file {cell}: {err.strerror or err}") from err
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise BadCell("is_directory", f"is a directory, not a file: {cell}")
+            if not stat.S_ISREG(info.st_mode):  # fifo, socket, device
+                raise BadCell("unreadable_file", f"unreadable file {cell}: not a regular file")
+            blocks = []  # raw reads: faster than a buffered file object for small files
+            while block := os.read(fd, info.st_size + 1):
+                blocks.append(block)
+            data = b"".join(blocks)
+        except OSError as err:
+            raise BadCell("unreadable_file", f"unreadable file {cell}: {err.strerror or err}") from err
+        finally:
+            os.close(fd)
         if not data:
             raise BadCell("empty_file", f"zero-byte file: {cell}")
         return data
@@ -154,8 +167,7 @@ def encode(pixels: np.ndarray, storage: str) -> bytes:
     if storage == "raw":
         return pixels.tobytes()
     squeezed = pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
-    mode = "I;16" if pixels.dtype == np.uint16 else None
-    image = Image.fromarray(squeezed, mode=mode) if mode else Image.fromarray(squeezed)
+    image = Image.fromarray(squeezed)  # a 2-D uint16 array becomes mode I;16
     out = io.BytesIO()
     if storage == "png":
         image.save(out, format="PNG", compress_level=1)
