@@ -7,6 +7,7 @@ from there would show up as an extra record.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -149,10 +150,12 @@ def bad_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tmp = tmp_path_factory.mktemp("bad_input")
     index, root, expected = _write_index(tmp)
     out = tmp / "out"
-    code = shardflow_main(_args(index, root, out, "--max-reject-fraction", "1.0"))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = shardflow_main(_args(index, root, out, "--max-reject-fraction", "1.0"))
     rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
     manifest = json.loads((out / "manifest.json").read_text())
-    return {"tmp": tmp, "index": index, "root": root, "out": out, "code": code,
+    return {"tmp": tmp, "index": index, "root": root, "out": out, "code": code, "summary": printed.getvalue(),
             "expected": expected, "rejects": rejects, "manifest": manifest}
 
 
@@ -201,6 +204,14 @@ def test_counts_reconcile(bad_run: dict) -> None:
     assert manifest["accepted"] == NUM_GOOD == manifest["splits"]["train"]["num_examples"]
     assert manifest["rejected_by_reason"] == dict(Counter(b.code for b in expected.values()))
     assert manifest["rejected_by_reason"] == dict(Counter(r["code"] for r in bad_run["rejects"]))
+
+
+def test_summary_says_accepted_plus_rejected(bad_run: dict) -> None:
+    rows, rejected = NUM_GOOD + len(bad_run["expected"]), len(bad_run["expected"])
+    summary = bad_run["summary"]
+    assert f"rows read: {rows}  accepted: {NUM_GOOD}  rejected: {rejected}" in summary, summary
+    assert "rejected path_escapes_root: 3" in summary and "rejected malformed_csv: 2" in summary, summary
+    assert "details: rejects.jsonl" in summary, summary
 
 
 def _shard_records(bad_run: dict) -> list[bytes]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 
 from .config import DEFAULT_MAX_PIXELS, ConfigError, ExampleGenConfig, IndexSpec
 
@@ -77,7 +78,13 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleG
 
 
 def main(args: argparse.Namespace, beam_args: list[str]) -> int:
-    from .executor import run  # heavy imports (TFDV) only when the command runs
+    """Runs ExampleGen; too many rejected rows is a user-facing failure (exit 1), not a traceback."""
+    from .executor import TooManyRejectsError, run  # heavy imports (TFDV) only when the command runs
 
-    run(config_from_args(args, beam_args))
+    config = config_from_args(args, beam_args)
+    try:
+        run(config)
+    except TooManyRejectsError as err:
+        print(f"shardflow example-gen: error: {err}", file=sys.stderr)
+        return 1
     return 0

@@ -11,6 +11,7 @@ metadata carried into every example for slicing.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from ..core.manifest import FeatureSpec
@@ -43,14 +44,24 @@ class ColumnSpec:
 
 
 def guess_value_dtype(cells: list[str]) -> str:
+    """The narrowest type that at least 90 % of the sampled cells parse as.
+
+    A majority rule, so that one bad value among the sampled rows is rejected as a bad value
+    instead of turning the whole column into strings.
+    """
     values = [c for c in cells if c]
+    if not values:
+        return "string"
     for dtype, parse in (("int64", int), ("float32", float)):
-        try:
-            for value in values:
+        parsed = 0
+        for value in values:
+            try:
                 parse(value)
-            return dtype if values else "string"
-        except ValueError:
-            continue
+                parsed += 1
+            except ValueError:
+                pass
+        if parsed * 10 >= len(values) * 9:
+            return dtype
     return "string"
 
 
@@ -82,22 +93,31 @@ def _base_roles(header: list[str], samples: list[list[str]], overrides: dict[str
     values = [n for n, r in roles.items() if r == "value"]
     named = [n for n in values if n.lower() in LABEL_NAMES]
     has_label = "label" in roles.values()
+    # "The only non-file column" counts columns set to metadata by --role: demoting y must not
+    # promote another column to label.
+    non_file = [n for n, r in roles.items() if r not in ("image", "mask")]
     for name in values:
-        is_label = not has_label and (name in named[:1] or (not named and len(values) == 1))
+        is_label = not has_label and (name in named[:1] or (not named and len(non_file) == 1))
         roles[name] = "label" if is_label else "metadata"
     return roles
 
 
 def _probe_shape(name: str, cells: list[str], root: DataRoot, rules: ImageRules) -> tuple[str, tuple[int, ...]]:
-    """dtype and HxWxC of the first sampled file of the column that decodes."""
+    """The most common dtype and HxWxC among the column's sampled files that decode.
+
+    The majority, not the first file: one odd file early in the index must not make every
+    other row a reject."""
+    found: Counter[tuple[str, tuple[int, ...]]] = Counter()
     reasons = []
     for cell in cells:
         try:
             pixels = decode(root.read(cell), rules)
-            return str(pixels.dtype), tuple(int(d) for d in pixels.shape)
+            found[(str(pixels.dtype), tuple(int(d) for d in pixels.shape))] += 1
         except BadCell as err:
             reasons.append(err.reason)
-    raise ConfigError(f"column {name!r}: none of the {len(cells)} sampled files could be read ({reasons[:3]})")
+    if not found:
+        raise ConfigError(f"column {name!r}: none of the {len(cells)} sampled files could be read ({reasons[:3]})")
+    return found.most_common(1)[0][0]
 
 
 def detect_columns(header: list[str], samples: list[list[str]], config: ExampleGenConfig) -> list[ColumnSpec]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Generator, Iterable, Iterator
 
 
 class IndexFileError(ValueError):
@@ -47,21 +47,40 @@ class Record:
     error: str = ""
 
 
-def _iter_records(stream: io.BufferedReader) -> Iterator[tuple[int, bytes]]:
-    """(start offset, raw bytes) of each record; blank lines are skipped."""
-    offset = 0
-    start = 0
-    pending = b""
-    for line in stream:
-        pending += line
+def _iter_records(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(start offset, raw bytes) of each record; blank lines are skipped.
+
+    A quote left open at the end of the data (a stray `"`) would swallow every later line into
+    one record; instead its first line becomes a record of its own (it fails to parse, one
+    rejected row) and the lines after it are scanned again.
+    """
+    start, leftover = yield from _scan(stream, 0)
+    while leftover:
+        if leftover[0].strip(b"\r\n"):
+            yield start, leftover[0]
+        start, leftover = yield from _scan(leftover[1:], start + len(leftover[0]))
+
+
+def _scan(lines: Iterable[bytes], offset: int) -> Generator[tuple[int, bytes], None, tuple[int, list[bytes]]]:
+    """Yields the records whose quotes balance; returns the start and lines of one still open at the end."""
+    pending: list[bytes] = []  # a list, not bytes +=: a long open record stays linear
+    quotes = 0
+    start = offset
+    for line in lines:
         offset += len(line)
-        if pending.count(b'"') % 2 == 0:
-            if pending.strip(b"\r\n"):
-                yield start, pending
-            start = offset
-            pending = b""
-    if pending.strip(b"\r\n"):
-        yield start, pending
+        if pending:
+            pending.append(line)
+            quotes += line.count(b'"')
+            if quotes % 2:
+                continue
+            line, pending, quotes = b"".join(pending), [], 0
+        elif line.count(b'"') % 2:  # opens a quoted cell that goes on past this line
+            pending, quotes = [line], 1
+            continue
+        if line.strip(b"\r\n"):
+            yield start, line
+        start = offset
+    return start, pending
 
 
 def _parse(raw: bytes) -> list[str]:

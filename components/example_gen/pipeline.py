@@ -27,13 +27,21 @@ def _part_pairs(result: ChunkResult):
     return list(result.parts.items())
 
 
-def _write_result(shards: list, chunk_results: list[ChunkResult], path: str) -> None:
+def _is_chunk_result(element: object) -> bool:
+    return isinstance(element, ChunkResult)
+
+
+def _is_stats_batch(element: object) -> bool:
+    return not isinstance(element, ChunkResult)
+
+
+def _write_result(shards: list, chunk_results: list[ChunkResult], statistics: list[str], path: str) -> None:
     leaks = find_leaks(
         (split, r.index_id, r.digests[split], r.digest_rows[split]) for r in chunk_results for split in r.digests
     )
     # The hashes were only needed for the leakage check; side inputs are not mutated.
     stripped = [dataclasses.replace(r, digests={}, digest_rows={}) for r in chunk_results]
-    payload: dict[str, Any] = {"chunks": stripped, "shards": shards, "leakage": leaks}
+    payload: dict[str, Any] = {"chunks": stripped, "shards": shards, "leakage": leaks, "statistics": sorted(statistics)}
     with open(path + ".tmp", "wb") as out:
         pickle.dump(payload, out)
     os.replace(path + ".tmp", path)
@@ -54,10 +62,14 @@ class IngestChunks(beam.PTransform):
             | "SpreadChunks" >> beam.Reshuffle()
             | "EncodeChunks" >> beam.ParDo(EncodeChunkFn(self.plan)).with_outputs(STATS_TAG, main="results")
         )
-        _ = encoded[STATS_TAG] | "Statistics" >> SplitStatistics(
-            self.splits, self.plan.columns, os.path.join(staging, "statistics")
+        # The DaskRunner sends every output of a multi-output ParDo to each consumer (tags are not
+        # routed), so each branch keeps only its own kind; on other runners these filters pass all.
+        stats_written = (
+            encoded[STATS_TAG]
+            | "OnlyStatsBatches" >> beam.Filter(_is_stats_batch)
+            | "Statistics" >> SplitStatistics(self.splits, self.plan.columns, os.path.join(staging, "statistics"))
         )
-        results = encoded.results
+        results = encoded.results | "OnlyChunkResults" >> beam.Filter(_is_chunk_result)
         shards = (
             results
             | "PartsOfChunk" >> beam.FlatMap(_part_pairs)
@@ -65,7 +77,12 @@ class IngestChunks(beam.PTransform):
             | "GatherShards" >> beam.combiners.ToList()
         )
         gathered = results | "GatherChunkResults" >> beam.combiners.ToList()
+        # The DaskRunner computes only the graph's last step (side inputs on demand), so the result
+        # step takes the statistics as a side input: no branch is left unexecuted.
         _ = shards | "WriteResult" >> beam.Map(
-            _write_result, chunk_results=beam.pvalue.AsSingleton(gathered), path=os.path.join(staging, RESULT_NAME)
+            _write_result,
+            chunk_results=beam.pvalue.AsSingleton(gathered),
+            statistics=beam.pvalue.AsList(stats_written),
+            path=os.path.join(staging, RESULT_NAME),
         )
         return beam.pvalue.PDone(root.pipeline)

@@ -87,16 +87,17 @@ class RowEncoder:
         return Encoded(record.row, split, encode_example(features), payload, values, digests)
 
     def _check(self, column: ColumnSpec, dtype: str, shape: tuple[int, int, int]) -> None:
-        if dtype != column.dtype:
-            raise BadCell("wrong_dtype", f"{dtype} pixels, the column holds {column.dtype}")
-        if shape != column.shape:
-            raise BadCell("wrong_shape", f"shape {shape} differs from the column's {column.shape}")
+        # A mask sized unlike its image is checked first: that reason tells more than "wrong shape".
         if column.role == "mask" and self.primary is not None:
             image_hw = self.primary.shape[:2]
             if shape[:2] != image_hw:
                 raise BadCell("mask_shape_mismatch",
                               f"mask of {shape[0]}x{shape[1]} does not match image {self.primary.name!r} of "
                               f"{image_hw[0]}x{image_hw[1]}")
+        if dtype != column.dtype:
+            raise BadCell("wrong_dtype", f"{dtype} pixels, the column holds {column.dtype}")
+        if shape != column.shape:
+            raise BadCell("wrong_shape", f"shape {shape} differs from the column's {column.shape}")
 
     @staticmethod
     def _parse(column: ColumnSpec, cell: str) -> int | float | str:

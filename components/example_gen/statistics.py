@@ -5,7 +5,10 @@ import os
 
 import apache_beam as beam
 import tensorflow_data_validation as tfdv
+from tensorflow_data_validation.statistics import stats_impl
+from tensorflow_data_validation.utils import feature_partition_util
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
+from tfx_bsl.statistics import merge_util
 
 from .columns import ColumnSpec
 
@@ -20,32 +23,74 @@ def stats_options(columns: tuple[ColumnSpec, ...]) -> tfdv.StatsOptions:
     return tfdv.StatsOptions(schema=schema)
 
 
-def _write(stats: statistics_pb2.DatasetFeatureStatisticsList, path: str) -> None:
+def _write(stats: statistics_pb2.DatasetFeatureStatisticsList, path: str) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path + ".tmp", "wb") as out:
         out.write(stats.SerializeToString())
     os.replace(path + ".tmp", path)
+    return path
+
+
+def _key_with_void(batch: object) -> tuple[None, object]:
+    return None, batch
+
+
+class GenerateStatistics(beam.PTransform):
+    """`tfdv.GenerateStatistics` for unsliced data, with the same graph minus the hot-key fan-out.
+
+    TFDV 1.16 (`stats_impl.GenerateSlicedStatisticsImpl`) combines with `with_hot_key_fanout`, a
+    multi-output ParDo whose tags the DaskRunner does not route (it fails there). Fan-out only
+    spreads the combining work, so without it the local runners give the same statistics and
+    every step is a ParDo, GroupByKey, Flatten or side input, which Dask runs.
+    """
+
+    def __init__(self, options: tfdv.StatsOptions) -> None:
+        super().__init__()
+        if options.experimental_num_feature_partitions != 1 or options.experimental_result_partitions != 1:
+            raise ValueError("feature/result partitions are not supported here")
+        if options.sample_rate is not None or options.feature_allowlist or options.slicing_config:
+            raise ValueError("sampling, allow-lists and slicing are not supported here")
+        self.options = options
+
+    def expand(self, batches: beam.PCollection) -> beam.PCollection:
+        options = self.options
+        keyed = batches | "KeyWithVoid" >> beam.Map(_key_with_void)
+        transforms, combiners, _ = stats_impl._split_generator_types(stats_impl.get_generators(options), 1)
+        combine_fn = stats_impl._CombinerStatsGeneratorsCombineFn(combiners, options.desired_batch_size)
+        protos = [keyed | g.name >> g.ptransform for g in transforms]
+        protos.append(keyed | "RunCombinerStatsGenerators" >> beam.CombinePerKey(combine_fn))
+        return (
+            protos
+            | "FlattenFeatureStatistics" >> beam.Flatten()
+            | "AddPlaceholderStatistics" >> stats_impl._AddPlaceholderStatistics()  # pylint: disable=no-value-for-parameter
+            | "AddSliceKeyToStatsProto" >> beam.Map(stats_impl._add_slice_key, False)
+            | "MakeList" >> beam.Map(stats_impl._make_singleton_dataset_feature_statistics_list_proto)
+            | "KeyByPartition" >> beam.ParDo(feature_partition_util.KeyAndSplitByFeatureFn(1))
+            | "MergeStatsProtos" >> beam.CombinePerKey(merge_util.merge_dataset_feature_statistics_list)
+            | "Values" >> beam.Values()
+        )
 
 
 class SplitStatistics(beam.PTransform):
-    """(split, RecordBatch) pairs → `<out_dir>/<split>.pb` for each split name."""
+    """(split, RecordBatch) pairs → `<out_dir>/<split>.pb` for each split name; emits the paths written."""
 
     def __init__(self, splits: tuple[str, ...], columns: tuple[ColumnSpec, ...], out_dir: str) -> None:
         super().__init__()
         self.splits, self.columns, self.out_dir = splits, columns, out_dir
 
-    def expand(self, batches: beam.PCollection) -> beam.pvalue.PDone:
+    def expand(self, batches: beam.PCollection) -> beam.PCollection:
         options = stats_options(self.columns)
+        written = []
         for split in self.splits:
             path = os.path.join(self.out_dir, f"{split}.pb")
-            _ = (
+            written.append(
                 batches
                 | f"Select[{split}]" >> beam.Filter(lambda kv, s=split: kv[0] == s)
                 | f"Batches[{split}]" >> beam.Values()
-                | f"Generate[{split}]" >> tfdv.GenerateStatistics(options)
+                | f"Generate[{split}]" >> GenerateStatistics(options)
                 | f"Write[{split}]" >> beam.Map(_write, path)
             )
-        return beam.pvalue.PDone(batches.pipeline)
+        return written | "StatisticsWritten" >> beam.Flatten()
 
 
 def load(path: str) -> statistics_pb2.DatasetFeatureStatisticsList:
