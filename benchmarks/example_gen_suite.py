@@ -7,7 +7,7 @@ Figures per run: total wall time (process start → exit, imports included), rec
 start-up (process start → first output file, which its writer opens right before the first record),
 steady-state records/s = records / (end of work − first record), for ExampleGen also the encode
 phase's records/s (first record → last chunk done-marker; shards, statistics and schema come after),
-and the peak of the process tree's summed RSS and PSS (see `monitor`).
+and the peak of the process tree's summed RSS and anonymous RSS (see `monitor`).
 """
 from __future__ import annotations
 
@@ -85,8 +85,9 @@ def run_one(label: str, mode: str, rows: int, index: Path, data_root: Path, work
     figures: dict[str, Any] = {
         "contender": label, "mode": mode, "rows": rows, "returncode": m.returncode,
         "records": report.get("records"), "total_s": m.wall_s, "records_per_s": rows / m.wall_s,
-        "startup_s": m.first_file_s, "peak_rss_mb": m.peak_rss_mb, "peak_pss_mb": m.peak_pss_mb,
-        "cpu_s": m.cpu_s, "load_before": m.load_before, "memory_samples": m.samples,
+        "startup_s": m.first_file_s, "peak_rss_mb": m.peak_rss_mb, "peak_anon_mb": m.peak_anon_mb,
+        "peak_main_anon_mb": m.peak_main_anon_mb, "peak_uss_mb": m.peak_uss_mb,
+        "cpu_s": m.cpu_s, "load_before": m.load_before, "memory_samples": m.samples, "max_processes": m.max_processes,
         "imports_s": report["imported_at"] - m.started_at if "imported_at" in report else None,
         "runner": report.get("runner", ""),
     }
@@ -95,6 +96,7 @@ def run_one(label: str, mode: str, rows: int, index: Path, data_root: Path, work
         figures["steady_records_per_s"] = rows / (figures["work_end_s"] - m.first_file_s)
     if m.last_done_s is not None and m.first_file_s is not None and m.last_done_s > m.first_file_s:
         figures["encode_records_per_s"] = rows / (m.last_done_s - m.first_file_s)
+    figures["memory_timeline"] = m.timeline  # [s, processes, RSS MB, anon MB, main anon MB]
     figures["ok"] = m.returncode == 0 and report.get("records") == rows
     if not figures["ok"]:
         print(f"[{NAME}] {label} at {rows:,} rows FAILED (rc={m.returncode}, records={report.get('records')}); "
@@ -122,7 +124,9 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         "targets": example_gen_targets(runs),
         "failed": not all(r["ok"] for r in runs),
         "notes": ("start-up = process start → first output file; steady = records / (end of work − first record); "
-                  "memory = peak of the summed RSS / PSS of the process tree, sampled every 0.2 s"),
+                  "memory = peak of the process tree's summed RSS (shared libraries counted per process) and its anonymous part "
+                  "(heap, without library pages), sampled every 0.2 s; "
+                  "procs = most processes alive at once; CPU s = user+system of the tree"),
         "descriptions": {**DESCRIPTIONS, "b": DESCRIPTIONS["b"].format(processes=args.eg_processes)},
     }
 
@@ -135,17 +139,18 @@ def markdown(result: dict[str, Any]) -> str:
     """The README table: one line per contender and size, then the targets."""
     descriptions = result["descriptions"]
     lines = [
-        "| rows | contender | total s | rec/s overall | start-up s | steady rec/s | peak RSS MB | peak PSS MB | CPU s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| rows | contender | total s | rec/s overall | imports s | start-up s | steady rec/s | peak RSS MB | peak anon MB | procs | CPU s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["runs"]:
         name = descriptions.get(r["contender"]) or f"ExampleGen {r['runner'] or r['mode']}"
         if not r["ok"]:
             name += " **FAILED**"
         lines.append(
-            f"| {r['rows']:,} | {name} | {r['total_s']:.1f} | {r['records_per_s']:,.0f} | {_fmt(r['startup_s'], '.1f')} "
-            f"| {_fmt(r.get('steady_records_per_s'), ',.0f')} | {r['peak_rss_mb']:,.0f} | {r['peak_pss_mb']:,.0f} "
-            f"| {r['cpu_s']:.0f} |"
+            f"| {r['rows']:,} | {name} | {r['total_s']:.1f} | {r['records_per_s']:,.0f} | {_fmt(r['imports_s'], '.1f')} "
+            f"| {_fmt(r['startup_s'], '.1f')} "
+            f"| {_fmt(r.get('steady_records_per_s'), ',.0f')} | {r['peak_rss_mb']:,.0f} | {r['peak_anon_mb']:,.0f} "
+            f"| {r['max_processes']} | {r['cpu_s']:.0f} |"
         )
     lines += ["", "| target | measured | met |", "|---|---:|:---:|"]
     for t in result["targets"]:

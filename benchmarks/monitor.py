@@ -2,12 +2,16 @@
 
     watch = Watch(first_file_globs=["out/*.tfrecord"], done_dir=None)
     m = run_monitored([sys.executable, "-m", "x"], log_prefix=Path("logs/x"), watch=watch)
-    m.wall_s, m.peak_rss_mb, m.peak_pss_mb, m.first_file_s
+    m.wall_s, m.peak_rss_mb, m.peak_anon_mb, m.first_file_s
 
 Memory is sampled every `memory_interval` s as the sum over the process and all its descendants
-(Beam's worker processes included) of RSS and of PSS. RSS counts shared pages (TensorFlow's
-libraries) once per process; PSS divides them among the sharers, so the PSS sum is the tree's real
-footprint. Both come from /proc/<pid>/smaps_rollup (~0.3 ms per process). Peaks shorter than the
+(Beam's worker processes included) of RSS, of its anonymous part (RSS minus file-backed and
+shared pages: heap and arrays, what grows with data), of PSS and of USS, all from
+/proc/<pid>/smaps_rollup (~0.3 ms per process). RSS counts the libraries (TensorFlow's ~0.3 GB)
+once per process, so the tree's sum overstates its footprint; pages a forked child still shares
+copy-on-write with its parent count in both, in RSS and anonymous RSS alike. Prefer RSS and anonymous RSS for
+comparisons: PSS and USS depend on which *other* processes map the same library files, which on a
+machine shared with other users moved USS of identical runs by 300 MB. Peaks shorter than the
 interval can be missed. Files are polled every `file_interval` s: the time the first output file
 appears (its writer opens it right before writing the first record), and the time the last
 done-marker appeared in `done_dir`.
@@ -33,6 +37,7 @@ class Watch:
     done_dir: str | None = None
     file_interval: float = 0.05
     memory_interval: float = 0.2
+    timeline_interval: float = 1.0
 
 
 @dataclass
@@ -41,30 +46,52 @@ class Measurement:
     wall_s: float  # from just before the process was started until it exited
     started_at: float  # epoch seconds, just before the process was started
     peak_rss_mb: float
+    peak_anon_mb: float
+    peak_main_anon_mb: float  # the started process alone (e.g. Beam's driver without its workers)
     peak_pss_mb: float
+    peak_uss_mb: float
     cpu_s: float  # user + system CPU of the process and every descendant it waited for
     first_file_s: float | None  # after start; None when no file matched
     last_done_s: float | None  # after start; None without done markers
     load_before: float  # 1-minute load average when the run began (shared machine)
     samples: int
+    max_processes: int  # most processes alive in the tree at one sample (Beam's workers included)
+    timeline: list[list[float]]  # about once a second: [s after start, processes, RSS MB, anon MB, main anon MB]
     report: dict  # the JSON object the child printed last on stdout ({} when none)
 
 
-def tree_memory(proc: psutil.Process) -> tuple[int, int]:
-    """(RSS, PSS) in bytes summed over `proc` and its live descendants."""
-    rss = pss = 0
+@dataclass
+class TreeMemory:
+    """Bytes summed over a process and its live descendants; `main_anon` of the process alone."""
+
+    rss: int = 0
+    anon: int = 0
+    pss: int = 0
+    uss: int = 0
+    main_anon: int = 0
+    processes: int = 0
+
+
+def tree_memory(proc: psutil.Process) -> TreeMemory:
+    total = TreeMemory()
     try:
         members = [proc] + proc.children(recursive=True)
     except psutil.NoSuchProcess:
-        return 0, 0
+        return total
     for member in members:
         try:
             info = member.memory_full_info()
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue  # exited between listing and reading
-        rss += info.rss
-        pss += getattr(info, "pss", info.rss)
-    return rss, pss
+        anon = info.rss - info.shared  # "shared" (statm) = resident file-backed + shmem pages
+        total.rss += info.rss
+        total.anon += anon
+        total.pss += info.pss
+        total.uss += info.uss
+        total.processes += 1
+        if member is proc:
+            total.main_anon = anon
+    return total
 
 
 def _first_match(globs: list[str]) -> bool:
@@ -90,6 +117,11 @@ def _last_json_line(path: Path) -> dict:
     return {}
 
 
+def _point(seconds: float, memory: TreeMemory) -> list[float]:
+    return [round(seconds, 2), memory.processes, round(memory.rss / MB, 1), round(memory.anon / MB, 1),
+            round(memory.main_anon / MB, 1)]
+
+
 def _cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -100,7 +132,9 @@ def run_monitored(cmd: list[str], log_prefix: Path, watch: Watch, env: dict[str,
     log_prefix.parent.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()[0]
     cpu_before = _cpu_seconds()
-    peak_rss = peak_pss = samples = done_count = 0
+    peak = TreeMemory()
+    samples = done_count = 0
+    timeline: list[list[float]] = []
     first_file = last_done = None
     next_memory = 0.0
     with open(f"{log_prefix}.out", "wb") as out, open(f"{log_prefix}.err", "wb") as err:
@@ -109,8 +143,12 @@ def run_monitored(cmd: list[str], log_prefix: Path, watch: Watch, env: dict[str,
         while proc.poll() is None:
             now = time.time()
             if now >= next_memory:
-                rss, pss = tree_memory(proc)
-                peak_rss, peak_pss, samples = max(peak_rss, rss), max(peak_pss, pss), samples + 1
+                now_memory = tree_memory(proc)
+                for name in ("rss", "anon", "pss", "uss", "main_anon", "processes"):
+                    setattr(peak, name, max(getattr(peak, name), getattr(now_memory, name)))
+                if not timeline or now - started - timeline[-1][0] >= watch.timeline_interval:
+                    timeline.append(_point(now - started, now_memory))
+                samples += 1
                 next_memory = now + watch.memory_interval
                 count = _count_files(watch.done_dir)
                 if count > done_count:  # only increases: the staging dir is removed at the end
@@ -121,7 +159,9 @@ def run_monitored(cmd: list[str], log_prefix: Path, watch: Watch, env: dict[str,
         wall = time.time() - started
     return Measurement(
         returncode=proc.returncode, wall_s=wall, started_at=started,
-        peak_rss_mb=peak_rss / MB, peak_pss_mb=peak_pss / MB, cpu_s=_cpu_seconds() - cpu_before,
+        peak_rss_mb=peak.rss / MB, peak_anon_mb=peak.anon / MB, peak_main_anon_mb=peak.main_anon / MB,
+        peak_pss_mb=peak.pss / MB, peak_uss_mb=peak.uss / MB, cpu_s=_cpu_seconds() - cpu_before,
         first_file_s=first_file, last_done_s=last_done, load_before=load_before, samples=samples,
+        max_processes=peak.processes, timeline=timeline,
         report=_last_json_line(Path(f"{log_prefix}.out")),
     )

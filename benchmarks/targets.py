@@ -3,7 +3,7 @@
 - steady-state records/s ≥ 0.85 × that of (b), the 2-process pool (both measured the same way:
   records / (end of work − first record));
 - total time at the largest size ≤ (a)'s, the single-process loop, imports included;
-- peak memory at the largest size within 50 MB of that at the smallest (RSS, and PSS for reference).
+- peak memory at the largest size within 50 MB of that at the smallest (summed RSS, and its anonymous part).
 
 >>> runs = [{"contender": "b", "rows": 10, "ok": True, "steady_records_per_s": 100.0},
 ...         {"contender": "c", "rows": 10, "ok": True, "steady_records_per_s": 90.0}]
@@ -55,7 +55,7 @@ def _memory(runs: list[dict[str, Any]], label: str, small: int, large: int) -> l
     if small == large or not (lo and hi):
         return []
     out = []
-    for key, name in (("peak_rss_mb", "RSS"), ("peak_pss_mb", "PSS")):
+    for key, name in (("peak_rss_mb", "RSS"), ("peak_anon_mb", "anonymous RSS")):
         growth = hi[key] - lo[key]
         out.append(_target(f"{label} peak {name} at {large:,} − at {small:,} rows ≤ {RSS_GROWTH_MB:.0f} MB",
                            f"{growth:+.0f} MB ({lo[key]:,.0f} → {hi[key]:,.0f})", growth <= RSS_GROWTH_MB))
