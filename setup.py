@@ -14,6 +14,7 @@ setup(
         "shardflow",
         "shardflow.core",
         "shardflow.example_gen",
+        "shardflow.transform",
         "shardflow.pipelines",
     ],
     package_dir={"shardflow": "components", "shardflow.pipelines": "pipelines"},

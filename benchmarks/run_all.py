@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SUITES = ("example_gen",)
+SUITES = ("example_gen", "transform")
 DEFAULT_ROWS = "200000 1000000"
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 

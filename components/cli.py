@@ -11,6 +11,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 from . import __version__  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
 from .example_gen.config import ConfigError  # noqa: E402
+from .transform import cli as transform_cli  # noqa: E402
 
 
 def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
@@ -28,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     example_gen = commands.add_parser("example-gen", help="CSV indexes of files → sharded TFRecords (Beam)")
     example_gen_cli.add_arguments(example_gen)
     example_gen.set_defaults(handler=example_gen_cli.main, passes_beam_args=True)
+    transform = commands.add_parser("transform", help="full-pass preprocessing of examples with tf.Transform (Beam)")
+    transform_cli.add_arguments(transform)
+    transform.set_defaults(handler=transform_cli.main, passes_beam_args=True)
     demo = commands.add_parser("demo-data", help="write the digits and segmentation demo data sets")
     demo.add_argument("--output", required=True)
     demo.set_defaults(handler=_demo_data, passes_beam_args=False)

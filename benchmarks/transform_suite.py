@@ -1,0 +1,1 @@
+from .transform_bench import NAME, add_arguments, markdown, run  # noqa: F401

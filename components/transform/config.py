@@ -1,0 +1,82 @@
+"""Transform's options: one frozen dataclass that checks itself and names the bad value.
+
+>>> cfg = TransformConfig(examples="runs/examples", output="runs/transform")   # doctest: +SKIP
+>>> cfg.unseen_labels, cfg.analyze_split
+('oov', 'train')
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.manifest import MANIFEST_NAME
+from ..example_gen.config import ConfigError
+
+UNSEEN_LABEL_POLICIES = ("oov", "fail")
+COMPRESSIONS = ("", "GZIP")
+_PREPROCESSING = re.compile(r"^(?P<module>[^:]+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
+
+__all__ = ["ConfigError", "TransformConfig", "UNSEEN_LABEL_POLICIES"]
+
+
+@dataclass(frozen=True)
+class TransformConfig:
+    """Everything one Transform run needs; `beam_args` pass through to Beam untouched.
+
+    `mask_classes` maps a mask feature to its number of classes (ids must lie in [0, K));
+    a mask without an entry takes train's largest id + 1. `compression` None keeps the input's.
+    `min_shards` None keeps the `min_shards` ExampleGen was run with.
+    """
+
+    examples: str
+    output: str
+    preprocessing: str | None = None  # "path/to/mod.py:fn" or "package.module:fn"; None: the default
+    analyze_split: str = "train"
+    mask_classes: tuple[tuple[str, int], ...] = ()
+    unseen_labels: str = "oov"  # oov: an extra id, counted and reported; fail: the run fails
+    compression: str | None = None
+    shard_size_mb: float = 128.0
+    num_shards: int | None = None
+    min_shards: int | None = None
+    batch_size: int | None = None  # examples per Arrow batch; None: ~4 MB of input payload
+    beam_args: tuple[str, ...] = ()
+    progress_seconds: float = 15.0
+
+    def __post_init__(self) -> None:
+        self._check_paths()
+        if self.preprocessing is not None and not _PREPROCESSING.match(self.preprocessing):
+            raise ConfigError(f"preprocessing must be MODULE:FUNCTION (a file path.py or an importable module), "
+                              f"got {self.preprocessing!r}")
+        if self.unseen_labels not in UNSEEN_LABEL_POLICIES:
+            raise ConfigError(f"unseen_labels must be one of {UNSEEN_LABEL_POLICIES}, got {self.unseen_labels!r}")
+        if self.compression is not None and self.compression not in COMPRESSIONS:
+            raise ConfigError(f"compression must be one of {COMPRESSIONS} or None, got {self.compression!r}")
+        for name, classes in self.mask_classes:
+            if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
+                raise ConfigError(f"mask_classes of {name!r} must be an integer >= 1, got {classes!r}")
+        if not self.progress_seconds > 0:
+            raise ConfigError(f"progress_seconds must be > 0, got {self.progress_seconds!r}")
+        if not self.shard_size_mb > 0:
+            raise ConfigError(f"shard_size_mb must be > 0, got {self.shard_size_mb!r}")
+        for name in ("num_shards", "min_shards", "batch_size"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+
+    def _check_paths(self) -> None:
+        examples = Path(self.examples)
+        if not (examples / MANIFEST_NAME).is_file():
+            raise ConfigError(f"examples {self.examples!r} has no {MANIFEST_NAME}: not a complete ExampleGen output")
+        source, out = examples.resolve(), Path(self.output).resolve()
+        if out == source or source.is_relative_to(out) or out.is_relative_to(source):
+            raise ConfigError(f"output {self.output!r} must be a directory apart from examples {self.examples!r}")
+
+    @property
+    def preprocessing_parts(self) -> tuple[str, str] | None:
+        """(module or file path, function name), or None for the default preprocessing."""
+        if self.preprocessing is None:
+            return None
+        match = _PREPROCESSING.match(self.preprocessing)
+        assert match is not None  # checked in __post_init__
+        return match.group("module"), match.group("function")

@@ -1,0 +1,99 @@
+"""Transform's Beam graph: analyze the train split, transform every split, write graph, shards, statistics.
+
+    with make_pipeline(options) as p:
+        features = build_transform(p, plan, preprocessing_fn)
+
+The analyze split is read twice (once for the analyzers, once to be transformed) instead of being
+kept between the two: a local runner would otherwise hold the whole split in memory while the
+analyzers finish. Every other PCollection carries either Arrow batches that stream through one
+fused stage, or small metadata. Everything the driver needs afterwards lands in
+`<staging>/result.pickle`, written by the last step.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import apache_beam as beam
+import tensorflow_transform.beam as tft_beam
+
+from ..core.manifest import FeatureSpec, Manifest, ShardInfo
+from ..core.shard_writer import ShardSizing, WriteShards
+from .materialize import BatchResult, WritePartsFn
+from .output_features import int_domains, output_features
+from .raw_input import POSITION, ReadRecordBatches, plan_ranges, raw_schema, tensor_adapter_config
+from .statistics import SplitStatistics
+
+RESULT_NAME = "result.pickle"
+TRANSFORM_GRAPH = "transform_graph"
+
+
+@dataclass(frozen=True)
+class TransformPlan:
+    """What the graph reads and where it writes (decided by the driver)."""
+
+    examples_dir: str
+    staging_dir: str
+    source: Manifest
+    splits: tuple[str, ...]
+    analyze_split: str
+    batch_size: int
+    sizing: ShardSizing
+
+    def read(self, split: str) -> ReadRecordBatches:
+        ranges = plan_ranges(Path(self.examples_dir), self.source, split, self.batch_size)
+        return ReadRecordBatches(ranges, raw_schema(self.source), self.batch_size)
+
+
+def _write_result(shards: list[tuple[str, ShardInfo]], batches: list[BatchResult], path: str) -> None:
+    with open(path + ".tmp", "wb") as out:
+        pickle.dump({"shards": shards, "batches": batches}, out)
+    os.replace(path + ".tmp", path)
+
+
+def load_result(staging_dir: str | Path) -> dict[str, Any]:
+    """{"shards": [(split, ShardInfo)], "batches": [BatchResult]} as the pipeline left them."""
+    with open(os.path.join(staging_dir, RESULT_NAME), "rb") as source:
+        return pickle.load(source)
+
+
+def _transform_split(pipeline: beam.Pipeline, plan: TransformPlan, split: str, transform_fn: Any,
+                     features: dict[str, FeatureSpec], domains: beam.PCollection) -> beam.PCollection:
+    """Reads, transforms, writes part files and statistics of one split; returns its BatchResults."""
+    adapter = tensor_adapter_config(raw_schema(plan.source))
+    raw = pipeline | f"Read[{split}]" >> plan.read(split)
+    transformed, _ = ((raw, adapter), transform_fn) | f"Transform[{split}]" >> tft_beam.TransformDataset(
+        output_record_batches=True)
+    batches = transformed | f"Batches[{split}]" >> beam.Map(lambda pair: pair[0])
+    statistics = os.path.join(plan.staging_dir, "statistics", f"{split}.pb")
+    _ = batches | f"Statistics[{split}]" >> SplitStatistics(statistics)
+    return batches | f"WriteParts[{split}]" >> beam.ParDo(
+        WritePartsFn(split, plan.staging_dir, tuple(features.values())), domains=beam.pvalue.AsSingleton(domains))
+
+
+def build_transform(pipeline: beam.Pipeline, plan: TransformPlan, preprocessing_fn: Callable) -> dict[str, FeatureSpec]:
+    """Adds the whole Transform graph to `pipeline`; returns the manifest features of the output."""
+    adapter = tensor_adapter_config(raw_schema(plan.source))
+    temp_dir = os.path.join(plan.staging_dir, "tft_tmp")
+    with tft_beam.Context(temp_dir=temp_dir, passthrough_keys={POSITION}):
+        analyze_input = pipeline | f"ReadToAnalyze[{plan.analyze_split}]" >> plan.read(plan.analyze_split)
+        transform_fn = (analyze_input, adapter) | "Analyze" >> tft_beam.AnalyzeDataset(preprocessing_fn)
+        _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(
+            os.path.join(plan.staging_dir, TRANSFORM_GRAPH))
+        features = output_features(transform_fn[1].dataset_metadata.schema, plan.source.features)
+        domains = transform_fn[1].deferred_metadata | "IntDomains" >> beam.Map(lambda m: int_domains(m.schema))
+        per_split = [_transform_split(pipeline, plan, s, transform_fn, features, domains) for s in plan.splits]
+    results = per_split | "AllSplits" >> beam.Flatten()
+    shards = (
+        results
+        | "PartOfBatch" >> beam.Map(lambda r: (r.split, r.part))
+        | "WriteShards" >> WriteShards(plan.staging_dir, plan.sizing)
+        | "GatherShards" >> beam.combiners.ToList()
+    )
+    gathered = results | "GatherBatches" >> beam.combiners.ToList()
+    _ = shards | "WriteResult" >> beam.Map(
+        _write_result, batches=beam.pvalue.AsSingleton(gathered), path=os.path.join(plan.staging_dir, RESULT_NAME))
+    return features

@@ -1,0 +1,104 @@
+"""What Transform records beside the shards: per-split totals, vocabularies, unseen labels, the summary.
+
+    splits = split_infos(source, result["shards"], result["batches"])
+    vocabularies = vocabulary_info(graph_dir, ["label"])
+    unseen = unseen_labels(splits, vocabularies)        # {"eval": {"label": 3}}
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import tensorflow_transform as tft
+
+from ..core.manifest import Manifest, ShardInfo, SplitInfo
+from .config import TransformConfig
+from .materialize import BatchResult
+from .output_features import int_domains
+from .preprocessing import NUM_OOV_BUCKETS, vocabulary_name
+
+
+class UnseenLabelsError(RuntimeError):
+    """Labels absent from the analyze split's vocabulary, with `unseen_labels="fail"`; no manifest written."""
+
+
+def split_infos(source: Manifest, splits: tuple[str, ...], shards: list[tuple[str, ShardInfo]],
+                batches: list[BatchResult]) -> dict[str, SplitInfo]:
+    """Shards and label counts per split; every input example must come out exactly once."""
+    infos = {}
+    for split in splits:
+        split_shards = sorted((s for name, s in shards if name == split), key=lambda s: s.path)
+        written = sum(s.num_examples for s in split_shards)
+        expected = source.splits[split].num_examples
+        parts = sum(b.part.num_records for b in batches if b.split == split)
+        if not written == parts == expected:
+            raise RuntimeError(f"split {split}: {expected} input examples, {parts} transformed, {written} in shards")
+        labels: dict[str, Counter] = {}
+        for batch in batches:
+            if batch.split == split:
+                for name, counts in batch.label_counts.items():
+                    labels.setdefault(name, Counter()).update(counts)
+        infos[split] = SplitInfo(expected, split_shards, {n: dict(sorted(c.items())) for n, c in labels.items()})
+    return infos
+
+
+def vocabulary_info(graph_dir: Path, labels: list[str]) -> dict[str, dict[str, Any]]:
+    """For each vocabulary-mapped label: the asset file (relative to the output), size and OOV id."""
+    output = tft.TFTransformOutput(str(graph_dir))
+    info = {}
+    for label in labels:
+        name = vocabulary_name(label)
+        size = int(output.vocabulary_size_by_name(name))
+        asset = Path(output.vocabulary_file_by_name(name)).relative_to(graph_dir)
+        info[label] = {"file": f"{graph_dir.name}/{asset}", "size": size, "num_oov_buckets": NUM_OOV_BUCKETS,
+                       "oov_id": size, "num_classes": size + NUM_OOV_BUCKETS}
+    return info
+
+
+def mask_classes(graph_dir: Path, masks: list[str]) -> dict[str, int]:
+    """The number of classes of each mask, from its int domain in the transformed schema."""
+    domains = int_domains(tft.TFTransformOutput(str(graph_dir)).transformed_metadata.schema)
+    return {name: domains[name][1] + 1 for name in masks if name in domains}
+
+
+def unseen_labels(splits: dict[str, SplitInfo], vocabularies: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """{split: {label: examples whose label got the OOV id}}, only where there are some."""
+    unseen: dict[str, dict[str, int]] = {}
+    for split, info in splits.items():
+        for label, vocab in vocabularies.items():
+            count = info.label_counts.get(label, {}).get(str(vocab["oov_id"]), 0)
+            if count:
+                unseen.setdefault(split, {})[label] = count
+    return unseen
+
+
+def unseen_message(unseen: dict[str, dict[str, int]], analyze_split: str) -> str:
+    where = "; ".join(f"split {s}: " + ", ".join(f"{n} examples of {label!r}" for label, n in c.items())
+                      for s, c in sorted(unseen.items()))
+    return f"labels not in the vocabulary of split {analyze_split!r}: {where}"
+
+
+def options_json(config: TransformConfig) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def summary_text(manifest: Manifest, elapsed: float) -> str:
+    extra = manifest.extra
+    lines = []
+    total_examples = total_bytes = 0
+    for name, split in manifest.splits.items():
+        size = sum(s.bytes for s in split.shards)
+        total_examples, total_bytes = total_examples + split.num_examples, total_bytes + size
+        lines.append(f"split {name}: {split.num_examples:,} examples in {len(split.shards)} shards, {size / 1e6:.1f} MB")
+    for label, vocab in extra["vocabularies"].items():
+        lines.append(f"vocabulary of {label!r}: {vocab['size']} values (OOV id {vocab['oov_id']}), {vocab['file']}")
+    if extra["unseen_labels"]:
+        lines.append("WARNING: " + unseen_message(extra["unseen_labels"], extra["analyze_split"]) + " (OOV id)")
+    for mask, classes in extra["mask_classes"].items():
+        lines.append(f"mask {mask!r}: {classes} classes")
+    rate = total_examples / elapsed if elapsed > 0 else 0.0
+    lines.append(f"{total_bytes / 1e6:.1f} MB written in {elapsed:.1f} s ({rate:,.0f} examples/s), "
+                 f"runner {extra['runner']}")
+    return "\n".join(lines)

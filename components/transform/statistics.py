@@ -1,0 +1,49 @@
+"""TFDV statistics of the transformed examples of one split, computed on the transformed Arrow batches.
+
+The batches are the ones being written, so the statistics describe exactly the stored values
+(images as float lists: their mean/std show the standardization; masks and labels as ids).
+
+    transformed_batches | SplitStatistics(os.path.join(staging, "statistics", "train.pb"))
+"""
+from __future__ import annotations
+
+import apache_beam as beam
+import pyarrow as pa
+import tensorflow_data_validation as tfdv
+from tensorflow_metadata.proto.v0 import statistics_pb2
+
+from ..core.atomic import atomic_write_bytes
+from .raw_input import POSITION
+
+
+def without_positions(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch without the pass-through position column (not a feature)."""
+    keep = [i for i, name in enumerate(batch.schema.names) if name != POSITION]
+    return pa.RecordBatch.from_arrays([batch.column(i) for i in keep], [batch.schema.names[i] for i in keep])
+
+
+def write_statistics(stats: statistics_pb2.DatasetFeatureStatisticsList, path: str) -> None:
+    atomic_write_bytes(path, stats.SerializeToString())
+
+
+class SplitStatistics(beam.PTransform):
+    """Transformed record batches → TFDV statistics written to `path`."""
+
+    def __init__(self, path: str, options: tfdv.StatsOptions | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.options = options or tfdv.StatsOptions()
+
+    def expand(self, batches: beam.PCollection) -> beam.pvalue.PDone:
+        _ = (
+            batches
+            | "DropPositions" >> beam.Map(without_positions)
+            | "Generate" >> tfdv.GenerateStatistics(self.options)
+            | "Write" >> beam.Map(write_statistics, self.path)
+        )
+        return beam.pvalue.PDone(batches.pipeline)
+
+
+def load_statistics(path: str) -> statistics_pb2.DatasetFeatureStatisticsList:
+    with open(path, "rb") as source:
+        return statistics_pb2.DatasetFeatureStatisticsList.FromString(source.read())
