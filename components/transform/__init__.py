@@ -4,9 +4,19 @@
     manifest = run(TransformConfig(examples="runs/examples", output="runs/transform"))
     # runs/transform/transform_graph/  (tft.TFTransformOutput), Split-*/, statistics/, manifest.json
 """
+from typing import Any
+
 from .config import ConfigError, TransformConfig
-from .executor import run
-from .materialize import OutOfRangeError
-from .report import UnseenLabelsError
+
+_LAZY = {"run": "executor", "OutOfRangeError": "materialize", "UnseenLabelsError": "report"}
+
+
+def __getattr__(name: str) -> Any:
+    """The executor loads TensorFlow, TFT and TFDV: import it only when used."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["ConfigError", "OutOfRangeError", "TransformConfig", "UnseenLabelsError", "run"]
