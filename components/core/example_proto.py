@@ -43,10 +43,16 @@ def _bytes_list(values: Sequence[bytes]) -> bytes:
     return b"".join(_field(1, bytes(v)) for v in values)
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _int64_list(values: Sequence[int]) -> bytes:
     if len(values) == 0:
         return b""
-    return _field(1, b"".join(_varint(int(v)) for v in values))
+    ints = [int(v) for v in values]
+    if min(ints) < _INT64_MIN or max(ints) > _INT64_MAX:  # _varint would silently wrap them
+        raise OverflowError(f"int64 feature value out of range: {min(ints)}..{max(ints)}")
+    return _field(1, b"".join(_varint(v) for v in ints))
 
 
 def _float_list(values: Sequence[float]) -> bytes:

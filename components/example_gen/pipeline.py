@@ -1,7 +1,7 @@
 """ExampleGen's Beam graph: chunks → part files → shards, plus statistics and a result file.
 
     with make_pipeline(options) as p:
-        p | IngestChunks(chunks, plan, splits, out_dir, sizing)
+        _ = p | IngestChunks(chunks, plan, splits, sizing)
 
 Everything the driver needs afterwards lands in `<staging>/result.pickle`, written by the last step.
 """
@@ -14,6 +14,8 @@ from typing import Any
 
 import apache_beam as beam
 
+from ..core.atomic import atomic_write_bytes
+from ..core.shard_plan import Part
 from ..core.shard_writer import ShardSizing, WriteShards
 from .csv_index import Chunk
 from .encode_chunks import STATS_TAG, ChunkResult, EncodeChunkFn, IngestPlan
@@ -23,7 +25,7 @@ from .statistics import SplitStatistics
 RESULT_NAME = "result.pickle"
 
 
-def _part_pairs(result: ChunkResult):
+def _part_pairs(result: ChunkResult) -> list[tuple[str, Part]]:
     return list(result.parts.items())
 
 
@@ -42,9 +44,7 @@ def _write_result(shards: list, chunk_results: list[ChunkResult], statistics: li
     # The hashes were only needed for the leakage check; side inputs are not mutated.
     stripped = [dataclasses.replace(r, digests={}, digest_rows={}) for r in chunk_results]
     payload: dict[str, Any] = {"chunks": stripped, "shards": shards, "leakage": leaks, "statistics": sorted(statistics)}
-    with open(path + ".tmp", "wb") as out:
-        pickle.dump(payload, out)
-    os.replace(path + ".tmp", path)
+    atomic_write_bytes(path, pickle.dumps(payload))  # a unique temp name: Dask may run this twice
 
 
 class IngestChunks(beam.PTransform):
@@ -54,7 +54,7 @@ class IngestChunks(beam.PTransform):
         super().__init__()
         self.chunks, self.plan, self.splits, self.sizing = chunks, plan, splits, sizing
 
-    def expand(self, root: beam.pvalue.PBegin) -> beam.pvalue.PDone:
+    def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection:
         staging = self.plan.staging_dir
         encoded = (
             root
@@ -78,11 +78,12 @@ class IngestChunks(beam.PTransform):
         )
         gathered = results | "GatherChunkResults" >> beam.combiners.ToList()
         # The DaskRunner computes only the graph's last step (side inputs on demand), so the result
-        # step takes the statistics as a side input: no branch is left unexecuted.
-        _ = shards | "WriteResult" >> beam.Map(
+        # step takes the statistics as a side input: no branch is left unexecuted. It returns a
+        # PCollection, not PDone: a PDone stops Beam's runner-API round trip, without which the
+        # DaskRunner passes side inputs to DoFns as unresolved AsList/AsSingleton objects.
+        return shards | "WriteResult" >> beam.Map(
             _write_result,
             chunk_results=beam.pvalue.AsSingleton(gathered),
             statistics=beam.pvalue.AsList(stats_written),
             path=os.path.join(staging, RESULT_NAME),
         )
-        return beam.pvalue.PDone(root.pipeline)

@@ -10,6 +10,7 @@ from tensorflow_data_validation.utils import feature_partition_util
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 from tfx_bsl.statistics import merge_util
 
+from ..core.atomic import atomic_write_bytes
 from .columns import ColumnSpec
 
 
@@ -24,10 +25,7 @@ def stats_options(columns: tuple[ColumnSpec, ...]) -> tfdv.StatsOptions:
 
 
 def _write(stats: statistics_pb2.DatasetFeatureStatisticsList, path: str) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "wb") as out:
-        out.write(stats.SerializeToString())
-    os.replace(path + ".tmp", path)
+    atomic_write_bytes(path, stats.SerializeToString())  # a unique temp name: Dask may run this twice
     return path
 
 
@@ -35,11 +33,31 @@ def _key_with_void(batch: object) -> tuple[None, object]:
     return None, batch
 
 
+def _in_column_order(stats: statistics_pb2.DatasetFeatureStatisticsList,
+                     names: tuple[str, ...]) -> statistics_pb2.DatasetFeatureStatisticsList:
+    """A copy with features in column order: partial results merge in a runner-dependent order."""
+    rank = {name: i for i, name in enumerate(names)}
+
+    def key(feature: statistics_pb2.FeatureNameStatistics) -> tuple[int, tuple[str, ...]]:
+        path = tuple(feature.path.step) or (feature.name,)
+        return rank.get(".".join(path), len(rank)), path
+
+    result = statistics_pb2.DatasetFeatureStatisticsList()
+    result.CopyFrom(stats)
+    for dataset in result.datasets:
+        features = [statistics_pb2.FeatureNameStatistics.FromString(f.SerializeToString())
+                    for f in sorted(dataset.features, key=key)]
+        del dataset.features[:]
+        dataset.features.extend(features)
+    return result
+
+
 class GenerateStatistics(beam.PTransform):
     """`tfdv.GenerateStatistics` for unsliced data, with the same graph minus the hot-key fan-out.
 
     TFDV 1.16 (`stats_impl.GenerateSlicedStatisticsImpl`) combines with `with_hot_key_fanout`, a
-    multi-output ParDo whose tags the DaskRunner does not route (it fails there). Fan-out only
+    multi-output ParDo whose tags the DaskRunner does not route (there its merge step gets raw
+    record batches: "'ListArray' object has no attribute 'input_record_batches'"). Fan-out only
     spreads the combining work, so without it the local runners give the same statistics and
     every step is a ParDo, GroupByKey, Flatten or side input, which Dask runs.
     """
@@ -88,6 +106,7 @@ class SplitStatistics(beam.PTransform):
                 | f"Select[{split}]" >> beam.Filter(lambda kv, s=split: kv[0] == s)
                 | f"Batches[{split}]" >> beam.Values()
                 | f"Generate[{split}]" >> GenerateStatistics(options)
+                | f"Order[{split}]" >> beam.Map(_in_column_order, tuple(c.name for c in self.columns))
                 | f"Write[{split}]" >> beam.Map(_write, path)
             )
         return written | "StatisticsWritten" >> beam.Flatten()
