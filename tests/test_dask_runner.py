@@ -1,7 +1,7 @@
 """ExampleGen on a 2-worker Dask LocalCluster gives the same examples as on the local FnApiRunner.
 
-Also checks that the statistics transform ExampleGen uses (TFDV's graph without the hot-key fan-out
-that the DaskRunner cannot run) gives TFDV's own statistics on the local runner.
+Also checks that ExampleGen's statistics pass (labels, metadata and payload sizes from the workers'
+column files, with placeholders for pixels) equals TFDV's statistics over the real record batches.
 """
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 
 from helpers_images import random_pixels, write_csv, write_png
 from shardflow.cli import main as shardflow_main
-from shardflow.example_gen.statistics import GenerateStatistics
+from shardflow.example_gen.column_files import write_column_file
+from shardflow.example_gen.columns import ColumnSpec
+from shardflow.example_gen.statistics import write_statistics
 
 DASK_RUNNER = "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"
 NUM_ROWS = 60
@@ -162,22 +164,33 @@ def _batches() -> list[pa.RecordBatch]:
     return batches
 
 
-def _run_statistics(transform: beam.PTransform, path: Path) -> statistics_pb2.DatasetFeatureStatisticsList:
+def _run_tfdv(batches: list[pa.RecordBatch], options: tfdv.StatsOptions, path: Path) -> statistics_pb2.DatasetFeatureStatisticsList:
     def write(stats: statistics_pb2.DatasetFeatureStatisticsList) -> None:
         path.write_bytes(stats.SerializeToString())
 
     with beam.Pipeline(runner=FnApiRunner()) as pipeline:
-        _ = pipeline | beam.Create(_batches()) | transform | beam.Map(write)
+        _ = pipeline | beam.Create(batches) | tfdv.GenerateStatistics(options) | beam.Map(write)
     return _stats(path)
 
 
-def test_statistics_transform_equals_tfdv_on_the_local_runner(tmp_path: Path) -> None:
+def test_statistics_from_column_files_equal_tfdv_on_the_real_batches(tmp_path: Path) -> None:
+    columns = (ColumnSpec("label", 0, "label", "int64"), ColumnSpec("site", 1, "metadata", "string"),
+               ColumnSpec("image", 2, "image", "uint8", (5, 6, 1), "png"), ColumnSpec("score", 3, "metadata", "float32"))
+    batches = _batches()
+    paths = []
+    for number, batch in enumerate(batches):
+        values = {
+            "label": [v[0] for v in batch.column("label").to_pylist()],
+            "site": [v[0].decode() for v in batch.column("site").to_pylist()],
+            "image": [len(v[0]) for v in batch.column("image").to_pylist()],
+            "score": [v[0] for v in batch.column("score").to_pylist()],
+        }
+        paths.append(str(tmp_path / "columns" / f"{number}.arrow"))
+        write_column_file(paths[-1], columns, values)
+    ours = _stats(Path(write_statistics({"train": paths, "eval": []}, columns, str(tmp_path / "stats"))["train"]))
     schema = schema_pb2.Schema()
     schema.feature.add(name="image", type=schema_pb2.BYTES).image_domain.SetInParent()
-    options = tfdv.StatsOptions(schema=schema)
-    ours = _run_statistics(GenerateStatistics(options), tmp_path / "ours.pb")
-    theirs = _run_statistics(tfdv.GenerateStatistics(options), tmp_path / "tfdv.pb")
+    theirs = _run_tfdv(batches, tfdv.StatsOptions(schema=schema), tmp_path / "tfdv.pb")
     assert ours == theirs
     assert ours.datasets[0].num_examples == 200 and len(ours.datasets[0].features) == 4
-    with pytest.raises(ValueError, match="not supported"):
-        GenerateStatistics(tfdv.StatsOptions(sample_rate=0.5))
+    assert _stats(tmp_path / "stats" / "eval.pb").datasets[0].num_examples == 0

@@ -19,10 +19,22 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 MULTI_PROCESS_MIN_ROWS = 50_000
 
 
-def pipeline_options(beam_args: list[str] | tuple[str, ...], num_rows: int) -> PipelineOptions:
-    """Options from the user's Beam flags; picks the local running mode when none was given."""
+DASK_RUNNER = "DaskRunner"
+MAX_DASK_PARTITIONS = 64
+
+
+def pipeline_options(beam_args: list[str] | tuple[str, ...], num_rows: int, num_chunks: int = 1) -> PipelineOptions:
+    """Options from the user's Beam flags; picks the local running mode when none was given.
+
+    On Dask, `Create` puts up to 128 elements in one partition and `Reshuffle` does not move them,
+    so unless the user set `--dask_npartitions`, each unit of work gets its own partition (capped).
+    """
     args = list(beam_args)
     options = PipelineOptions(args)
+    runner = str(options.view_as(StandardOptions).runner or "")
+    if runner.endswith(DASK_RUNNER) and not any(a.startswith("--dask_npartitions") for a in args):
+        args.append(f"--dask_npartitions={max(1, min(num_chunks, MAX_DASK_PARTITIONS))}")
+        options = PipelineOptions(args)
     local = options.view_as(StandardOptions).runner is None
     if local and not any(a.startswith("--direct_running_mode") for a in args):
         if num_rows >= MULTI_PROCESS_MIN_ROWS and (os.cpu_count() or 1) > 1:
@@ -40,6 +52,13 @@ def make_pipeline(options: PipelineOptions) -> beam.Pipeline:
     if options.view_as(StandardOptions).runner is None:
         return beam.Pipeline(runner=FnApiRunner(), options=options)
     return beam.Pipeline(options=options)
+
+
+def close_dask_client(pipeline: beam.Pipeline) -> None:
+    """The DaskRunner leaves its client open; close it so in-process callers do not see reconnects."""
+    client = getattr(getattr(pipeline, "result", None), "client", None)
+    if client is not None:
+        client.close()
 
 
 def describe_runner(options: PipelineOptions) -> str:

@@ -10,6 +10,7 @@ metadata carried into every example for slicing.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from .images import BadCell, DataRoot, ImageRules, decode
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
 LABEL_NAMES = ("y", "label", "labels", "class", "target", "category")
+FLOAT32_MAX = 3.4028234663852886e38
 _MASK_NAME = re.compile(r"(mask|msk|seg)", re.IGNORECASE)
 
 
@@ -68,9 +70,15 @@ def guess_value_dtype(cells: list[str]) -> str:
 def parse_value(cell: str, dtype: str) -> int | float | str:
     """The cell as the column's type; ValueError names the value."""
     if dtype == "int64":
-        return int(cell)
+        value = int(cell)
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"{cell!r} is outside the int64 range")
+        return value
     if dtype == "float32":
-        return float(cell)
+        value = float(cell)
+        if math.isfinite(value) and abs(value) > FLOAT32_MAX:
+            raise ValueError(f"{cell!r} is outside the float32 range")
+        return value
     return cell
 
 

@@ -2,8 +2,9 @@
 
 One element is one chunk descriptor (a byte range of an index file), so Beam's per-element cost is
 paid once per few thousand rows. Records go straight to disk; what the DoFn emits is metadata
-(`ChunkResult`) plus one Arrow batch per split for TFDV statistics (image bytes are not counted
-there: the statistics schema gives image features an image domain).
+(`ChunkResult`); the values statistics need (labels, metadata, payload sizes — never pixels) go
+to a small Arrow file per chunk and split, which the launcher turns into TFDV statistics. Workers
+therefore never import TensorFlow, which keeps their start-up short.
 """
 from __future__ import annotations
 
@@ -14,18 +15,16 @@ from dataclasses import dataclass, field
 
 import apache_beam as beam
 import numpy as np
-import pyarrow as pa
 
 from ..core.atomic import atomic_write_text
 from ..core.shard_plan import Part
 from ..core.shard_writer import PartWriter
+from .column_files import write_column_file
 from .columns import ColumnSpec
 from .csv_index import Chunk, read_chunk
 from .rows import Encoded, Reject, RowEncoder
 from .splitting import SplitAssigner
 
-STATS_TAG = "statistics"
-_ARROW_TYPES = {"int64": pa.int64(), "float32": pa.float32(), "string": pa.binary()}
 
 
 @dataclass(frozen=True)
@@ -44,6 +43,9 @@ class IngestPlan:
 
     def rejects_path(self, chunk: Chunk) -> str:
         return os.path.join(self.staging_dir, "rejects", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.jsonl")
+
+    def column_file(self, split: str, chunk: Chunk) -> str:
+        return os.path.join(self.staging_dir, "columns", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.arrow")
 
     def done_marker(self, chunk: Chunk) -> str:
         return os.path.join(self.staging_dir, "done", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}")
@@ -122,21 +124,9 @@ class EncodeChunkFn(beam.DoFn):
             result.label_counts[split] = buffer.labels
             result.digests[split] = np.asarray(buffer.digests, dtype=np.int64)
             result.digest_rows[split] = np.asarray(buffer.digest_rows, dtype=np.int32)
-            yield beam.pvalue.TaggedOutput(STATS_TAG, (split, self._arrow_batch(buffer)))
+            write_column_file(self.plan.column_file(split, chunk), self.plan.columns, buffer.values)
         self.rows_counter.inc(result.rows)
         self.rejected_counter.inc(result.rejected)
         self.accepted_counter.inc(result.rows - result.rejected)
         atomic_write_text(self.plan.done_marker(chunk), str(result.rows))
         yield result
-
-    def _arrow_batch(self, buffer: _SplitBuffer) -> pa.RecordBatch:
-        arrays, names = [], []
-        for column in self.plan.columns:
-            values = buffer.values[column.name]
-            if column.dtype == "string":
-                values = [v.encode("utf-8") for v in values]
-            value_type = pa.binary() if column.is_file else _ARROW_TYPES[column.dtype]
-            offsets = pa.array(np.arange(len(values) + 1, dtype=np.int32))
-            arrays.append(pa.ListArray.from_arrays(offsets, pa.array(values, type=value_type)))
-            names.append(column.name)
-        return pa.RecordBatch.from_arrays(arrays, names)

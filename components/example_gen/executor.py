@@ -19,7 +19,7 @@ import tensorflow_data_validation as tfdv
 
 from .. import __version__
 from ..core.atomic import atomic_write_json, remove_path
-from ..core.beam_setup import describe_runner, make_pipeline, pipeline_options
+from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
 from ..core.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
 from . import output_dir
@@ -30,7 +30,7 @@ from .encode_chunks import ChunkResult, IngestPlan
 from .pipeline import RESULT_NAME, IngestChunks
 from .progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
-from .statistics import infer_schema
+from .statistics import infer_schema, write_statistics
 
 SAMPLE_ROWS = 50
 
@@ -86,12 +86,13 @@ def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[Colu
 
 def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
     total_rows = sum(c.num_rows for c in chunks)
-    options = pipeline_options(config.beam_args, total_rows)
+    options = pipeline_options(config.beam_args, total_rows, num_chunks=len(chunks))
     sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
     echo(f"example-gen: {total_rows:,} rows in {len(chunks)} chunks on {describe_runner(options)}")
     with ProgressReporter(Path(plan.staging_dir) / "done", total_rows, config.progress_seconds, echo):
         with make_pipeline(options) as pipeline:
-            _ = pipeline | "Ingest" >> IngestChunks(chunks, plan, config.split_names, sizing)
+            _ = pipeline | "Ingest" >> IngestChunks(chunks, plan, sizing)
+    close_dask_client(pipeline)
     with open(os.path.join(plan.staging_dir, RESULT_NAME), "rb") as source:
         return pickle.load(source), describe_runner(options)
 
@@ -168,6 +169,10 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
         )
     splits = _splits(config, results, result["shards"])
+    column_files = {
+        split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
+    }
+    write_statistics(column_files, tuple(columns), os.path.join(plan.staging_dir, "statistics"))
     output_dir.publish(out_dir, Path(plan.staging_dir), config.split_names)
     schema_path = out_dir / "schema.pbtxt"
     remove_path(schema_path)

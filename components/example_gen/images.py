@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 from dataclasses import dataclass
 
@@ -113,7 +114,8 @@ def decode_image(data: bytes, rules: ImageRules) -> Image.Image:
     except BadCell:
         raise
     except Exception as err:  # PIL raises many types for corrupt data
-        raise BadCell("corrupt_image", f"corrupt or truncated image: {err}") from err
+        detail = re.sub(r" at 0x[0-9a-f]+", "", str(err))  # PIL names a memory address: keep reasons stable
+        raise BadCell("corrupt_image", f"corrupt or truncated image: {detail}") from err
     image = _convert(image, rules)
     if rules.resize and image.size != (rules.resize[1], rules.resize[0]):
         resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR

@@ -1,7 +1,7 @@
-"""ExampleGen's Beam graph: chunks → part files → shards, plus statistics and a result file.
+"""ExampleGen's Beam graph: chunks → part files (and column files for statistics) → shards, a result file.
 
     with make_pipeline(options) as p:
-        _ = p | IngestChunks(chunks, plan, splits, sizing)
+        _ = p | IngestChunks(chunks, plan, sizing)
 
 Everything the driver needs afterwards lands in `<staging>/result.pickle`, written by the last step.
 """
@@ -18,9 +18,8 @@ from ..core.atomic import atomic_write_bytes
 from ..core.shard_plan import Part
 from ..core.shard_writer import ShardSizing, WriteShards
 from .csv_index import Chunk
-from .encode_chunks import STATS_TAG, ChunkResult, EncodeChunkFn, IngestPlan
+from .encode_chunks import ChunkResult, EncodeChunkFn, IngestPlan
 from .leakage import find_leaks
-from .statistics import SplitStatistics
 
 RESULT_NAME = "result.pickle"
 
@@ -29,47 +28,31 @@ def _part_pairs(result: ChunkResult) -> list[tuple[str, Part]]:
     return list(result.parts.items())
 
 
-def _is_chunk_result(element: object) -> bool:
-    return isinstance(element, ChunkResult)
-
-
-def _is_stats_batch(element: object) -> bool:
-    return not isinstance(element, ChunkResult)
-
-
-def _write_result(shards: list, chunk_results: list[ChunkResult], statistics: list[str], path: str) -> None:
+def _write_result(shards: list, chunk_results: list[ChunkResult], path: str) -> None:
     leaks = find_leaks(
         (split, r.index_id, r.digests[split], r.digest_rows[split]) for r in chunk_results for split in r.digests
     )
     # The hashes were only needed for the leakage check; side inputs are not mutated.
     stripped = [dataclasses.replace(r, digests={}, digest_rows={}) for r in chunk_results]
-    payload: dict[str, Any] = {"chunks": stripped, "shards": shards, "leakage": leaks, "statistics": sorted(statistics)}
+    payload: dict[str, Any] = {"chunks": stripped, "shards": shards, "leakage": leaks}
     atomic_write_bytes(path, pickle.dumps(payload))  # a unique temp name: Dask may run this twice
 
 
 class IngestChunks(beam.PTransform):
     """Chunk descriptors in; shards, statistics and the result file written under the staging dir."""
 
-    def __init__(self, chunks: list[Chunk], plan: IngestPlan, splits: tuple[str, ...], sizing: ShardSizing) -> None:
+    def __init__(self, chunks: list[Chunk], plan: IngestPlan, sizing: ShardSizing) -> None:
         super().__init__()
-        self.chunks, self.plan, self.splits, self.sizing = chunks, plan, splits, sizing
+        self.chunks, self.plan, self.sizing = chunks, plan, sizing
 
     def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection:
         staging = self.plan.staging_dir
-        encoded = (
+        results = (
             root
             | "ListChunks" >> beam.Create(self.chunks)
             | "SpreadChunks" >> beam.Reshuffle()
-            | "EncodeChunks" >> beam.ParDo(EncodeChunkFn(self.plan)).with_outputs(STATS_TAG, main="results")
+            | "EncodeChunks" >> beam.ParDo(EncodeChunkFn(self.plan))
         )
-        # The DaskRunner sends every output of a multi-output ParDo to each consumer (tags are not
-        # routed), so each branch keeps only its own kind; on other runners these filters pass all.
-        stats_written = (
-            encoded[STATS_TAG]
-            | "OnlyStatsBatches" >> beam.Filter(_is_stats_batch)
-            | "Statistics" >> SplitStatistics(self.splits, self.plan.columns, os.path.join(staging, "statistics"))
-        )
-        results = encoded.results | "OnlyChunkResults" >> beam.Filter(_is_chunk_result)
         shards = (
             results
             | "PartsOfChunk" >> beam.FlatMap(_part_pairs)
@@ -77,13 +60,10 @@ class IngestChunks(beam.PTransform):
             | "GatherShards" >> beam.combiners.ToList()
         )
         gathered = results | "GatherChunkResults" >> beam.combiners.ToList()
-        # The DaskRunner computes only the graph's last step (side inputs on demand), so the result
-        # step takes the statistics as a side input: no branch is left unexecuted. It returns a
-        # PCollection, not PDone: a PDone stops Beam's runner-API round trip, without which the
-        # DaskRunner passes side inputs to DoFns as unresolved AsList/AsSingleton objects.
+        # It returns a PCollection, not PDone: a PDone stops Beam's runner-API round trip, without
+        # which the DaskRunner passes side inputs to DoFns as unresolved AsSingleton objects.
         return shards | "WriteResult" >> beam.Map(
             _write_result,
             chunk_results=beam.pvalue.AsSingleton(gathered),
-            statistics=beam.pvalue.AsList(stats_written),
             path=os.path.join(staging, RESULT_NAME),
         )

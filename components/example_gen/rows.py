@@ -35,7 +35,7 @@ class Encoded:
     split: str
     example: bytes
     payload_bytes: int
-    values: dict[str, Any]  # column → parsed value (labels, metadata) or payload (files)
+    values: dict[str, Any]  # column → parsed value (labels, metadata) or payload size (files)
     digests: list[int] = field(default_factory=list)  # content hashes of image-role files
 
 
@@ -73,7 +73,7 @@ class RowEncoder:
                     self._check(column, *image_layout(image))
                     blob = encode_image(image, column.storage)
                     features[column.name] = [blob]
-                    values[column.name] = blob
+                    values[column.name] = len(blob)  # statistics need the size, not the pixels
                     payload += len(blob)
                     if column.role == "image":
                         digests.append(content_digest(data))

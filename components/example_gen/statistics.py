@@ -1,16 +1,24 @@
-"""TFDV statistics per split, computed inside the ingest pipeline, and the schema inferred on train."""
+"""TFDV statistics per split, from the workers' per-chunk column files, and the schema on train.
+
+The pass runs in the launcher on the in-memory FnApiRunner whatever runner ingested the rows: its
+input is small (labels, metadata and payload sizes, never pixels), so it needs no cluster, and it
+uses TFDV's own `GenerateStatistics` unchanged. File features get an image domain, so TFDV reports
+byte sizes for them, which are patched from the real payload sizes.
+
+    write_statistics({"train": [...arrow files...]}, columns, "OUT/.staging/statistics")
+"""
 from __future__ import annotations
 
 import os
 
 import apache_beam as beam
+import pyarrow.compute as pc
 import tensorflow_data_validation as tfdv
-from tensorflow_data_validation.statistics import stats_impl
-from tensorflow_data_validation.utils import feature_partition_util
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
-from tfx_bsl.statistics import merge_util
 
 from ..core.atomic import atomic_write_bytes
+from .column_files import as_statistics_batch, read_column_file
 from .columns import ColumnSpec
 
 
@@ -24,92 +32,57 @@ def stats_options(columns: tuple[ColumnSpec, ...]) -> tfdv.StatsOptions:
     return tfdv.StatsOptions(schema=schema)
 
 
-def _write(stats: statistics_pb2.DatasetFeatureStatisticsList, path: str) -> str:
-    atomic_write_bytes(path, stats.SerializeToString())  # a unique temp name: Dask may run this twice
-    return path
+def _payload_sizes(paths: list[str], name: str) -> tuple[int, int, int, int]:
+    """count, total, min and max payload bytes of a file column over a split's column files."""
+    count = total = 0
+    low, high = None, None
+    for path in paths:
+        sizes = read_column_file(path).column(name)
+        if len(sizes) == 0:
+            continue
+        count += len(sizes)
+        total += pc.sum(sizes).as_py()
+        low = min(x for x in (low, pc.min(sizes).as_py()) if x is not None)
+        high = max(x for x in (high, pc.max(sizes).as_py()) if x is not None)
+    return count, total, low or 0, high or 0
 
 
-def _key_with_void(batch: object) -> tuple[None, object]:
-    return None, batch
+def _patch_bytes_stats(stats: statistics_pb2.DatasetFeatureStatisticsList, paths: list[str],
+                       columns: tuple[ColumnSpec, ...]) -> None:
+    for column in columns:
+        if not column.is_file:
+            continue
+        count, total, low, high = _payload_sizes(paths, column.name)
+        for dataset in stats.datasets:
+            for feature in dataset.features:
+                if tuple(feature.path.step) == (column.name,) and feature.HasField("bytes_stats"):
+                    feature.bytes_stats.avg_num_bytes = total / count if count else 0.0
+                    feature.bytes_stats.min_num_bytes = float(low)
+                    feature.bytes_stats.max_num_bytes = float(high)
+                    feature.bytes_stats.max_num_bytes_int = int(high)
 
 
-def _in_column_order(stats: statistics_pb2.DatasetFeatureStatisticsList,
-                     names: tuple[str, ...]) -> statistics_pb2.DatasetFeatureStatisticsList:
-    """A copy with features in column order: partial results merge in a runner-dependent order."""
-    rank = {name: i for i, name in enumerate(names)}
-
-    def key(feature: statistics_pb2.FeatureNameStatistics) -> tuple[int, tuple[str, ...]]:
-        path = tuple(feature.path.step) or (feature.name,)
-        return rank.get(".".join(path), len(rank)), path
-
-    result = statistics_pb2.DatasetFeatureStatisticsList()
-    result.CopyFrom(stats)
-    for dataset in result.datasets:
-        features = [statistics_pb2.FeatureNameStatistics.FromString(f.SerializeToString())
-                    for f in sorted(dataset.features, key=key)]
-        del dataset.features[:]
-        dataset.features.extend(features)
-    return result
-
-
-class GenerateStatistics(beam.PTransform):
-    """`tfdv.GenerateStatistics` for unsliced data, with the same graph minus the hot-key fan-out.
-
-    TFDV 1.16 (`stats_impl.GenerateSlicedStatisticsImpl`) combines with `with_hot_key_fanout`, a
-    multi-output ParDo whose tags the DaskRunner does not route (there its merge step gets raw
-    record batches: "'ListArray' object has no attribute 'input_record_batches'"). Fan-out only
-    spreads the combining work, so without it the local runners give the same statistics and
-    every step is a ParDo, GroupByKey, Flatten or side input, which Dask runs.
-    """
-
-    def __init__(self, options: tfdv.StatsOptions) -> None:
-        super().__init__()
-        if options.experimental_num_feature_partitions != 1 or options.experimental_result_partitions != 1:
-            raise ValueError("feature/result partitions are not supported here")
-        if options.sample_rate is not None or options.feature_allowlist or options.slicing_config:
-            raise ValueError("sampling, allow-lists and slicing are not supported here")
-        self.options = options
-
-    def expand(self, batches: beam.PCollection) -> beam.PCollection:
-        options = self.options
-        keyed = batches | "KeyWithVoid" >> beam.Map(_key_with_void)
-        transforms, combiners, _ = stats_impl._split_generator_types(stats_impl.get_generators(options), 1)
-        combine_fn = stats_impl._CombinerStatsGeneratorsCombineFn(combiners, options.desired_batch_size)
-        protos = [keyed | g.name >> g.ptransform for g in transforms]
-        protos.append(keyed | "RunCombinerStatsGenerators" >> beam.CombinePerKey(combine_fn))
-        return (
-            protos
-            | "FlattenFeatureStatistics" >> beam.Flatten()
-            | "AddPlaceholderStatistics" >> stats_impl._AddPlaceholderStatistics()  # pylint: disable=no-value-for-parameter
-            | "AddSliceKeyToStatsProto" >> beam.Map(stats_impl._add_slice_key, False)
-            | "MakeList" >> beam.Map(stats_impl._make_singleton_dataset_feature_statistics_list_proto)
-            | "KeyByPartition" >> beam.ParDo(feature_partition_util.KeyAndSplitByFeatureFn(1))
-            | "MergeStatsProtos" >> beam.CombinePerKey(merge_util.merge_dataset_feature_statistics_list)
-            | "Values" >> beam.Values()
-        )
-
-
-class SplitStatistics(beam.PTransform):
-    """(split, RecordBatch) pairs → `<out_dir>/<split>.pb` for each split name; emits the paths written."""
-
-    def __init__(self, splits: tuple[str, ...], columns: tuple[ColumnSpec, ...], out_dir: str) -> None:
-        super().__init__()
-        self.splits, self.columns, self.out_dir = splits, columns, out_dir
-
-    def expand(self, batches: beam.PCollection) -> beam.PCollection:
-        options = stats_options(self.columns)
-        written = []
-        for split in self.splits:
-            path = os.path.join(self.out_dir, f"{split}.pb")
-            written.append(
-                batches
-                | f"Select[{split}]" >> beam.Filter(lambda kv, s=split: kv[0] == s)
-                | f"Batches[{split}]" >> beam.Values()
-                | f"Generate[{split}]" >> GenerateStatistics(options)
-                | f"Order[{split}]" >> beam.Map(_in_column_order, tuple(c.name for c in self.columns))
-                | f"Write[{split}]" >> beam.Map(_write, path)
+def write_statistics(paths_by_split: dict[str, list[str]], columns: tuple[ColumnSpec, ...], out_dir: str) -> dict[str, str]:
+    """Writes `<out_dir>/<split>.pb` for every split (an empty split gets zero examples)."""
+    options = stats_options(columns)
+    written = {split: os.path.join(out_dir, f"{split}.pb") for split in paths_by_split}
+    with beam.Pipeline(runner=FnApiRunner()) as pipeline:
+        for split, paths in paths_by_split.items():
+            _ = (
+                pipeline
+                | f"ColumnFiles[{split}]" >> beam.Create(sorted(paths), reshuffle=False)
+                | f"Read[{split}]" >> beam.Map(lambda p: as_statistics_batch(read_column_file(p), columns))
+                | f"Generate[{split}]" >> tfdv.GenerateStatistics(options)
+                | f"Write[{split}]" >> beam.Map(lambda s, path=written[split]: atomic_write_bytes(path, s.SerializeToString()))
             )
-        return written | "StatisticsWritten" >> beam.Flatten()
+    for split, paths in paths_by_split.items():
+        if os.path.exists(written[split]):
+            stats = load(written[split])
+        else:  # no examples in this split
+            stats = statistics_pb2.DatasetFeatureStatisticsList(datasets=[statistics_pb2.DatasetFeatureStatistics()])
+        _patch_bytes_stats(stats, paths, columns)
+        atomic_write_bytes(written[split], stats.SerializeToString())
+    return written
 
 
 def load(path: str) -> statistics_pb2.DatasetFeatureStatisticsList:
