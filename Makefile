@@ -24,6 +24,7 @@ run: setup
 	$(BIN)/shardflow demo-data --output $(DEMO)
 	$(BIN)/shardflow example-gen --index train=$(DEMO)/digits/train.csv --index eval=$(DEMO)/digits/eval.csv \
 	    --data-root $(DEMO)/digits --output runs/digits/examples
+	$(BIN)/shardflow transform --examples runs/digits/examples --output runs/digits/transform
 
 test: setup
 	$(BIN)/python -m pytest -q tests

@@ -137,6 +137,7 @@ def test_unsupported_value_type_is_refused() -> None:
     (1000, 10 * MB, 1.5, None, 1, 7),     # fractional sizes: ceil(10 / 1.5)
     (1000, 300 * MB, 128, 5, 1, 5),       # --num-shards overrides the size rule
     (1000, 500 * MB, 128, 2, 1, 2),
+    (1000, 1, 128, 2, 4, 4),              # --min-shards bounds a fixed count too
     (1000, 1, 128, None, 4, 4),           # --min-shards raises the size-based count ...
     (1000, 300 * MB, 128, None, 2, 3),    # ... but does not lower it
     (3, 1, 128, 10, 1, 3),                # capped at one shard per record

@@ -38,10 +38,11 @@ class ShardPlan:
 
 def count_shards(num_records: int, payload_bytes: int, shard_size_mb: float, num_shards: int | None,
                  min_shards: int) -> int:
-    """Shards for a split: the fixed count, or by payload size, at least `min_shards`, at most one per record."""
+    """Shards for a split: the fixed count or by payload size, at least `min_shards`, at most one per record."""
     if num_records == 0:
         return 0
-    wanted = num_shards or max(min_shards, math.ceil(payload_bytes / (shard_size_mb * (1 << 20))))
+    by_size = math.ceil(payload_bytes / (shard_size_mb * (1 << 20)))
+    wanted = max(min_shards, num_shards or by_size)  # --min-shards bounds a fixed count too
     return max(1, min(wanted, num_records))
 
 
