@@ -22,7 +22,7 @@ from typing import Any
 
 from .data import ensure_images, ensure_index
 from .example_gen_bench import EG_MODES
-from .monitor import Watch, run_monitored
+from .monitor import Watch, child_env, run_monitored
 from .targets import example_gen_targets
 
 NAME = "example_gen"
@@ -62,14 +62,6 @@ def _watch(label: str, output: Path) -> Watch:
     return Watch([str(output / "*.tfrecord")])
 
 
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env.setdefault("TF_USE_LEGACY_KERAS", "1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
 def run_one(label: str, mode: str, rows: int, index: Path, data_root: Path, work: Path,
             args: argparse.Namespace) -> dict[str, Any]:
     """Runs one contender at one size in a monitored subprocess; returns its figures."""
@@ -80,7 +72,7 @@ def run_one(label: str, mode: str, rows: int, index: Path, data_root: Path, work
     if mode:
         cmd += ["--eg-mode", mode]
     print(f"[{NAME}] {label} at {rows:,} rows ...", file=sys.stderr, flush=True)
-    m = run_monitored(cmd, work / "logs" / f"{NAME}-{label.replace(':', '-')}-{rows}", _watch(label, output), _child_env())
+    m = run_monitored(cmd, work / "logs" / f"{NAME}-{label.replace(':', '-')}-{rows}", _watch(label, output), child_env())
     report = m.report
     figures: dict[str, Any] = {
         "contender": label, "mode": mode, "rows": rows, "returncode": m.returncode,

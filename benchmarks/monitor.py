@@ -165,3 +165,13 @@ def run_monitored(cmd: list[str], log_prefix: Path, watch: Watch, env: dict[str,
         max_processes=peak.processes, timeline=timeline,
         report=_last_json_line(Path(f"{log_prefix}.out")),
     )
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a benchmark child: quiet TensorFlow, tf-keras, the repo importable."""
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.setdefault("TF_USE_LEGACY_KERAS", "1")
+    repo_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo_root, env.get("PYTHONPATH", "")) if p)
+    return env

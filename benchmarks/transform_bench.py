@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import ensure_images, ensure_index
-from .monitor import Watch, run_monitored
+from .monitor import Watch, child_env, run_monitored
 
 NAME = "transform"
 DEFAULT_ROWS = "20000 100000"
@@ -60,14 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--transform-keep-outputs", action="store_true", help="keep the transformed shards")
 
 
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env.setdefault("TF_USE_LEGACY_KERAS", "1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
 def ensure_examples(work: Path, rows: int) -> Path:
     """ExampleGen output of `rows` 28×28 examples (hash split 9:1), made once; its manifest marks it done."""
     out = work / "transform" / f"examples-{rows}"
@@ -80,7 +72,7 @@ def ensure_examples(work: Path, rows: int) -> Path:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as stream:
         subprocess.run([sys.executable, "-m", "shardflow", "example-gen", "--index", str(index), "--data-root",
-                        str(data_root), "--output", str(out)], check=True, env=_child_env(), stdout=stream,
+                        str(data_root), "--output", str(out)], check=True, env=child_env(), stdout=stream,
                        stderr=subprocess.STDOUT)
     return out
 
@@ -103,7 +95,7 @@ def run_one(rows: int, mode: str, work: Path, keep: bool) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "shardflow", "transform", "--examples", str(examples), "--output", str(output),
            *_mode_flags(mode)]
     print(f"[{NAME}] {mode} at {rows:,} rows ...", file=sys.stderr, flush=True)
-    m = run_monitored(cmd, work / "logs" / f"{NAME}-{mode}-{rows}", watch, _child_env())
+    m = run_monitored(cmd, work / "logs" / f"{NAME}-{mode}-{rows}", watch, child_env())
     manifest = json.loads((output / "manifest.json").read_text()) if m.returncode == 0 else {}
     count = sum(s["num_examples"] for s in manifest.get("splits", {}).values())
     figures: dict[str, Any] = {
