@@ -26,7 +26,6 @@ from .monitor import Watch, child_env, run_monitored
 from .targets import example_gen_targets
 
 NAME = "example_gen"
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DESCRIPTIONS = {"a": "(a) TFRecordWriter loop, 1 process", "b": "(b) same loop, {processes}-process pool"}
 
 

@@ -34,7 +34,6 @@ from .monitor import Watch, child_env, run_monitored
 NAME = "transform"
 DEFAULT_ROWS = "20000 100000"
 MODES = ("auto", "in_memory", "multi_processing")
-REPO_ROOT = Path(__file__).resolve().parent.parent
 _UNITS = {"": 1, "k": 1_000, "m": 1_000_000}
 
 
