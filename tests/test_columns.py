@@ -10,7 +10,7 @@ import pytest
 from helpers_config import minimal_config
 from helpers_images import write_palette_mask, write_png
 from shardflow.example_gen.columns import detect_columns, guess_value_dtype
-from shardflow.example_gen.config import ConfigError, ExampleGenConfig, IndexSpec
+from shardflow.example_gen.config import ConfigError
 
 # ---------------------------------------------------------------- columns
 

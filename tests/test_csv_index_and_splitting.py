@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from shardflow.example_gen.csv_index import IndexFileError, count_rows, plan_chunks, read_chunk, read_header
-from shardflow.example_gen.images import encode
 from shardflow.example_gen.splitting import SplitAssigner
 
 # ---------------------------------------------------------------- csv_index

@@ -7,7 +7,6 @@ a `row_id` metadata column, so the split of every row can be read back from the 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import shutil
 from collections import defaultdict
@@ -119,7 +118,7 @@ def test_custom_weights_are_deterministic(data: Path, tmp_path: Path) -> None:
     weights = ["--split", "train=1", "--split", "eval=1"]
     m1 = _ingest(data, tmp_path / "a", "all.csv", *weights)
     m2 = _ingest(data, tmp_path / "b", "all.csv", *weights)
-    assert set(m1["splits"]) == {"train", "eval"}
+    assert set(m1["splits"]) == {"train", "eval"} and m2["splits"] == m1["splits"]
     counts = [m1["splits"][s]["num_examples"] for s in ("train", "eval")]
     assert sum(counts) == NUM_IMAGES + NUM_COPIES and min(counts) >= 80  # about half each
     shards = [p for p in _output_files(tmp_path / "a") if p.startswith("Split-")]
