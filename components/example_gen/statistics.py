@@ -32,30 +32,29 @@ def stats_options(columns: tuple[ColumnSpec, ...]) -> tfdv.StatsOptions:
     return tfdv.StatsOptions(schema=schema)
 
 
-def _payload_sizes(paths: list[str], name: str) -> tuple[int, int, int, int]:
-    """count, total, min and max payload bytes of a file column over a split's column files."""
-    count = total = 0
-    low, high = None, None
+def _payload_sizes(paths: list[str], names: list[str]) -> dict[str, tuple[int, int, int, int]]:
+    """count, total, min and max payload bytes per file column, reading each column file once."""
+    sizes: dict[str, tuple[int, int, int, int]] = {name: (0, 0, 0, 0) for name in names}
     for path in paths:
-        sizes = read_column_file(path).column(name)
-        if len(sizes) == 0:
+        batch = read_column_file(path)
+        if batch.num_rows == 0:
             continue
-        count += len(sizes)
-        total += pc.sum(sizes).as_py()
-        low = min(x for x in (low, pc.min(sizes).as_py()) if x is not None)
-        high = max(x for x in (high, pc.max(sizes).as_py()) if x is not None)
-    return count, total, low or 0, high or 0
+        for name in names:
+            count, total, low, high = sizes[name]
+            column = batch.column(name)
+            column_low, column_high = pc.min(column).as_py(), pc.max(column).as_py()
+            sizes[name] = (count + len(column), total + pc.sum(column).as_py(),
+                           column_low if count == 0 else min(low, column_low), max(high, column_high))
+    return sizes
 
 
 def _patch_bytes_stats(stats: statistics_pb2.DatasetFeatureStatisticsList, paths: list[str],
                        columns: tuple[ColumnSpec, ...]) -> None:
-    for column in columns:
-        if not column.is_file:
-            continue
-        count, total, low, high = _payload_sizes(paths, column.name)
+    sizes = _payload_sizes(paths, [c.name for c in columns if c.is_file])
+    for name, (count, total, low, high) in sizes.items():
         for dataset in stats.datasets:
             for feature in dataset.features:
-                if tuple(feature.path.step) == (column.name,) and feature.HasField("bytes_stats"):
+                if tuple(feature.path.step) == (name,) and feature.HasField("bytes_stats"):
                     feature.bytes_stats.avg_num_bytes = total / count if count else 0.0
                     feature.bytes_stats.min_num_bytes = float(low)
                     feature.bytes_stats.max_num_bytes = float(high)
