@@ -22,13 +22,13 @@ from ..core.atomic import atomic_write_json, remove_path
 from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
 from ..core.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
-from . import output_dir
+from ..core import output_dir
 from .columns import ColumnSpec, detect_columns
 from .config import ConfigError, ExampleGenConfig
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk, read_header
 from .encode_chunks import ChunkResult, IngestPlan
 from .pipeline import RESULT_NAME, IngestChunks
-from .progress import ProgressReporter
+from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
 from .statistics import infer_schema, write_statistics
 

@@ -21,9 +21,9 @@ from ..core.atomic import atomic_write_json, remove_path
 from ..core.beam_setup import describe_runner, make_pipeline, pipeline_options
 from ..core.manifest import MANIFEST_NAME, FeatureSpec, Manifest, SplitInfo, read_manifest
 from ..core.shard_writer import ShardSizing
-from ..example_gen import output_dir
+from ..core import output_dir
 from ..example_gen.config import ConfigError
-from ..example_gen.progress import ProgressReporter
+from ..core.progress import ProgressReporter
 from ..example_gen.report import sha256_of
 from .config import TransformConfig
 from .pipeline import TRANSFORM_GRAPH, TransformPlan, build_transform, load_result

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..core.atomic import remove_path
-from ..core.manifest import MANIFEST_NAME
+from .atomic import remove_path
+from .manifest import MANIFEST_NAME
 
 STAGING = ".staging"
 
