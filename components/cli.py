@@ -10,7 +10,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from . import __version__  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
-from .example_gen.config import ConfigError  # noqa: E402
+from .core.errors import ConfigError  # noqa: E402
 from .transform import cli as transform_cli  # noqa: E402
 
 

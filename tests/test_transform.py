@@ -20,7 +20,7 @@ from shardflow.core.manifest import IncompleteOutputError, read_manifest
 from shardflow.core.reader import feature_spec, make_dataset, shard_files
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
-from shardflow.example_gen.report import sha256_of
+from shardflow.core.hashing import sha256_of
 from shardflow.transform import ConfigError, OutOfRangeError, TransformConfig, run
 from shardflow.transform.materialize import check_range
 from shardflow.transform.output_features import output_feature

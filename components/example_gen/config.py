@@ -10,16 +10,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import ConfigError  # noqa: F401  (re-exported: callers catch it from here too)
+
 STORAGES = ("raw", "png", "jpeg")
 COMPRESSIONS = ("", "GZIP")
 CHANNEL_MODES = ("gray", "rgb")
 ROLE_OVERRIDES = ("image", "mask", "label", "metadata")
 DEFAULT_MAX_PIXELS = 89_478_485  # PIL's own decompression-bomb limit (1024 * 1024 * 1024 // 4 // 3)
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
-
-
-class ConfigError(ValueError):
-    """An option with a bad value; the message names the option and the value."""
 
 
 @dataclass(frozen=True)

@@ -2,20 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from typing import Any
 
+from ..core.hashing import sha256_of  # noqa: F401  (re-exported)
 from ..core.manifest import Manifest
 from .columns import ColumnSpec
 from .config import ExampleGenConfig
-
-
-def sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as source:
-        for block in iter(lambda: source.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def options_json(config: ExampleGenConfig) -> dict[str, Any]:

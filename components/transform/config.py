@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.manifest import MANIFEST_NAME
-from ..example_gen.config import ConfigError
+from ..core.errors import ConfigError
 
 UNSEEN_LABEL_POLICIES = ("oov", "fail")
 COMPRESSIONS = ("", "GZIP")

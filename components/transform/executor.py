@@ -22,9 +22,9 @@ from ..core.beam_setup import describe_runner, make_pipeline, pipeline_options
 from ..core.manifest import MANIFEST_NAME, FeatureSpec, Manifest, SplitInfo, read_manifest
 from ..core.shard_writer import ShardSizing
 from ..core import output_dir
-from ..example_gen.config import ConfigError
+from ..core.errors import ConfigError
 from ..core.progress import ProgressReporter
-from ..example_gen.report import sha256_of
+from ..core.hashing import sha256_of
 from .config import TransformConfig
 from .pipeline import TRANSFORM_GRAPH, TransformPlan, build_transform, load_result
 from .preprocessing import PreprocessingFn, make_preprocessing_fn, vocabulary_labels

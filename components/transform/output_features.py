@@ -23,7 +23,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from tensorflow_transform.tf_metadata import schema_utils
 
 from ..core.manifest import FeatureSpec
-from ..example_gen.config import ConfigError
+from ..core.errors import ConfigError
 
 _DTYPES = {tf.float32: "float32", tf.int64: "int64", tf.string: "string"}
 

@@ -26,7 +26,7 @@ import tensorflow_transform as tft
 
 from ..core.manifest import FeatureSpec, Manifest
 from ..core.reader import decode_batch
-from ..example_gen.config import ConfigError
+from ..core.errors import ConfigError
 
 VOCABULARY_PREFIX = "vocab_"
 NUM_OOV_BUCKETS = 1

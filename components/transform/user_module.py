@@ -20,7 +20,7 @@ from typing import Callable
 
 from apache_beam.internal.cloudpickle import cloudpickle
 
-from ..example_gen.config import ConfigError
+from ..core.errors import ConfigError
 
 
 def is_file_reference(module: str) -> bool:
