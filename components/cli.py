@@ -11,7 +11,11 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 from . import __version__  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
 from .core.errors import ConfigError  # noqa: E402
+from .pipelines import schedule as schedule_cli  # noqa: E402
+from .pipelines import submit as submit_cli  # noqa: E402
+from .trainer import cli as trainer_cli  # noqa: E402
 from .transform import cli as transform_cli  # noqa: E402
+from .validation import cli as validation_cli  # noqa: E402
 
 
 def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
@@ -32,6 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
     transform = commands.add_parser("transform", help="full-pass preprocessing of examples with tf.Transform (Beam)")
     transform_cli.add_arguments(transform)
     transform.set_defaults(handler=transform_cli.main, passes_beam_args=True)
+    validate = commands.add_parser("validate", help="TFDV checks of every split against train's schema and statistics")
+    validation_cli.add_arguments(validate)
+    validate.set_defaults(handler=validation_cli.main, passes_beam_args=False)
+    train = commands.add_parser("train", help="stream shards through tf.data into a Keras model, export it")
+    trainer_cli.add_arguments(train)
+    train.set_defaults(handler=trainer_cli.main, passes_beam_args=False)
+    schedule = commands.add_parser("schedule", help="create or update a KFP recurring run of the pipeline (cron, UTC)")
+    schedule_cli.add_schedule_arguments(schedule)
+    schedule.set_defaults(handler=schedule_cli.schedule_main, passes_beam_args=False)
+    submit = commands.add_parser("submit", help="start one KFP run of the compiled pipeline (used by the k8s CronJob)")
+    submit_cli.add_submit_arguments(submit)
+    submit.set_defaults(handler=submit_cli.submit_main, passes_beam_args=False)
     demo = commands.add_parser("demo-data", help="write the digits and segmentation demo data sets")
     demo.add_argument("--output", required=True)
     demo.set_defaults(handler=_demo_data, passes_beam_args=False)

@@ -96,13 +96,14 @@ def shard_files(output_dir: str | Path, manifest: Manifest, split: str) -> list[
 
 def make_dataset(output_dir: str | Path, split: str, *, batch_size: int, shuffle_buffer: int = 0,
                  seed: int | None = None, deterministic: bool = True, drop_remainder: bool = False,
-                 repeat: bool = False, features: list[str] | None = None) -> tf.data.Dataset:
+                 repeat: bool = False, features: list[str] | None = None, decode: bool = True) -> tf.data.Dataset:
     """Batches of decoded features (dicts of tensors) of `split` in `output_dir`.
 
     `deterministic=True` with `shuffle_buffer=0` reads the shards one after another (exact shard
     order); with a shuffle buffer the order is random but repeatable for a given `seed`.
     `deterministic=False` lets TensorFlow read several shards at once in any order. `features`
-    keeps only the named features (less to parse and decode). Raises `IncompleteOutputError` when
+    keeps only the named features (less to parse and decode). `decode=False` stops after parsing:
+    files stay their stored bytes (what a tf.Transform graph takes as input). Raises `IncompleteOutputError` when
     the directory has no manifest and FileNotFoundError when a listed shard is missing.
     """
     _check_positive("batch_size", batch_size)
@@ -129,8 +130,11 @@ def make_dataset(output_dir: str | Path, split: str, *, batch_size: int, shuffle
     if repeat:
         dataset = dataset.repeat()
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    dataset = dataset.map(lambda records: decode_batch(tf.io.parse_example(records, spec), subset),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
+        parsed = tf.io.parse_example(records, spec)
+        return decode_batch(parsed, subset) if decode else parsed
+
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

@@ -1,0 +1,93 @@
+"""The contract between the Trainer's exported model and whoever scores or serves it.
+
+`MOUT/model/` is a TensorFlow SavedModel. Its `serving_default` signature takes one input,
+`examples`: a tf.string vector of serialized tf.train.Examples in ExampleGen's raw format (the
+transform graph, when there is one, is inside the model), and returns
+
+- `probabilities`: float32 [N, C] (classification) or [N, H, W, C] (segmentation);
+- `class_ids`: int64 [N] or [N, H, W], the arg-max of `probabilities`.
+
+Next to `saved_model.pb` lies `shardflow_model.json` (a `ModelInfo`): what the model predicts
+and how a raw label becomes a class id, so an evaluator needs nothing but the model directory
+and the examples:
+
+- integer labels and masks are class ids already;
+- string labels are looked up in `label_vocabulary`; a string not in it gets the OOV id
+  `len(label_vocabulary)` (Transform's vocabulary with one OOV bucket), so
+  `num_classes == len(label_vocabulary) + 1`.
+
+>>> info = ModelInfo(task="classification", label="y", num_classes=3, class_names=["a", "b", "OOV"],
+...                  label_vocabulary=["a", "b"])
+>>> info.class_id_of("b"), info.class_id_of("zebra")
+(1, 2)
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .atomic import atomic_write_json
+
+MODEL_INFO_NAME = "shardflow_model.json"
+SERVING_SIGNATURE = "serving_default"
+SERVING_INPUT = "examples"
+TASKS = ("classification", "segmentation")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What an exported model predicts. `extra` holds provenance (training data, options, steps)."""
+
+    task: str
+    label: str
+    num_classes: int
+    class_names: list[str]
+    label_vocabulary: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"model task must be one of {TASKS}, got {self.task!r}")
+        if not isinstance(self.num_classes, int) or self.num_classes < 2:
+            raise ValueError(f"num_classes must be an integer >= 2, got {self.num_classes!r}")
+        if len(self.class_names) != self.num_classes:
+            raise ValueError(f"class_names has {len(self.class_names)} names for {self.num_classes} classes")
+        if self.label_vocabulary is not None and len(self.label_vocabulary) + 1 != self.num_classes:
+            raise ValueError(f"a label vocabulary of {len(self.label_vocabulary)} strings needs "
+                             f"{len(self.label_vocabulary) + 1} classes (one OOV), got {self.num_classes}")
+
+    def class_id_of(self, raw_label: str | bytes | int) -> int:
+        """The class id of one raw label value (string labels through the vocabulary)."""
+        if self.label_vocabulary is None:
+            return int(raw_label)
+        text = raw_label.decode() if isinstance(raw_label, bytes) else str(raw_label)
+        try:
+            return self.label_vocabulary.index(text)
+        except ValueError:
+            return len(self.label_vocabulary)
+
+    def to_json(self) -> dict[str, Any]:
+        obj = asdict(self)
+        extra = obj.pop("extra")
+        return {**extra, **obj}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "ModelInfo":
+        keys = ("task", "label", "num_classes", "class_names", "label_vocabulary")
+        extra = {k: v for k, v in obj.items() if k not in keys}
+        return cls(obj["task"], obj["label"], obj["num_classes"], list(obj["class_names"]),
+                   obj.get("label_vocabulary"), extra)
+
+
+def write_model_info(model_dir: str | Path, info: ModelInfo) -> None:
+    atomic_write_json(Path(model_dir) / MODEL_INFO_NAME, info.to_json())
+
+
+def read_model_info(model_dir: str | Path) -> ModelInfo:
+    """The model's `ModelInfo`; FileNotFoundError naming the directory when it is not a shardflow model."""
+    path = Path(model_dir) / MODEL_INFO_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{model_dir} has no {MODEL_INFO_NAME}: not a model exported by shardflow train")
+    return ModelInfo.from_json(json.loads(path.read_text()))

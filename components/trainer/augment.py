@@ -1,0 +1,116 @@
+"""Train-time augmentation on whole batches: random per example, vectorized, deterministic per seed.
+
+Geometric ops (flip, flip_vertical, rotate, crop) are composed into one projective transform per
+example and applied to the image with bilinear sampling and to its mask with nearest-neighbour
+sampling: the same matrix, so image and mask stay aligned and mask ids stay ids. Photometric ops
+(brightness, contrast) touch images only. Randomness is stateless, drawn from (seed, batch index),
+so a seed gives the same augmented stream every run.
+
+    images, masks = augment_batch(images, masks, ("flip", "rotate", "brightness"), tf.constant([0, 7]))
+
+Eval data never goes through here: the Trainer maps it only on the training stream.
+"""
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+GEOMETRIC = ("flip", "flip_vertical", "rotate", "crop")
+PHOTOMETRIC = ("brightness", "contrast")
+MAX_ROTATION = math.pi / 12  # ±15°
+MIN_CROP_SCALE = 0.8  # a crop keeps at least 80 % of each side
+MAX_BRIGHTNESS_DELTA = 0.1
+CONTRAST_RANGE = (0.8, 1.2)
+
+
+def augment_batch(images: tf.Tensor, masks: tf.Tensor | None, ops: tuple[str, ...],
+                  seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor | None]:
+    """images float32 [B, H, W, C]; masks int [B, H, W] or None; seed int [2]."""
+    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=len(ops) + 1)
+    geometric = [op for op in ops if op in GEOMETRIC]
+    if geometric:
+        matrices = _identity(tf.shape(images)[0])
+        for index, op in enumerate(ops):
+            if op in GEOMETRIC:
+                matrices = tf.linalg.matmul(matrices, _matrix(op, images, seeds[index]))
+        images = _warp(images, matrices, "BILINEAR")
+        if masks is not None:
+            warped = _warp(tf.cast(masks[..., tf.newaxis], tf.float32), matrices, "NEAREST")
+            masks = tf.cast(tf.round(warped[..., 0]), masks.dtype)
+    for index, op in enumerate(ops):
+        if op == "brightness":
+            images = _brightness(images, seeds[index])
+        elif op == "contrast":
+            images = _contrast(images, seeds[index])
+    return images, masks
+
+
+def _identity(batch: tf.Tensor) -> tf.Tensor:
+    return tf.eye(3, batch_shape=[batch], dtype=tf.float32)
+
+
+def _matrix(op: str, images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+    """[B, 3, 3] maps from output pixel (x, y, 1) to input pixel, as ImageProjectiveTransform wants."""
+    batch = tf.shape(images)[0]
+    height, width = tf.cast(tf.shape(images)[1], tf.float32), tf.cast(tf.shape(images)[2], tf.float32)
+    u = tf.random.stateless_uniform([batch, 3], seed=seed)
+    zero, one = tf.zeros([batch]), tf.ones([batch])
+    if op in ("flip", "flip_vertical"):
+        flip = tf.where(u[:, 0] < 0.5, -one, one)
+        size = width if op == "flip" else height
+        shift = tf.where(flip < 0, size - 1.0, zero)
+        rows = ([flip, zero, shift], [zero, one, zero]) if op == "flip" else ([one, zero, zero], [zero, flip, shift])
+    elif op == "rotate":
+        angle = (2.0 * u[:, 0] - 1.0) * MAX_ROTATION
+        cos, sin = tf.cos(angle), tf.sin(angle)
+        cx, cy = (width - 1.0) / 2.0, (height - 1.0) / 2.0
+        rows = ([cos, -sin, cx - cos * cx + sin * cy], [sin, cos, cy - sin * cx - cos * cy])
+    else:  # crop: zoom into a random window of scale s, resampled to the full size
+        scale = MIN_CROP_SCALE + (1.0 - MIN_CROP_SCALE) * u[:, 0]
+        tx, ty = u[:, 1] * (1.0 - scale) * (width - 1.0), u[:, 2] * (1.0 - scale) * (height - 1.0)
+        rows = ([scale, zero, tx], [zero, scale, ty])
+    last = [zero, zero, one]
+    return tf.stack([tf.stack(rows[0], -1), tf.stack(rows[1], -1), tf.stack(last, -1)], axis=1)
+
+
+def _warp(images: tf.Tensor, matrices: tf.Tensor, interpolation: str) -> tf.Tensor:
+    flat = tf.reshape(matrices, [-1, 9])[:, :8] / matrices[:, 2:3, 2]
+    return tf.raw_ops.ImageProjectiveTransformV3(
+        images=images, transforms=flat, output_shape=tf.shape(images)[1:3], fill_value=0.0,
+        interpolation=interpolation, fill_mode="REFLECT")
+
+
+def _brightness(images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+    delta = tf.random.stateless_uniform([tf.shape(images)[0], 1, 1, 1], seed=seed,
+                                        minval=-MAX_BRIGHTNESS_DELTA, maxval=MAX_BRIGHTNESS_DELTA)
+    return images + delta
+
+
+def _contrast(images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+    factor = tf.random.stateless_uniform([tf.shape(images)[0], 1, 1, 1], seed=seed,
+                                         minval=CONTRAST_RANGE[0], maxval=CONTRAST_RANGE[1])
+    mean = tf.reduce_mean(images, axis=[1, 2], keepdims=True)
+    return (images - mean) * factor + mean
+
+
+class AugmentLayer(tf.keras.layers.Layer):
+    """The same ops as a Keras layer in front of the model (runs on the accelerator, training only).
+
+    Only for classification: a layer sees images, not the masks that would have to move with them.
+    """
+
+    def __init__(self, ops: tuple[str, ...], seed: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.ops, self.seed = tuple(ops), int(seed)
+        self.calls = tf.Variable(0, dtype=tf.int64, trainable=False, name="augment_calls")
+
+    def call(self, images: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+        if not training:
+            return images
+        self.calls.assign_add(1)
+        augmented, _ = augment_batch(images, None, self.ops, tf.stack([tf.constant(self.seed, tf.int64), self.calls]))
+        return augmented
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "ops": list(self.ops), "seed": self.seed}

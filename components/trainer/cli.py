@@ -1,0 +1,75 @@
+"""`shardflow train`: translates command-line flags into a TrainerConfig. Nothing else.
+
+    shardflow train --examples runs/digits/transform --output runs/digits/model --epochs 5 \
+        [--model lenet|unet|my_module.py:build_model] [--batch-size 64] [--augment flip,rotate]
+
+With TF_CONFIG in the environment (a Kubeflow TFJob sets it) every worker runs this same command
+and they train together (MultiWorkerMirroredStrategy); the chief (worker 0) writes the outputs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..core.errors import ConfigError
+from .config import AUGMENT_OPS, TrainerConfig
+
+
+def _ops(text: str) -> tuple[str, ...]:
+    ops = tuple(op.strip() for op in text.split(",") if op.strip())
+    if not ops:
+        raise ConfigError(f"--augment expects comma-separated ops from {', '.join(AUGMENT_OPS)}, got {text!r}")
+    return ops
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--examples", required=True, help="Transform output (materialized) or ExampleGen output")
+    add("--transform", help="Transform output whose graph is applied on the fly to raw --examples")
+    add("--output", required=True, help="model directory: model/, history.json, curves.png, input_report.json")
+    add("--model", default="auto", help="lenet, unet, or path/to/file.py:function / package.module:function "
+                                        "(default auto: unet for a mask target, lenet for a label)")
+    steps = parser.add_mutually_exclusive_group(required=True)
+    steps.add_argument("--epochs", type=int, help="epochs of ceil(train examples / global batch) steps")
+    steps.add_argument("--steps", type=int, help="exact number of optimizer steps")
+    add("--batch-size", type=int, default=64, help="examples per replica and step (default 64)")
+    add("--shuffle-buffer", type=int, default=10_000, help="examples in the shuffle buffer (0 = no shuffle)")
+    add("--augment", type=_ops, default=(), metavar="OPS", help=f"train-time ops: {','.join(AUGMENT_OPS)}")
+    add("--augment-on-device", action="store_true", help="augment in a Keras layer in the model (classification)")
+    add("--seed", type=int, default=0, help="seed of shuffling and augmentation")
+    add("--deterministic", action="store_true", help="read shards in a reproducible order (slower)")
+    add("--warm-start", metavar="MODEL_DIR", help="initialize the weights from an earlier exported model")
+    add("--mixed-precision", action="store_true", help="mixed_float16 compute (GPUs)")
+    add("--xla", action="store_true", help="compile the training step with XLA")
+    add("--learning-rate", type=float, default=1e-3)
+    add("--checkpoint-every", type=int, default=100, help="steps between checkpoints (and at every epoch end)")
+    add("--label", help="target feature (default: the mask, else the only label)")
+    add("--num-classes", type=int, help="number of classes (default: from the manifests)")
+    add("--train-split", default="train")
+    add("--eval-split", default="eval", help="split validated on each epoch ('' for none)")
+
+
+def config_from_args(args: argparse.Namespace) -> TrainerConfig:
+    return TrainerConfig(
+        examples=args.examples, output=args.output, transform=args.transform, model=args.model,
+        epochs=args.epochs, steps=args.steps, batch_size=args.batch_size, shuffle_buffer=args.shuffle_buffer,
+        augment=args.augment, augment_on_device=args.augment_on_device, seed=args.seed,
+        deterministic=args.deterministic, warm_start=args.warm_start, mixed_precision=args.mixed_precision,
+        xla=args.xla, learning_rate=args.learning_rate, checkpoint_every=args.checkpoint_every,
+        label=args.label, num_classes=args.num_classes, train_split=args.train_split,
+        eval_split=args.eval_split or None,
+    )
+
+
+def main(args: argparse.Namespace, _: list[str]) -> int:
+    """Trains; a corrupt shard or too few shards for the workers is a user-facing failure (exit 1)."""
+    config = config_from_args(args)
+    from .executor import run  # TensorFlow only when the command runs
+    from .input_pipeline import CorruptShardError, TooFewShardsError
+
+    try:
+        run(config)
+    except (CorruptShardError, TooFewShardsError) as err:
+        print(f"shardflow train: error: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,80 @@
+"""`TrainerConfig`: every option of `shardflow train`, checked when it is built.
+
+    config = TrainerConfig(examples="runs/digits/transform", output="runs/digits/model", epochs=5)
+    config.batch_size   # 64 examples per replica; the global batch is 64 × replicas
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..core.errors import ConfigError
+
+BUILTIN_MODELS = ("auto", "lenet", "unet")
+AUGMENT_OPS = ("flip", "flip_vertical", "rotate", "crop", "brightness", "contrast")
+_MODULE_FN = re.compile(r"^[\w./-]+(\.py)?:[A-Za-z_]\w*$")
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """Options of one training run. `batch_size` is per replica (GPU or worker).
+
+    `epochs` or `steps` (not both): with `steps`, training stops after exactly that many optimizer
+    steps. An epoch is ceil(train examples / global batch) steps of a repeated, shuffled stream, so
+    there is never a partial batch in training; evaluation keeps the last partial batch.
+    """
+
+    examples: str
+    output: str
+    transform: str | None = None
+    model: str = "auto"
+    epochs: int | None = None
+    steps: int | None = None
+    batch_size: int = 64
+    shuffle_buffer: int = 10_000
+    augment: tuple[str, ...] = ()
+    augment_on_device: bool = False
+    seed: int = 0
+    deterministic: bool = False
+    warm_start: str | None = None
+    mixed_precision: bool = False
+    xla: bool = False
+    learning_rate: float = 1e-3
+    checkpoint_every: int = 100
+    label: str | None = None
+    num_classes: int | None = None
+    train_split: str = "train"
+    eval_split: str | None = "eval"
+    input_probe_batches: int = 50
+
+    def __post_init__(self) -> None:
+        for name in ("examples", "output"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ConfigError(f"{name} must be a non-empty path, got {getattr(self, name)!r}")
+        if self.model not in BUILTIN_MODELS and not _MODULE_FN.match(self.model):
+            raise ConfigError(f"model must be one of {BUILTIN_MODELS} or 'module:function' / 'file.py:function', "
+                              f"got {self.model!r}")
+        if (self.epochs is None) == (self.steps is None):
+            raise ConfigError(f"give exactly one of epochs and steps (got epochs={self.epochs!r}, steps={self.steps!r})")
+        for name in ("epochs", "steps", "batch_size", "checkpoint_every", "input_probe_batches", "num_classes"):
+            _check_positive(name, getattr(self, name), optional=name in ("epochs", "steps", "num_classes"))
+        if self.num_classes is not None and self.num_classes < 2:
+            raise ConfigError(f"num_classes must be >= 2, got {self.num_classes!r}")
+        if isinstance(self.shuffle_buffer, bool) or not isinstance(self.shuffle_buffer, int) or self.shuffle_buffer < 0:
+            raise ConfigError(f"shuffle_buffer must be an integer >= 0, got {self.shuffle_buffer!r}")
+        if not isinstance(self.augment, tuple):
+            raise ConfigError(f"augment must be a tuple of op names, got {self.augment!r}")
+        unknown = [op for op in self.augment if op not in AUGMENT_OPS]
+        if unknown:
+            raise ConfigError(f"augment: unknown ops {unknown}; known: {', '.join(AUGMENT_OPS)}")
+        if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 10):
+            raise ConfigError(f"learning_rate must be in (0, 10), got {self.learning_rate!r}")
+        if self.eval_split is not None and self.eval_split == self.train_split:
+            raise ConfigError(f"eval_split must differ from train_split, both are {self.train_split!r}")
+
+
+def _check_positive(name: str, value: object, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")

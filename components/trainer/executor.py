@@ -1,0 +1,130 @@
+"""`run(config)`: train a Keras model on streamed shards and export it for serving.
+
+    from shardflow.trainer import TrainerConfig, run
+
+    result = run(TrainerConfig(examples="runs/digits/transform", output="runs/digits/model", epochs=5))
+    result["history"][-1]["val_accuracy"]
+
+Outputs in `config.output`: `model/` (SavedModel + shardflow_model.json, appears atomically),
+`history.json`, `curves.png`, `input_report.json`, `training.json` (the summary, written last), and
+`checkpoints/` while a run is unfinished: rerunning with the same output resumes from it.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+import tf_keras as keras
+
+from .. import __version__
+from ..core.atomic import atomic_write_json, remove_path
+from ..core.model_info import ModelInfo
+from .callbacks import HistoryFile, StepAndEpochBackup, StopAtStep, TrainTimer
+from .config import TrainerConfig
+from .distribution import Placement, choose_strategy, cluster_from_env
+from .export import export_model
+from .features import RawToModel
+from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt_shards_named
+from .model_builder import build_model
+from .reports import plot_curves, probe_input_rate, write_input_report
+from .task import TrainingTask, resolve_task
+
+SUMMARY_NAME = "training.json"
+
+
+def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
+    started = time.time()
+    task = resolve_task(config)
+    check_enough_shards(task, config.train_split, cluster_from_env()[0])  # before workers connect
+    placement = choose_strategy()
+    if config.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_float16")
+    out = Path(config.output)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / SUMMARY_NAME).unlink(missing_ok=True)  # present only once this run has finished
+    global_batch = config.batch_size * placement.replicas
+    to_model = RawToModel(task, _tft_layer(task))
+    streams = build_streams(task, config, global_batch, placement.num_workers, to_model)
+    with placement.strategy.scope():
+        model = build_model(task, config)
+    with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
+        input_rate = probe_input_rate(streams.train, config.input_probe_batches, global_batch)
+    echo(f"train: {task.kind} of {task.target!r} from {task.input_name!r}, {task.num_classes} classes, "
+         f"{streams.train_examples} examples, {streams.steps_per_epoch} steps/epoch of {global_batch} "
+         f"({placement.kind}, {placement.replicas} replica(s)); input alone {input_rate:,.0f} ex/s")
+    timer, history = TrainTimer(global_batch), HistoryFile(out / "history.json", write=placement.is_chief)
+    epochs = config.epochs or math.ceil(config.steps / streams.steps_per_epoch)
+    callbacks = [StepAndEpochBackup(str(out / "checkpoints"), save_freq=config.checkpoint_every), timer, history]
+    if config.steps:
+        callbacks.append(StopAtStep(config.steps))
+    with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
+        model.fit(_as_dict_input(streams.train, task), epochs=epochs, steps_per_epoch=streams.steps_per_epoch,
+                  validation_data=_as_dict_input(streams.eval, task) if streams.eval is not None else None,
+                  callbacks=callbacks, verbose=2)
+    return _finish(config, task, placement, model, to_model, streams, timer, history, input_rate, started, echo)
+
+
+def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
+    if task.transform_graph is None:
+        return None
+    import tensorflow_transform as tft
+
+    return tft.TFTransformOutput(task.transform_graph).transform_features_layer()
+
+
+def _as_dict_input(dataset: tf.data.Dataset, task: TrainingTask) -> tf.data.Dataset:
+    return dataset.map(lambda image, target: ({task.input_name: image}, target))
+
+
+def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, model: keras.Model,
+            to_model: RawToModel, streams: Streams, timer: TrainTimer, history: HistoryFile,
+            input_rate: float, started: float, echo: Callable[[str], None]) -> dict:
+    out = Path(config.output)
+    steps = int(model.optimizer.iterations.numpy())
+    info = _model_info(config, task, placement, steps)
+    export_model(model, to_model, task, info, out / "model", placement.is_chief)
+    digest = weights_digest(model)
+    atomic_write_json(out / "workers" / f"worker-{placement.worker_index}.json",
+                      {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})
+    if not placement.is_chief:
+        return {"optimizer_steps": steps, "weights_sha256": digest}
+    report = write_input_report(out / "input_report.json", input_rate, timer.steady_rate(), {
+        "global_batch": config.batch_size * placement.replicas,
+        "probe_batches": config.input_probe_batches, "epochs": timer.epochs, "strategy": placement.kind})
+    if history.entries:
+        plot_curves(history.entries, out / "curves.png")
+    summary = {"optimizer_steps": steps, "resumed_from_step": timer.resumed_from_step, "weights_sha256": digest,
+               "history": history.entries, "input_report": report, "model": str(out / "model"),
+               "seconds": round(time.time() - started, 1), **info.extra}
+    atomic_write_json(out / SUMMARY_NAME, summary)
+    remove_path(out / "checkpoints")  # finished: a rerun with this output trains anew
+    last = history.entries[-1] if history.entries else {}
+    echo(f"train: done, {steps} optimizer steps, " + ", ".join(f"{k} {v:.4f}" for k, v in last.items()
+         if k not in ("epoch", "optimizer_steps")) + f"; input {report['verdict']}; model in {out / 'model'}")
+    return summary
+
+
+def _model_info(config: TrainerConfig, task: TrainingTask, placement: Placement, steps: int) -> ModelInfo:
+    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(config).items()}
+    return ModelInfo(task=task.kind, label=task.target, num_classes=task.num_classes,
+                     class_names=task.class_names, label_vocabulary=task.label_vocabulary, extra={
+                         "component": "trainer", "shardflow_version": __version__, "input": task.input_name,
+                         "examples": task.train_dir, "raw_examples": task.raw_dir,
+                         "transform_graph": task.transform_graph, "materialized": task.materialized,
+                         "train_time_augmentation": list(config.augment),
+                         "ingest_ops": task.raw_manifest.extra.get("ingest_ops"),
+                         "optimizer_steps": steps, "strategy": placement.kind, "workers": placement.num_workers,
+                         "replicas": placement.replicas, "options": options})
+
+
+def weights_digest(model: keras.Model) -> str:
+    """SHA-256 of every weight in order: equal digests mean equal models (workers stay in sync)."""
+    digest = hashlib.sha256()
+    for weight in model.get_weights():
+        digest.update(np.ascontiguousarray(weight).tobytes())
+    return digest.hexdigest()

@@ -1,0 +1,75 @@
+"""Raw parsed features → what the model takes, one function for training and for serving.
+
+Training and the exported serving signature call the same `RawToModel`, so a served model sees
+exactly the preprocessing it was trained with:
+
+- with a transform graph: the tf.Transform layer (per-channel standardization, vocabularies, …);
+- without: uint8/uint16 pixels scaled to [0, 1], string labels looked up in the sorted vocabulary.
+
+    to_model = RawToModel(task, tft_layer=None)
+    image, target = to_model.inputs_and_target(parsed_batch)   # float32 [B, H, W, C], int32 [B]
+"""
+from __future__ import annotations
+
+import tensorflow as tf
+
+from ..core.manifest import Manifest
+from ..core.reader import decode_batch
+from .task import TrainingTask
+
+_PIXEL_MAX = {"uint8": 255.0, "uint16": 65535.0}
+
+
+class RawToModel(tf.Module):
+    """Maps parsed raw features (files still as stored bytes) to model inputs and targets."""
+
+    def __init__(self, task: TrainingTask, tft_layer: tf.keras.layers.Layer | None) -> None:
+        super().__init__(name="raw_to_model")
+        self.task = task
+        self.tft_layer = tft_layer
+        self.vocabulary_table = _vocabulary_table(task.label_vocabulary) if tft_layer is None else None
+        names = [task.input_name, task.target]
+        self._raw_subset = Manifest({n: task.raw_manifest.features[n] for n in names}, {}, "")
+
+    def image(self, parsed: dict[str, tf.Tensor]) -> tf.Tensor:
+        """float32 [B, H, W, C] model input from the raw image bytes alone (serving has no labels)."""
+        name = self.task.input_name
+        if self.tft_layer is not None:
+            return tf.cast(self.tft_layer({name: parsed[name]})[name], tf.float32)
+        pixels = decode_batch({name: parsed[name]}, self._raw_subset)[name]
+        return tf.cast(pixels, tf.float32) / _PIXEL_MAX[self.task.raw_input_spec.dtype]
+
+    def inputs_and_target(self, parsed: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        """(image, class ids): ids are int32 [B] for labels, [B, H, W] for masks."""
+        name, target = self.task.input_name, self.task.target
+        if self.tft_layer is not None:
+            out = self.tft_layer({name: parsed[name], target: parsed[target]})
+            return tf.cast(out[name], tf.float32), class_ids(out[target], self.task.kind)
+        raw_target = parsed[target]
+        if self.task.kind == "segmentation":
+            raw_target = decode_batch({target: raw_target}, self._raw_subset)[target]
+        elif self.vocabulary_table is not None:
+            raw_target = self.vocabulary_table.lookup(raw_target)
+        return self.image(parsed), class_ids(raw_target, self.task.kind)
+
+
+def class_ids(target: tf.Tensor, kind: str) -> tf.Tensor:
+    """int32 ids: labels [B] (a trailing [1] dropped), masks [B, H, W] (the channel dropped)."""
+    target = tf.cast(target, tf.int32)
+    if kind == "segmentation":
+        return tf.squeeze(target, axis=-1) if target.shape.rank == 4 else target
+    return tf.reshape(target, [-1])
+
+
+def materialized_inputs_and_target(batch: dict[str, tf.Tensor], task: TrainingTask) -> tuple[tf.Tensor, tf.Tensor]:
+    """The same pair from Transform's materialized (already decoded) output."""
+    return tf.cast(batch[task.input_name], tf.float32), class_ids(batch[task.target], task.kind)
+
+
+def _vocabulary_table(vocabulary: list[str] | None) -> tf.lookup.StaticHashTable | None:
+    if vocabulary is None:
+        return None
+    initializer = tf.lookup.KeyValueTensorInitializer(
+        tf.constant(vocabulary, tf.string), tf.range(len(vocabulary), dtype=tf.int64))
+    # An unseen string gets the OOV id len(vocabulary), as Transform's one OOV bucket does.
+    return tf.lookup.StaticHashTable(initializer, default_value=len(vocabulary))

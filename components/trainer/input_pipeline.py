@@ -1,0 +1,130 @@
+"""The tf.data streams the Trainer fits on: shards → interleave → shuffle → batch → parse → prepare → prefetch.
+
+Memory is bounded by the shuffle buffer and the prefetch depth, never by the dataset size. The
+training stream repeats, so an epoch is a step count (ceil(examples / global batch)) and every
+training batch is full; the eval stream is one pass that keeps its last partial batch.
+
+    streams = build_streams(task, config, global_batch=64, num_workers=1, tft_layer=None)
+    model.fit(streams.train, steps_per_epoch=streams.steps_per_epoch, validation_data=streams.eval)
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import tensorflow as tf
+
+from ..core.reader import make_dataset, shard_files
+from ..core.tfrecord import CorruptRecordError, iter_records
+from .augment import augment_batch
+from .config import TrainerConfig
+from .features import RawToModel, materialized_inputs_and_target
+from .task import TrainingTask
+
+
+class CorruptShardError(RuntimeError):
+    """A shard failed its CRC or ended mid-record; training stops rather than skip it."""
+
+
+class TooFewShardsError(ValueError):
+    """Multi-worker FILE sharding needs at least one shard file per worker."""
+
+
+@dataclass(frozen=True)
+class Streams:
+    train: tf.data.Dataset
+    eval: tf.data.Dataset | None
+    steps_per_epoch: int
+    train_examples: int
+    eval_examples: int
+    train_files: list[str]
+    eval_files: list[str]
+
+
+def build_streams(task: TrainingTask, config: TrainerConfig, global_batch: int, num_workers: int,
+                  to_model: RawToModel) -> Streams:
+    train_files = check_enough_shards(task, config.train_split, num_workers)
+    train_examples = task.train_manifest.splits[config.train_split].num_examples
+    train = _stream(task, config, config.train_split, global_batch, to_model, training=True)
+    eval_stream, eval_files, eval_examples = None, [], 0
+    if config.eval_split is not None:
+        eval_files = checked_files(task, config.eval_split)
+        eval_examples = task.train_manifest.splits[config.eval_split].num_examples
+        eval_stream = _stream(task, config, config.eval_split, global_batch, to_model, training=False)
+    steps = max(1, math.ceil(train_examples / global_batch))
+    return Streams(train, eval_stream, steps, train_examples, eval_examples, train_files, eval_files)
+
+
+def check_enough_shards(task: TrainingTask, split: str, num_workers: int) -> list[str]:
+    """The split's checked shard files; TooFewShardsError when workers would be left without a file."""
+    files = checked_files(task, split)
+    if num_workers > 1 and len(files) < num_workers:
+        raise TooFewShardsError(
+            f"{len(files)} {split} shard(s) in {task.train_dir} for {num_workers} workers: FILE sharding gives "
+            f"each worker whole files; rerun ExampleGen/Transform with --min-shards {num_workers} (or more)")
+    return files
+
+
+def checked_files(task: TrainingTask, split: str) -> list[str]:
+    """The split's shards; an error when a file is missing, resized, or not listed in the manifest."""
+    files = shard_files(task.train_dir, task.train_manifest, split)
+    listed = {Path(f).name for f in files}
+    present = {p.name for p in (Path(task.train_dir) / f"Split-{split}").glob("data-*")}
+    unlisted = sorted(present - listed)
+    if unlisted:
+        raise ValueError(f"{task.train_dir}/Split-{split} has {len(present)} shard files, the manifest lists "
+                         f"{len(listed)}: not listed {unlisted[:5]} (a mixed or partly overwritten output)")
+    return files
+
+
+def _stream(task: TrainingTask, config: TrainerConfig, split: str, batch: int, to_model: RawToModel,
+            training: bool) -> tf.data.Dataset:
+    features = [task.input_name, task.target]
+    dataset = make_dataset(task.train_dir, split, batch_size=batch, features=features, repeat=training,
+                           shuffle_buffer=config.shuffle_buffer if training else 0, seed=config.seed,
+                           deterministic=config.deterministic or not training, drop_remainder=False,
+                           decode=task.materialized)
+    if task.materialized:
+        dataset = dataset.map(lambda b: materialized_inputs_and_target(b, task), num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        dataset = dataset.map(to_model.inputs_and_target, num_parallel_calls=tf.data.AUTOTUNE)
+    if training and config.augment and not config.augment_on_device:
+        ops, seed = config.augment, config.seed
+        masks = task.kind == "segmentation"
+
+        def augment(index: tf.Tensor, pair: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+            images, target = pair
+            images, moved = augment_batch(images, target if masks else None, ops, tf.stack([tf.constant(seed, tf.int64), index]))
+            return images, moved if masks else target
+
+        dataset = dataset.enumerate().map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
+    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+@contextlib.contextmanager
+def corrupt_shards_named(files: list[str], compression: str) -> Iterator[None]:
+    """Turns TensorFlow's DataLossError (which does not say which file) into a CorruptShardError that does."""
+    try:
+        yield
+    except tf.errors.DataLossError as err:
+        raise CorruptShardError(f"{locate_corruption(files, compression)} "
+                                f"(TensorFlow: {err.message.splitlines()[0]})") from None
+
+
+def locate_corruption(files: list[str], compression: str) -> str:
+    """Reads the shards with CRC checks (only after TensorFlow reported data loss) and names the bad one."""
+    for path in files:
+        opener = gzip.open if compression == "GZIP" else open
+        try:
+            with opener(path, "rb") as stream:
+                for _ in iter_records(stream, source=path):
+                    pass
+        except (CorruptRecordError, EOFError, OSError) as err:
+            return f"corrupt shard {path}: {err}"
+    return "a shard failed to read but none fails a CRC check now (was one rewritten during training?)"

@@ -1,0 +1,73 @@
+"""Builds and compiles the model: a built-in one chosen from the task, or a user's `module:function`.
+
+A user hook is called as `build_model(features, num_classes, task)` with `features` the manifest's
+FeatureSpecs of what the model receives (the image is the input, named like the feature) and
+`task` "classification" or "segmentation"; it returns a tf-keras Model taking a dict
+`{input_name: float32 [B, H, W, C]}` and giving softmax probabilities. It may compile the model
+itself; an uncompiled model gets Adam and sparse categorical cross-entropy.
+
+    model = build_model(task, config)   # warm-started if asked, compiled; call in the strategy scope
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import tf_keras as keras
+
+from ..core.errors import ConfigError
+from .augment import AugmentLayer
+from .config import TrainerConfig
+from .export import warm_start
+from .models import lenet, unet
+from .task import TrainingTask
+
+
+def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
+    """The architecture, warm-started from `config.warm_start` (before compiling: weights only), compiled."""
+    model = _architecture(task, config)
+    if config.augment and config.augment_on_device:
+        model = _with_augment_layer(model, task, config)
+    if config.warm_start:
+        warm_start(model, config.warm_start)
+    if not model.optimizer:
+        model.compile(optimizer=keras.optimizers.Adam(config.learning_rate),
+                      loss=keras.losses.SparseCategoricalCrossentropy(),
+                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                      jit_compile=config.xla)
+    return model
+
+
+def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
+    shape = tuple(task.input_spec.shape)
+    name = config.model
+    if name == "auto":
+        name = "unet" if task.kind == "segmentation" else "lenet"
+    if name == "lenet":
+        if task.kind != "classification":
+            raise ConfigError(f"model 'lenet' classifies images but the target {task.target!r} is a mask; use unet")
+        return lenet(task.input_name, shape, task.num_classes)
+    if name == "unet":
+        if task.kind != "segmentation":
+            raise ConfigError(f"model 'unet' segments images but the target {task.target!r} is a label; use lenet")
+        return unet(task.input_name, shape, task.num_classes)
+    model = _user_hook(name)(dict(task.train_manifest.features), task.num_classes, task.kind)
+    if not isinstance(model, keras.Model):
+        raise ConfigError(f"model hook {name!r} returned {type(model).__name__}, not a tf_keras.Model "
+                          "(use `import tf_keras as keras`, not Keras 3)")
+    return model
+
+
+def _user_hook(reference: str) -> Callable:
+    from ..transform.user_module import load_function  # Beam's pickler: only needed for user code
+
+    module, function = reference.rsplit(":", 1)
+    return load_function(module, function)
+
+
+def _with_augment_layer(model: keras.Model, task: TrainingTask, config: TrainerConfig) -> keras.Model:
+    if task.kind != "classification":
+        raise ConfigError("augment_on_device works for classification only: a model layer cannot move the masks "
+                          "with the images; augment segmentation in the input pipeline (the default)")
+    inputs = keras.Input(shape=tuple(task.input_spec.shape), name=task.input_name, dtype="float32")
+    augmented = AugmentLayer(config.augment, config.seed, name="augment")(inputs)
+    return keras.Model(inputs, model(augmented), name=f"{model.name}_augmented")

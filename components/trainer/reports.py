@@ -1,0 +1,75 @@
+"""What a training run reports: the input pipeline's own rate vs the training rate, and loss curves.
+
+The input probe reads the training stream alone (no model) for a number of batches after a
+warm-up; the verdict is "input-bound" when that rate is less than `HEADROOM` times the rate
+training actually reached, i.e. the accelerator could go faster than the input can feed it.
+
+    rate = probe_input_rate(streams.train, batches=50, global_batch=64)
+    write_input_report("MOUT/input_report.json", rate, timer.steady_rate(), details)
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import tensorflow as tf
+
+from ..core.atomic import atomic_write_json
+
+HEADROOM = 1.2
+WARMUP_BATCHES = 5
+
+
+def probe_input_rate(dataset: tf.data.Dataset, batches: int, global_batch: int) -> float:
+    """Examples/s of `dataset` alone over `batches` batches, after WARMUP_BATCHES (fills buffers, traces)."""
+    iterator = iter(dataset)
+    for _ in range(WARMUP_BATCHES):
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(batches):
+        next(iterator)
+    return batches * global_batch / (time.perf_counter() - start)
+
+
+def input_verdict(input_rate: float, training_rate: float | None) -> str:
+    if training_rate is None:
+        return "unknown"
+    return "input-bound" if input_rate < HEADROOM * training_rate else "not input-bound"
+
+
+def write_input_report(path: str | Path, input_rate: float, training_rate: float | None, details: dict) -> dict:
+    report = {
+        "input_examples_per_second": round(input_rate, 1),
+        "training_examples_per_second": round(training_rate, 1) if training_rate else None,
+        "ratio_input_to_training": round(input_rate / training_rate, 2) if training_rate else None,
+        "verdict": input_verdict(input_rate, training_rate),
+        "rule": f"input-bound when the input pipeline alone is slower than {HEADROOM}x the training rate",
+        **details,
+    }
+    atomic_write_json(path, report)
+    return report
+
+
+def plot_curves(entries: list[dict], path: str | Path) -> None:
+    """Loss and the first metric per epoch, train and validation, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = [e["epoch"] for e in entries]
+    metrics = [k for k in entries[0] if k not in ("epoch", "optimizer_steps") and not k.startswith("val_")]
+    figure, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.5), squeeze=False)
+    for axis, metric in zip(axes[0], metrics):
+        axis.plot(epochs, [e[metric] for e in entries], marker="o", label=f"train {metric}")
+        if f"val_{metric}" in entries[0]:
+            axis.plot(epochs, [e[f"val_{metric}"] for e in entries], marker="o", label=f"eval {metric}")
+        axis.set_xlabel("epoch")
+        axis.set_title(metric)
+        axis.legend()
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    temp = Path(path).with_suffix(".tmp.png")
+    figure.savefig(temp, dpi=100)
+    plt.close(figure)
+    temp.replace(path)

@@ -1,0 +1,147 @@
+"""What to train, read from the manifests: input image, target, task, classes, and where the raw data is.
+
+Three inputs are possible:
+
+- ExampleGen output (raw uint8 pixels): the Trainer scales images to [0, 1];
+- Transform output (materialized): trained as is; its `transform_graph` goes into the served model;
+- ExampleGen output plus `--transform TOUT`: the transform graph is applied in the input pipeline.
+
+    task = resolve_task(config)
+    task.kind, task.input_name, task.target, task.num_classes   # 'classification', 'x', 'y', 10
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import ConfigError
+from ..core.manifest import FeatureSpec, Manifest, read_manifest
+from .config import TrainerConfig
+
+
+@dataclass(frozen=True)
+class TrainingTask:
+    """Everything about the data the model and the export need."""
+
+    kind: str  # "classification" | "segmentation"
+    input_name: str
+    target: str
+    num_classes: int
+    class_names: list[str]
+    label_vocabulary: list[str] | None
+    train_dir: str  # the directory whose shards are read in training
+    raw_dir: str  # ExampleGen's output: what the served model parses
+    raw_manifest: Manifest
+    train_manifest: Manifest
+    transform_graph: str | None  # a tft.TFTransformOutput directory, or None
+    materialized: bool  # the train_dir shards are already transformed
+
+    @property
+    def input_spec(self) -> FeatureSpec:
+        return self.train_manifest.features[self.input_name]
+
+    @property
+    def raw_input_spec(self) -> FeatureSpec:
+        return self.raw_manifest.features[self.input_name]
+
+
+def resolve_task(config: TrainerConfig) -> TrainingTask:
+    """The task for `config`; ConfigError naming the option when the data does not fit it."""
+    manifest = read_manifest(config.examples)
+    if manifest.extra.get("component") == "transform":
+        if config.transform is not None:
+            raise ConfigError(f"examples {config.examples!r} are already transformed; drop --transform")
+        graph = str(Path(config.examples) / manifest.extra["transform_graph"])
+        raw_dir = str(Path(manifest.extra["inputs"][0]["path"]).parent)
+        return _task(config, manifest, read_manifest(raw_dir), raw_dir, graph, materialized=True)
+    if config.transform is not None:
+        transformed = read_manifest(config.transform)
+        graph = str(Path(config.transform) / transformed.extra["transform_graph"])
+        return _task(config, transformed, manifest, config.examples, graph, materialized=False)
+    return _task(config, manifest, manifest, config.examples, None, materialized=False)
+
+
+def _task(config: TrainerConfig, model_side: Manifest, raw: Manifest, raw_dir: str, graph: str | None,
+          materialized: bool) -> TrainingTask:
+    """`model_side`: the features the model sees (transformed when there is a graph)."""
+    for split in (config.train_split, config.eval_split):
+        if split is not None and split not in raw.splits:
+            raise ConfigError(f"split {split!r} is not in {raw_dir} (has {sorted(raw.splits)})")
+    images = [n for n, f in model_side.features.items() if f.role == "image"]
+    if not images:
+        raise ConfigError(f"{raw_dir}: no image feature to train on (features {sorted(model_side.features)})")
+    input_name = images[0]
+    target = _target(config, model_side)
+    spec = model_side.features[target]
+    kind = "segmentation" if spec.role == "mask" else "classification"
+    if input_name not in raw.features:
+        raise ConfigError(f"the model input {input_name!r} is not a raw feature of {raw_dir}: "
+                          "a custom preprocessing_fn must keep the image feature's name")
+    vocabulary = _vocabulary(model_side, target, graph) if graph else _raw_vocabulary(raw, target, config)
+    num_classes = config.num_classes or _num_classes(model_side, raw, target, vocabulary, kind, config)
+    names = _class_names(vocabulary, num_classes)
+    return TrainingTask(kind, input_name, target, num_classes, names, vocabulary, config.examples, raw_dir, raw,
+                        model_side if materialized else raw, graph, materialized)
+
+
+def _target(config: TrainerConfig, manifest: Manifest) -> str:
+    if config.label is not None:
+        if config.label not in manifest.features:
+            raise ConfigError(f"label {config.label!r} is not a feature (has {sorted(manifest.features)})")
+        return config.label
+    masks = [n for n, f in manifest.features.items() if f.role == "mask"]
+    if masks:
+        return masks[0]
+    labels = [n for n, f in manifest.features.items() if f.role == "label"]
+    if len(labels) != 1:
+        raise ConfigError(f"cannot choose the target: label features {labels}, no mask; pass --label")
+    return labels[0]
+
+
+def _vocabulary(manifest: Manifest, target: str, graph: str) -> list[str] | None:
+    info = manifest.extra.get("vocabularies", {}).get(target)
+    if info is None:
+        return None
+    path = Path(graph).parent / info["file"]
+    return [line.rstrip("\n") for line in path.read_text().splitlines()][: info["size"]]
+
+
+def _raw_vocabulary(raw: Manifest, target: str, config: TrainerConfig) -> list[str] | None:
+    """Without Transform, a string label's classes are train's values in sorted order (+ one OOV)."""
+    if raw.features[target].dtype != "string":
+        return None
+    counts = raw.splits[config.train_split].label_counts.get(target)
+    if not counts:
+        raise ConfigError(f"label {target!r}: the manifest has no value counts to build its classes from")
+    return sorted(counts)
+
+
+def _num_classes(model_side: Manifest, raw: Manifest, target: str, vocabulary: list[str] | None, kind: str,
+                 config: TrainerConfig) -> int:
+    if vocabulary is not None:
+        return len(vocabulary) + 1
+    if kind == "segmentation":
+        classes = model_side.extra.get("mask_classes", {}).get(target)
+        if classes is None:
+            raise ConfigError(f"mask {target!r}: the number of classes is unknown without Transform; "
+                              "pass --num-classes or train on Transform's output")
+        return max(int(classes), 2)
+    ids = [int(v) for split in raw.splits.values() for v in split.label_counts.get(target, {})]
+    if not ids:
+        raise ConfigError(f"label {target!r}: no value counts in the manifest; pass --num-classes")
+    if min(ids) < 0:
+        raise ConfigError(f"label {target!r} has negative class ids ({min(ids)}); class ids must be 0..K-1")
+    return max(max(ids) + 1, 2)
+
+
+def _class_names(vocabulary: list[str] | None, num_classes: int) -> list[str]:
+    if vocabulary is None:
+        return [str(i) for i in range(num_classes)]
+    return vocabulary + ["<OOV>"] * (num_classes - len(vocabulary))
+
+
+def describe(task: TrainingTask) -> str:
+    return json.dumps({"task": task.kind, "input": task.input_name, "target": task.target,
+                       "num_classes": task.num_classes, "transform_graph": task.transform_graph,
+                       "materialized": task.materialized})

@@ -1,0 +1,386 @@
+"""k8s/: every kustomization renders offline, validates strictly, and meets Pod Security "restricted".
+
+`kubectl kustomize` renders k8s/base and every k8s/overlays/* (no cluster, KUBECONFIG=/dev/null);
+each object is validated with kubernetes-validate (strict, Kubernetes 1.30), and the TFJob and the
+CronJob's pod templates are validated as `kind: PodTemplate` (no schema for the TFJob itself). The
+checks are functions over rendered objects, and test_the_checks_catch_weakened_manifests feeds them
+tampered copies to show that they fail when a field is removed.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from shardflow.pipelines.schedule import to_kfp_cron
+from shardflow.pipelines.submit import add_submit_arguments
+from shardflow.trainer import cli as trainer_cli
+
+K8S = Path(__file__).resolve().parents[1] / "k8s"
+KUSTOMIZATIONS = ["base"] + [f"overlays/{d.name}" for d in sorted((K8S / "overlays").iterdir())
+                             if (d / "kustomization.yaml").is_file()]
+K8S_VERSION = "1.30.0"
+PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
+DIGEST_IMAGE = re.compile(r"^[\w.\-/:]+@sha256:[0-9a-f]{64}$")
+SECRET_LIKE_ENV = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIALS?)$", re.IGNORECASE)
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                      "projected", "secret"}
+TFJOB_REPLICA_TYPES = {"Chief", "Master", "PS", "Worker", "Evaluator"}
+
+
+def render(directory: str) -> list[dict]:
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed, so `kubectl kustomize` cannot render k8s/")
+    done = subprocess.run(["kubectl", "kustomize", str(K8S / directory)], capture_output=True, text=True,
+                          check=False, env={**os.environ, "KUBECONFIG": os.devnull}, timeout=120)
+    assert done.returncode == 0, f"kubectl kustomize k8s/{directory} failed:\n{done.stderr}"
+    return [obj for obj in yaml.safe_load_all(done.stdout) if obj]
+
+
+@pytest.fixture(scope="module", params=KUSTOMIZATIONS)
+def rendered(request: pytest.FixtureRequest) -> list[dict]:
+    return render(request.param)
+
+
+@pytest.fixture(scope="module")
+def base() -> list[dict]:
+    return render("base")
+
+
+def name_of(obj: dict) -> str:
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def pod_specs(obj: dict, where: str = "") -> Iterator[tuple[str, dict]]:
+    """Every pod spec inside an object of any kind (a dict with a `containers` list), with its path."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("containers"), list):
+            yield where, obj
+        for key, value in obj.items():
+            yield from pod_specs(value, f"{where}.{key}" if where else key)
+    elif isinstance(obj, list):
+        for index, value in enumerate(obj):
+            yield from pod_specs(value, f"{where}[{index}]")
+
+
+def pod_templates(obj: dict) -> list[tuple[str, dict]]:
+    """Pod templates (metadata + spec) of workload and custom kinds, as PodTemplate objects."""
+    found = []
+    for where, spec in pod_specs(obj):
+        if obj["kind"] == "Pod" or not where.endswith(".spec"):
+            continue
+        template = _at(obj, where[: -len(".spec")])
+        found.append((f"{name_of(obj)} {where}", {
+            "apiVersion": "v1", "kind": "PodTemplate",
+            "metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"].get("namespace")},
+            "template": template}))
+    return found
+
+
+def _at(obj: Any, path: str) -> Any:
+    for key in re.findall(r"[^.\[\]]+", path):
+        obj = obj[int(key)] if isinstance(obj, list) else obj[key]
+    return obj
+
+
+def containers_of(spec: dict) -> Iterator[tuple[str, dict]]:
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for container in spec.get(kind) or []:
+            yield f"{kind[:-1]} {container.get('name')}", container
+
+
+def restricted_offenders(objects: list[dict]) -> list[str]:
+    """Every container field short of Pod Security "restricted" and this project's rules, by container."""
+    offenders = []
+    for obj in objects:
+        for where, spec in pod_specs(obj):
+            pod = spec.get("securityContext") or {}
+            offenders += [f"{name_of(obj)} {where}: {problem}" for problem in _pod_problems(spec)]
+            for label, container in containers_of(spec):
+                offenders += [f"{name_of(obj)} {where} {label}: {problem}"
+                              for problem in _container_problems(container, pod, spec)]
+    return offenders
+
+
+def _pod_problems(spec: dict) -> list[str]:
+    problems = [f"{key} is true" for key in ("hostNetwork", "hostPID", "hostIPC") if spec.get(key)]
+    if spec.get("automountServiceAccountToken") is not False:
+        problems.append("automountServiceAccountToken is not false (nothing here calls the Kubernetes API)")
+    for volume in spec.get("volumes") or []:
+        kinds = set(volume) - {"name"}
+        if not kinds <= RESTRICTED_VOLUMES:
+            problems.append(f"volume {volume['name']} is of a type restricted forbids: {sorted(kinds)}")
+    return problems
+
+
+def _container_problems(container: dict, pod: dict, spec: dict) -> list[str]:
+    context = container.get("securityContext") or {}
+    effective = {**pod, **context}  # container settings win over the pod's
+    problems = []
+    if effective.get("runAsNonRoot") is not True:
+        problems.append("runAsNonRoot is not true")
+    if not isinstance(effective.get("runAsUser"), int) or effective["runAsUser"] == 0:
+        problems.append(f"runAsUser is not a non-zero UID ({effective.get('runAsUser')!r})")
+    if context.get("allowPrivilegeEscalation") is not False:
+        problems.append("allowPrivilegeEscalation is not false")
+    if context.get("privileged"):
+        problems.append("privileged is true")
+    capabilities = context.get("capabilities") or {}
+    if "ALL" not in (capabilities.get("drop") or []):
+        problems.append("capabilities.drop does not contain ALL")
+    if capabilities.get("add"):
+        problems.append(f"capabilities.add is {capabilities['add']}")
+    if (effective.get("seccompProfile") or {}).get("type") != "RuntimeDefault":
+        problems.append("seccompProfile.type is not RuntimeDefault")
+    if context.get("readOnlyRootFilesystem") is not True:
+        problems.append("readOnlyRootFilesystem is not true")
+    resources = container.get("resources") or {}
+    for part in ("requests", "limits"):
+        missing = {"cpu", "memory"} - set(resources.get(part) or {})
+        if missing:
+            problems.append(f"resources.{part} lacks {sorted(missing)}")
+    if not DIGEST_IMAGE.match(container.get("image", "")):
+        problems.append(f"image {container.get('image')!r} is not pinned by digest")
+    for env in container.get("env") or []:
+        if SECRET_LIKE_ENV.search(env["name"]) and "value" in env:
+            problems.append(f"env {env['name']} is a literal; use valueFrom.secretKeyRef")
+    empty_dirs = {v["name"] for v in spec.get("volumes") or [] if "emptyDir" in v}
+    if not any(m["mountPath"] == "/tmp" and m["name"] in empty_dirs for m in container.get("volumeMounts") or []):
+        problems.append("no writable emptyDir at /tmp (the root filesystem is read-only)")
+    return problems
+
+
+def rbac_offenders(objects: list[dict]) -> list[str]:
+    """Wildcards, privilege-escalating verbs, secrets access and admin bindings in any RBAC object."""
+    offenders = []
+    for obj in objects:
+        if obj["kind"] in ("Role", "ClusterRole"):
+            for index, rule in enumerate(obj.get("rules") or []):
+                for key in ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"):
+                    if any("*" in value for value in rule.get(key) or []):
+                        offenders.append(f"{name_of(obj)} rule {index}: wildcard in {key}")
+                risky = {"escalate", "bind", "impersonate"} & set(rule.get("verbs") or [])
+                if risky:
+                    offenders.append(f"{name_of(obj)} rule {index}: verbs {sorted(risky)}")
+                if "" in (rule.get("apiGroups") or []) and "secrets" in (rule.get("resources") or []):
+                    offenders.append(f"{name_of(obj)} rule {index}: reads secrets")
+        if obj["kind"] == "ClusterRoleBinding":
+            offenders.append(f"{name_of(obj)}: a cluster-wide binding")
+        if obj["kind"] in ("RoleBinding", "ClusterRoleBinding") and obj["roleRef"]["name"] in (
+                "cluster-admin", "admin", "edit"):
+            offenders.append(f"{name_of(obj)}: binds {obj['roleRef']['name']}")
+    return offenders
+
+
+def tfjob_problems(obj: dict) -> list[str]:
+    """The TFJob (kubeflow.org/v1) fields the Training Operator accepts; no schema is bundled for it."""
+    problems = [] if obj["apiVersion"] == "kubeflow.org/v1" else [f"apiVersion {obj['apiVersion']}"]
+    spec = obj["spec"]
+    problems += [f"unknown spec.{k}" for k in set(spec) - {"runPolicy", "successPolicy", "tfReplicaSpecs",
+                                                           "enableDynamicWorker"}]
+    run_policy = spec.get("runPolicy") or {}
+    problems += [f"unknown runPolicy.{k}" for k in set(run_policy) - {
+        "cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit", "schedulingPolicy",
+        "suspend", "managedBy"}]
+    if run_policy.get("cleanPodPolicy", "None") not in ("None", "Running", "All"):
+        problems.append(f"cleanPodPolicy {run_policy['cleanPodPolicy']!r}")
+    for replica_type, replica in spec["tfReplicaSpecs"].items():
+        problems += [f"replica type {replica_type}"] if replica_type not in TFJOB_REPLICA_TYPES else []
+        problems += [f"unknown {replica_type}.{k}" for k in set(replica) - {"replicas", "restartPolicy", "template"}]
+        if not isinstance(replica.get("replicas"), int) or replica["replicas"] < 1:
+            problems.append(f"{replica_type}.replicas {replica.get('replicas')!r}")
+        if replica.get("restartPolicy", "Never") not in ("Always", "OnFailure", "Never", "ExitCode"):
+            problems.append(f"{replica_type}.restartPolicy {replica['restartPolicy']!r}")
+        # The operator writes TF_CONFIG for the container named `tensorflow`, port `tfjob-port`.
+        main = [c for c in replica["template"]["spec"]["containers"] if c["name"] == "tensorflow"]
+        if not main or not any(p.get("name") == "tfjob-port" for p in main[0].get("ports") or []):
+            problems.append(f"{replica_type}: no container `tensorflow` with a port named `tfjob-port`")
+    return problems
+
+
+def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict]) -> None:
+    kinds = sorted({obj["kind"] for obj in rendered})
+    assert kinds == ["ConfigMap", "CronJob", "Namespace", "PersistentVolumeClaim", "PodDisruptionBudget", "Role",
+                     "RoleBinding", "ServiceAccount", "TFJob"]
+
+
+def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) -> None:
+    failures = []
+    for obj in rendered:
+        checks = [(name_of(obj), obj)] if obj["kind"] != "TFJob" else []
+        failures += [f"{name_of(obj)}: {p}" for p in (tfjob_problems(obj) if obj["kind"] == "TFJob" else [])]
+        for where, candidate in checks + pod_templates(obj):
+            try:
+                kubernetes_validate.validate(candidate, K8S_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as err:
+                failures.append(f"{where}: {err.message} at {list(err.absolute_path)}")
+            except kubernetes_validate.SchemaNotFoundError:
+                failures.append(f"{where}: kind unknown to Kubernetes {K8S_VERSION} and not checked here")
+    assert not failures, "\n".join(failures)
+    templates = [where for obj in rendered for where, _ in pod_templates(obj)]
+    assert any(w.startswith("TFJob/") for w in templates) and any(w.startswith("CronJob/") for w in templates)
+
+
+def test_every_container_meets_the_restricted_profile(rendered: list[dict]) -> None:
+    assert sum(1 for obj in rendered for _ in pod_specs(obj)) >= 2  # the CronJob's and the TFJob's
+    offenders = restricted_offenders(rendered)
+    assert not offenders, "containers short of the restricted profile:\n" + "\n".join(offenders)
+
+
+def test_no_role_grants_wildcards_or_more_than_submitting_needs(rendered: list[dict]) -> None:
+    assert not rbac_offenders(rendered), "\n".join(rbac_offenders(rendered))
+    granted = {(group, resource, verb) for obj in rendered if obj["kind"] == "Role" for rule in obj["rules"]
+               for group in rule["apiGroups"] for resource in rule["resources"] for verb in rule["verbs"]}
+    submit_needs = {("pipelines.kubeflow.org", "experiments", v) for v in ("get", "list", "create")} | {
+        ("pipelines.kubeflow.org", "runs", "create")}
+    assert granted == submit_needs
+
+
+def test_the_checks_catch_weakened_manifests(base: list[dict]) -> None:
+    def tampered(change) -> list[dict]:
+        objects = copy.deepcopy(base)
+        change({obj["kind"]: obj for obj in objects})
+        return objects
+
+    tf = "spec.tfReplicaSpecs.Worker.template.spec"
+    cron = "spec.jobTemplate.spec.template.spec"
+    cases = {
+        "capabilities.drop does not contain ALL":
+            lambda o: _at(o["TFJob"], f"{tf}.containers[0].securityContext")["capabilities"].pop("drop"),
+        "allowPrivilegeEscalation is not false":
+            lambda o: _at(o["CronJob"], f"{cron}.containers[0].securityContext").update(allowPrivilegeEscalation=True),
+        "runAsUser is not a non-zero UID (0)":
+            lambda o: _at(o["TFJob"], f"{tf}.containers[0].securityContext").update(runAsUser=0),
+        "readOnlyRootFilesystem is not true":
+            lambda o: _at(o["CronJob"], f"{cron}.containers[0].securityContext").pop("readOnlyRootFilesystem"),
+        "is not pinned by digest":
+            lambda o: _at(o["TFJob"], f"{tf}.containers[0]").update(image="registry.example.com/shardflow:latest"),
+        "env KFP_TOKEN is a literal":
+            lambda o: _at(o["CronJob"], f"{cron}.containers[0]")["env"].append({"name": "KFP_TOKEN", "value": "x"}),
+        "automountServiceAccountToken is not false":
+            lambda o: _at(o["TFJob"], tf).pop("automountServiceAccountToken"),
+        "initContainer fetch: seccompProfile.type is not RuntimeDefault":
+            lambda o: _at(o["TFJob"], tf).update(initContainers=[{"name": "fetch", "image": "busybox"}]) or
+            _at(o["TFJob"], tf)["securityContext"].pop("seccompProfile"),
+    }
+    for expected, change in cases.items():
+        offenders = restricted_offenders(tampered(change))
+        assert any(expected in offender for offender in offenders), f"{expected!r} not caught: {offenders}"
+    assert restricted_offenders(base) == []
+    wildcard = tampered(lambda o: o["Role"]["rules"][0].update(verbs=["*"]))
+    assert rbac_offenders(wildcard) == ["Role/pipeline-submitter rule 0: wildcard in verbs"]
+
+
+def test_every_reference_resolves_inside_the_namespace(rendered: list[dict]) -> None:
+    (namespace,) = [obj["metadata"]["name"] for obj in rendered if obj["kind"] == "Namespace"]
+    names = {(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]) for obj in rendered}
+    dangling = [f"{name_of(o)} outside namespace {namespace}" for o in rendered
+                if o["kind"] != "Namespace" and o["metadata"].get("namespace") != namespace]
+    for obj in rendered:
+        for where, spec in pod_specs(obj):
+            wanted = [("ServiceAccount", spec.get("serviceAccountName", "default"))]
+            wanted += [("PersistentVolumeClaim", v["persistentVolumeClaim"]["claimName"])
+                       for v in spec.get("volumes") or [] if "persistentVolumeClaim" in v]
+            wanted += [("ConfigMap", v["configMap"]["name"]) for v in spec.get("volumes") or [] if "configMap" in v]
+            dangling += [f"{name_of(obj)} {where} -> {kind}/{name}" for kind, name in wanted
+                         if (kind, namespace, name) not in names]
+        if obj["kind"] == "RoleBinding":
+            dangling += [f"{name_of(obj)} -> {ref['kind']}/{ref['name']} in {ref.get('namespace', namespace)}"
+                         for ref in [obj["roleRef"], *obj["subjects"]]
+                         if (ref["kind"], ref.get("namespace", namespace), ref["name"]) not in names]
+        if obj["kind"] == "PodDisruptionBudget":  # the Training Operator's labels on the TFJob's pods
+            labels = obj["spec"]["selector"]["matchLabels"]
+            jobs = [o for o in rendered if o["kind"] == "TFJob"
+                    and o["metadata"]["name"] == labels["training.kubeflow.org/job-name"]]
+            if not jobs or labels["training.kubeflow.org/replica-type"] not in {
+                    t.lower() for t in jobs[0]["spec"]["tfReplicaSpecs"]}:
+                dangling.append(f"{name_of(obj)} selects no TFJob's pods: {labels}")
+    assert not dangling, "\n".join(dangling)
+
+
+def test_the_cronjob_submits_the_mounted_pipeline_with_valid_flags(rendered: list[dict]) -> None:
+    (cronjob,) = [obj for obj in rendered if obj["kind"] == "CronJob"]
+    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    assert cronjob["spec"]["startingDeadlineSeconds"] > 0
+    assert cronjob["spec"]["successfulJobsHistoryLimit"] >= 1 and cronjob["spec"]["failedJobsHistoryLimit"] >= 1
+    to_kfp_cron(cronjob["spec"]["schedule"])  # a valid 5-field cron
+    spec = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    assert container["args"][0] == "submit"
+    parser = argparse.ArgumentParser()
+    add_submit_arguments(parser)
+    args = parser.parse_args(container["args"][1:])  # the real CLI accepts the manifest's flags
+    assert args.host == "http://ml-pipeline.kubeflow:8888"
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    config_map = volumes[mounts[os.path.dirname(args.pipeline_package)]]["configMap"]["name"]
+    assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == config_map and
+               os.path.basename(args.pipeline_package) in o["data"] for o in rendered)
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    token_volume = volumes[mounts[os.path.dirname(env["KF_PIPELINES_SA_TOKEN_PATH"])]]
+    (source,) = token_volume["projected"]["sources"]
+    assert source["serviceAccountToken"]["audience"] == "pipelines.kubeflow.org"
+
+
+def test_the_tfjob_runs_multi_worker_training(rendered: list[dict]) -> None:
+    (tfjob,) = [obj for obj in rendered if obj["kind"] == "TFJob"]
+    worker = tfjob["spec"]["tfReplicaSpecs"]["Worker"]
+    assert worker["replicas"] >= 2
+    (container,) = worker["template"]["spec"]["containers"]
+    assert container["args"][0] == "train"
+    parser = argparse.ArgumentParser()
+    trainer_cli.add_arguments(parser)
+    config = trainer_cli.config_from_args(parser.parse_args(container["args"][1:]))  # validates the options
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert mounts[os.path.dirname(config.output)].get("readOnly") is not True, "the model directory is read-only"
+
+
+def test_overlays_pin_the_image_and_change_the_environment(base: list[dict]) -> None:
+    base_images = {c["image"] for obj in base for _, s in pod_specs(obj) for _, c in containers_of(s)}
+    assert base_images == {f"registry.example.com/shardflow@{PLACEHOLDER_DIGEST}"}
+    for overlay in KUSTOMIZATIONS[1:]:
+        objects = render(overlay)
+        images = {c["image"] for obj in objects for _, s in pod_specs(obj) for _, c in containers_of(s)}
+        assert len(images) == 1 and PLACEHOLDER_DIGEST not in images.pop(), f"{overlay} deploys the placeholder"
+        assert _namespaces(objects).isdisjoint(_namespaces(base)), f"{overlay} deploys into the base's namespace"
+    example = {obj["kind"]: obj for obj in render("overlays/example")}
+    original = {obj["kind"]: obj for obj in base}
+    assert example["CronJob"]["metadata"]["name"] == "example-" + original["CronJob"]["metadata"]["name"]
+    assert example["CronJob"]["spec"]["schedule"] != original["CronJob"]["spec"]["schedule"]
+    tf = "spec.tfReplicaSpecs.Worker"
+    assert _at(example["TFJob"], f"{tf}.replicas") > _at(original["TFJob"], f"{tf}.replicas")
+    assert (_at(example["TFJob"], f"{tf}.template.spec.containers[0].resources")
+            != _at(original["TFJob"], f"{tf}.template.spec.containers[0].resources"))
+
+
+def _namespaces(objects: list[dict]) -> set[str]:
+    return {o["metadata"]["namespace"] for o in objects if o["kind"] != "Namespace"}
+
+
+def test_the_dockerfile_builds_a_non_root_image_of_the_lock_and_the_package() -> None:
+    dockerfile = (K8S / "Dockerfile").read_text()
+    instructions = [line.strip() for line in dockerfile.splitlines() if line.strip() and not line.startswith("#")]
+    assert "ARG PYTHON_IMAGE=python:3.11-slim" in instructions
+    stages = [i for i in instructions if i.startswith("FROM")]
+    assert stages == ["FROM ${PYTHON_IMAGE} AS build", "FROM ${PYTHON_IMAGE}"]
+    assert "pip install --no-deps -r /tmp/runtime.lock" in dockerfile and "RUN pip install --no-deps /src" in dockerfile
+    kept = {line[1:].rstrip("/") for line in (K8S / "Dockerfile.dockerignore").read_text().splitlines()
+            if line.startswith("!")}
+    for source in re.findall(r"^COPY (?!--from)(\S+) ", dockerfile, re.MULTILINE):
+        assert (K8S.parent / source).exists(), f"COPY {source}: no such path in the repository"
+        assert source in kept, f"COPY {source}: Dockerfile.dockerignore keeps it out of the build context"
+    users = [i.split()[1] for i in instructions if i.startswith("USER ")]
+    assert len(users) == 1 and all(part.isdigit() and int(part) > 0 for part in users[0].split(":"))
+    assert re.search(r"TF_USE_LEGACY_KERAS=1", dockerfile)
+    assert instructions[-2:] == ['ENTRYPOINT ["shardflow"]', 'CMD ["--help"]']
+    assert any(i.startswith("WORKDIR ") for i in instructions)

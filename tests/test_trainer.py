@@ -1,0 +1,164 @@
+"""The Trainer on real shards: accuracy on digits, serving = training, resume after SIGKILL, corruption.
+
+The digits demo set goes through ExampleGen (2 train shards) and Transform once per module. Two
+tests run `shardflow train` in subprocesses (kill-and-resume); the two-worker test is in
+test_trainer_multi_worker.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from shardflow.core.manifest import read_manifest
+from shardflow.core.model_info import read_model_info
+from shardflow.core.reader import make_dataset, shard_files
+from shardflow.demo_data import write_all
+from shardflow.example_gen import ExampleGenConfig, IndexSpec
+from shardflow.example_gen import run as example_gen
+from shardflow.trainer import TrainerConfig, run
+from shardflow.trainer.executor import weights_digest
+from shardflow.core.errors import ConfigError
+from shardflow.trainer.input_pipeline import CorruptShardError, TooFewShardsError
+from shardflow.transform import TransformConfig
+from shardflow.transform import run as transform
+
+STATED_ACCURACY = 0.9  # digits, LeNet, 240 steps of 64: ~0.95-0.97 measured
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    demo = tmp_path_factory.mktemp("demo")
+    write_all(str(demo))
+    out = tmp_path_factory.mktemp("digits") / "examples"
+    indexes = tuple(IndexSpec(str(demo / "digits" / f"{s}.csv"), s) for s in ("train", "eval"))
+    example_gen(ExampleGenConfig(indexes=indexes, data_root=str(demo / "digits"), output=str(out), min_shards=2),
+                echo=lambda _: None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def digits_transformed(digits: Path) -> Path:
+    out = digits.parent / "transform"
+    transform(TransformConfig(examples=str(digits), output=str(out)), echo=lambda _: None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained(digits_transformed: Path) -> tuple[Path, dict]:
+    out = digits_transformed.parent / "model"
+    return out, run(TrainerConfig(examples=str(digits_transformed), output=str(out), steps=240, batch_size=64,
+                                  checkpoint_every=50, input_probe_batches=10), echo=lambda _: None)
+
+
+def test_lenet_on_digits_reaches_the_stated_eval_accuracy(trained: tuple[Path, dict]) -> None:
+    out, summary = trained
+    assert summary["optimizer_steps"] == 240
+    assert summary["history"][-1]["val_accuracy"] >= STATED_ACCURACY
+    history = json.loads((out / "history.json").read_text())["epochs"]
+    assert [e["epoch"] for e in history] == list(range(1, len(history) + 1))
+    assert history[-1]["optimizer_steps"] == 240
+    assert (out / "curves.png").stat().st_size > 1000
+    report = json.loads((out / "input_report.json").read_text())
+    assert report["verdict"] in ("input-bound", "not input-bound")
+    assert report["input_examples_per_second"] > 0 and report["training_examples_per_second"] > 0
+    assert not (out / "checkpoints").exists()  # a finished run leaves no resume state behind
+
+
+def test_serving_signature_on_raw_examples_equals_the_model_on_transformed_data(
+        trained: tuple[Path, dict], digits: Path, digits_transformed: Path) -> None:
+    out, _ = trained
+    manifest = read_manifest(digits)
+    records = [r.numpy() for r in tf.data.TFRecordDataset(shard_files(digits, manifest, "eval"))]
+    served = tf.saved_model.load(str(out / "model")).signatures["serving_default"](examples=tf.constant(records))
+    transformed = next(iter(make_dataset(digits_transformed, "eval", batch_size=len(records))))
+    keras_model = keras.models.load_model(str(out / "model"), compile=False)
+    in_memory = keras_model({"x": transformed["x"]}).numpy()
+    np.testing.assert_allclose(served["probabilities"].numpy(), in_memory, atol=1e-5)
+    np.testing.assert_array_equal(served["class_ids"].numpy(), in_memory.argmax(-1))
+    info = read_model_info(out / "model")
+    assert (info.task, info.label, info.num_classes) == ("classification", "y", 10)
+    assert info.extra["materialized"] and info.extra["transform_graph"].endswith("transform_graph")
+    accuracy = (served["class_ids"].numpy() == transformed["y"].numpy()).mean()
+    assert accuracy >= STATED_ACCURACY
+
+
+def test_raw_examples_with_the_transform_graph_on_the_fly_train_and_serve(digits: Path, digits_transformed: Path,
+                                                                          tmp_path: Path) -> None:
+    summary = run(TrainerConfig(examples=str(digits), transform=str(digits_transformed), output=str(tmp_path / "m"),
+                                steps=30, augment=("rotate", "brightness"), input_probe_batches=5), echo=lambda _: None)
+    assert summary["optimizer_steps"] == 30 and not summary["materialized"]
+    assert summary["train_time_augmentation"] == ["rotate", "brightness"]
+    assert read_model_info(tmp_path / "m" / "model").extra["transform_graph"] == str(digits_transformed / "transform_graph")
+
+
+def test_warm_start_loads_the_exported_weights(trained: tuple[Path, dict], digits_transformed: Path) -> None:
+    out, summary = trained
+    from shardflow.trainer.model_builder import build_model
+    from shardflow.trainer.task import resolve_task
+
+    config = TrainerConfig(examples=str(digits_transformed), output="unused", steps=1)
+    assert weights_digest(build_model(resolve_task(config), config)) != summary["weights_sha256"]
+    warmed = TrainerConfig(examples=str(digits_transformed), output="unused", steps=1, warm_start=str(out / "model"))
+    assert weights_digest(build_model(resolve_task(warmed), warmed)) == summary["weights_sha256"]
+    unet_config = TrainerConfig(examples=str(digits_transformed), output="unused", steps=1, model="unet")
+    with pytest.raises(ConfigError, match="unet"):
+        build_model(resolve_task(unet_config), unet_config)
+
+
+def _train_command(examples: Path, out: Path, steps: int) -> list[str]:
+    return [sys.executable, "-m", "shardflow", "train", "--examples", str(examples), "--output", str(out),
+            "--steps", str(steps), "--checkpoint-every", "10", "--batch-size", "32", "--eval-split", ""]
+
+
+def test_killed_training_resumes_to_the_same_step_count(digits: Path, tmp_path: Path) -> None:
+    out, steps = tmp_path / "model", 400
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    first = subprocess.Popen(_train_command(digits, out, steps), env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not list((out / "checkpoints").rglob("*.index")) and time.time() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.5)  # a few more steps, so the kill lands between checkpoints
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert not (out / "training.json").exists(), "the run finished before it could be killed"
+    assert not (out / "model").exists()
+    second = subprocess.run(_train_command(digits, out, steps), env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    summary = json.loads((out / "training.json").read_text())
+    assert summary["optimizer_steps"] == steps  # an uninterrupted run makes exactly `steps` (first test)
+    assert 0 < summary["resumed_from_step"] < steps
+    assert read_model_info(out / "model").extra["optimizer_steps"] == steps
+
+
+def test_a_corrupt_shard_stops_training_naming_the_file(digits: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "examples"
+    import shutil
+
+    shutil.copytree(digits, broken)
+    shard = Path(shard_files(broken, read_manifest(broken), "train")[1])
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, so only the CRC can tell
+    shard.write_bytes(bytes(data))
+    with pytest.raises(CorruptShardError, match=str(shard)):
+        run(TrainerConfig(examples=str(broken), output=str(tmp_path / "m"), epochs=2, input_probe_batches=1,
+                          shuffle_buffer=0), echo=lambda _: None)
+    assert not (tmp_path / "m" / "model").exists()
+
+
+def test_too_few_shards_for_the_workers_is_a_clear_error(digits: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in (1, 2, 3)]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}}))
+    with pytest.raises(TooFewShardsError, match=r"2 train shard\(s\) .* for 3 workers.*--min-shards 3"):
+        run(TrainerConfig(examples=str(digits), output=str(tmp_path / "m"), steps=1), echo=lambda _: None)
