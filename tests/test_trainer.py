@@ -162,3 +162,71 @@ def test_too_few_shards_for_the_workers_is_a_clear_error(digits: Path, tmp_path:
     monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}}))
     with pytest.raises(TooFewShardsError, match=r"2 train shard\(s\) .* for 3 workers.*--min-shards 3"):
         run(TrainerConfig(examples=str(digits), output=str(tmp_path / "m"), steps=1), echo=lambda _: None)
+
+
+def _free_ports(count: int) -> list[int]:
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_two_workers_train_together_and_end_with_the_same_weights(digits: Path, tmp_path: Path) -> None:
+    out, steps = tmp_path / "model", 20
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    workers = []
+    for index in range(2):
+        env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
+               "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
+        command = _train_command(digits, out, steps) + ["--batch-size", "16"]
+        workers.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    logs = [w.communicate(timeout=600)[0] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], logs[0][-2000:] + logs[1][-2000:]
+    reports = [json.loads((out / "workers" / f"worker-{i}.json").read_text()) for i in range(2)]
+    assert reports[0]["weights_sha256"] == reports[1]["weights_sha256"]
+    assert [r["optimizer_steps"] for r in reports] == [steps, steps]
+    info = read_model_info(out / "model")  # only the chief exports
+    assert (info.extra["strategy"], info.extra["workers"], info.extra["replicas"]) == ("multi_worker", 2, 2)
+    assert "(multi_worker, 2 replica(s))" in logs[0]
+
+
+def test_eval_stream_is_never_augmented_and_train_stream_is(digits: Path) -> None:
+    from shardflow.trainer.features import RawToModel
+    from shardflow.trainer.input_pipeline import build_streams
+    from shardflow.trainer.task import resolve_task
+
+    config = TrainerConfig(examples=str(digits), output="unused", steps=1, augment=("rotate", "brightness"),
+                           shuffle_buffer=0, deterministic=True, batch_size=32)
+    task = resolve_task(config)
+    streams = build_streams(task, config, 32, 1, RawToModel(task, None))
+    plain = [b["x"].numpy() / 255.0 for b in make_dataset(digits, "eval", batch_size=32).take(2)]
+    evaluated = [images.numpy() for images, _ in streams.eval.take(2)]
+    for got, want in zip(evaluated, plain):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    trained_batch = next(iter(streams.train))[0].numpy()
+    first_train = next(iter(make_dataset(digits, "train", batch_size=32)))["x"].numpy() / 255.0
+    assert not np.allclose(trained_batch, first_train, atol=1e-3)
+
+
+def test_unet_trains_on_masks_and_serves_per_pixel_classes(tmp_path: Path) -> None:
+    demo = tmp_path / "demo"
+    index = Path(write_all(str(demo))["segmentation"])
+    seg = index.parent
+    examples = tmp_path / "examples"
+    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(index)),), data_root=str(seg), output=str(examples)),
+                echo=lambda _: None)
+    summary = run(TrainerConfig(examples=str(examples), output=str(tmp_path / "m"), steps=6, batch_size=8,
+                                num_classes=2, augment=("flip", "crop"), input_probe_batches=2), echo=lambda _: None)
+    info = read_model_info(tmp_path / "m" / "model")
+    assert (info.task, info.num_classes, summary["optimizer_steps"]) == ("segmentation", 2, 6)
+    manifest = read_manifest(examples)
+    records = [r.numpy() for r in tf.data.TFRecordDataset(shard_files(examples, manifest, "eval")).take(3)]
+    served = tf.saved_model.load(str(tmp_path / "m" / "model")).signatures["serving_default"](examples=tf.constant(records))
+    height, width, _ = manifest.features[info.label].shape
+    assert served["class_ids"].shape == (len(records), height, width)
+    assert served["probabilities"].shape == (len(records), height, width, 2)
