@@ -9,8 +9,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from . import __version__  # noqa: E402
+from .evaluator import cli as evaluator_cli  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
 from .core.errors import ConfigError  # noqa: E402
+from .pipelines import cli as pipeline_cli  # noqa: E402
 from .pipelines import schedule as schedule_cli  # noqa: E402
 from .pipelines import submit as submit_cli  # noqa: E402
 from .trainer import cli as trainer_cli  # noqa: E402
@@ -42,6 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="stream shards through tf.data into a Keras model, export it")
     trainer_cli.add_arguments(train)
     train.set_defaults(handler=trainer_cli.main, passes_beam_args=False)
+    evaluate = commands.add_parser("evaluate", help="score a split, compare with a baseline, bless or not")
+    evaluator_cli.add_arguments(evaluate)
+    evaluate.set_defaults(handler=evaluator_cli.main, passes_beam_args=True)  # it reports unknown flags itself
+    compile_ = commands.add_parser("compile", help="compile the pipeline to KFP v2 IR for a Kubeflow cluster")
+    pipeline_cli.add_compile_arguments(compile_)
+    compile_.set_defaults(handler=pipeline_cli.compile_main, passes_beam_args=False)
+    run = commands.add_parser("run", help="run the whole pipeline on this machine (kfp.local)")
+    pipeline_cli.add_run_arguments(run)
+    run.set_defaults(handler=pipeline_cli.run_main, passes_beam_args=False)
     schedule = commands.add_parser("schedule", help="create or update a KFP recurring run of the pipeline (cron, UTC)")
     schedule_cli.add_schedule_arguments(schedule)
     schedule.set_defaults(handler=schedule_cli.schedule_main, passes_beam_args=False)

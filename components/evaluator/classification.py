@@ -1,0 +1,70 @@
+"""Classification metrics from an accumulated confusion matrix and a summed log loss: pure numpy.
+
+Rows of the confusion matrix are true classes, columns predicted classes (scikit-learn's layout).
+Precision, recall and F1 of a class without predictions or without examples are 0 (scikit-learn's
+`zero_division=0`); the macro averages run over the classes that occur as a label or a prediction
+(scikit-learn's default label set), so an OOV class nobody uses does not drag them down.
+
+>>> confusion = np.array([[3, 1], [0, 2]])
+>>> report = classification_report(confusion, loss_sum=1.5, class_names=["a", "b"])
+>>> round(report["overall"]["accuracy"], 4), report["overall"]["log_loss"], report["per_class"]["b"]["precision"]
+(0.8333, 0.25, 0.6666666666666666)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+OVERALL_METRICS = ("accuracy", "log_loss", "macro_precision", "macro_recall", "macro_f1")
+LOWER_IS_BETTER = frozenset({"log_loss"})
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0."""
+    out = np.zeros(numerator.shape, dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
+
+
+def per_class_scores(confusion: np.ndarray) -> dict[str, np.ndarray]:
+    """Per class: precision, recall, F1 (= 2TP / (2TP + FP + FN)) and support (true examples)."""
+    confusion = np.asarray(confusion, dtype=np.int64)
+    true_positives = np.diag(confusion).astype(np.float64)
+    predicted = confusion.sum(axis=0)
+    actual = confusion.sum(axis=1)
+    return {
+        "precision": _ratio(true_positives, predicted),
+        "recall": _ratio(true_positives, actual),
+        "f1": _ratio(2 * true_positives, predicted + actual),
+        "support": actual,
+    }
+
+
+def overall_metrics(confusion: np.ndarray, loss_sum: float) -> dict[str, float]:
+    """accuracy, log_loss (mean over examples) and the macro averages over classes in use."""
+    confusion = np.asarray(confusion, dtype=np.int64)
+    total = int(confusion.sum())
+    scores = per_class_scores(confusion)
+    in_use = (confusion.sum(axis=0) + confusion.sum(axis=1)) > 0
+    nan = float("nan")
+    return {
+        "accuracy": float(np.trace(confusion)) / total if total else nan,
+        "log_loss": loss_sum / total if total else nan,
+        "macro_precision": float(scores["precision"][in_use].mean()) if in_use.any() else nan,
+        "macro_recall": float(scores["recall"][in_use].mean()) if in_use.any() else nan,
+        "macro_f1": float(scores["f1"][in_use].mean()) if in_use.any() else nan,
+    }
+
+
+def classification_report(confusion: np.ndarray, loss_sum: float, class_names: list[str]) -> dict[str, Any]:
+    """{"num_examples", "overall", "per_class": {name: {precision, recall, f1, support}}, "confusion_matrix"}."""
+    confusion = np.asarray(confusion, dtype=np.int64)
+    scores = per_class_scores(confusion)
+    per_class = {
+        name: {"precision": float(scores["precision"][i]), "recall": float(scores["recall"][i]),
+               "f1": float(scores["f1"][i]), "support": int(scores["support"][i])}
+        for i, name in enumerate(class_names)
+    }
+    return {"num_examples": int(confusion.sum()), "overall": overall_metrics(confusion, loss_sum),
+            "per_class": per_class, "confusion_matrix": confusion.tolist()}

@@ -1,0 +1,64 @@
+"""`shardflow evaluate`: translates command-line flags into an EvaluatorConfig. Nothing else.
+
+    shardflow evaluate --model runs/train/model --examples runs/examples --output runs/eval \
+        [--split eval] [--baseline runs/blessed/model] [--threshold 'accuracy>=0.9' ...] \
+        [--max-regression accuracy=0.01 ...] [--slice-by site ...] [--batch-size 512]
+
+Exit 0 whether the model is blessed or not (the verdict is in EOUT/BLESSED or EOUT/NOT_BLESSED);
+1 when the evaluation itself fails (unreadable model, label missing, ...); 2 for a bad option.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .config import ConfigError, EvaluationError, EvaluatorConfig
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--model", required=True, help="exported model directory (SavedModel + shardflow_model.json)")
+    add("--examples", required=True, help="ExampleGen output directory (with manifest.json)")
+    add("--split", default="eval", help="split to score (default eval)")
+    add("--output", required=True,
+        help="output directory: metrics.json, confusion_matrix.png, blessing.json, BLESSED or NOT_BLESSED")
+    add("--baseline", help="an earlier (blessed) model, scored on the same examples for comparison")
+    add("--threshold", action="extend", nargs="+", default=[], metavar="METRIC>=VALUE",
+        help="e.g. 'accuracy>=0.9', 'log_loss<0.3', 'mean_iou>0.5' (quote: > is a shell redirection); repeatable")
+    add("--max-regression", action="extend", nargs="+", default=[], metavar="METRIC=AMOUNT",
+        help="largest allowed worsening against --baseline, e.g. accuracy=0.01; repeatable")
+    add("--slice-by", action="extend", nargs="+", default=[], metavar="COLUMN",
+        help="also compute every metric per value of this column of the examples; repeatable")
+    add("--batch-size", type=int, default=512, help="examples per model call (default 512)")
+
+
+def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
+    return EvaluatorConfig(
+        model=args.model,
+        examples=args.examples,
+        output=args.output,
+        split=args.split,
+        baseline=args.baseline,
+        thresholds=tuple(args.threshold),
+        max_regressions=tuple(args.max_regression),
+        slice_by=tuple(args.slice_by),
+        batch_size=args.batch_size,
+    )
+
+
+def main(args: argparse.Namespace, extra: list[str]) -> int:
+    """Runs the Evaluator; 0 blessed or not, 1 when the evaluation fails, 2 for a bad option."""
+    if extra:
+        print(f"shardflow evaluate: error: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
+        return 2
+    from .executor import run  # TensorFlow and matplotlib load only when the command runs
+
+    try:
+        run(config_from_args(args))
+    except ConfigError as err:
+        print(f"shardflow evaluate: error: {err}", file=sys.stderr)
+        return 2
+    except EvaluationError as err:
+        print(f"shardflow evaluate: evaluation failed: {err}", file=sys.stderr)
+        return 1
+    return 0

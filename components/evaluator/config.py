@@ -1,0 +1,165 @@
+"""Evaluator's options: one frozen dataclass that checks itself and names the bad value.
+
+>>> Threshold.parse("accuracy>=0.9")
+Threshold(metric='accuracy', op='>=', value=0.9)
+>>> Regression.parse("log_loss=0.05")
+Regression(metric='log_loss', max_regression=0.05)
+>>> cfg = EvaluatorConfig(model="m", examples="ex", output="eout", thresholds=("accuracy>=0.9",))  # doctest: +SKIP
+>>> cfg.thresholds                                                                                 # doctest: +SKIP
+(Threshold(metric='accuracy', op='>=', value=0.9),)
+"""
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..core.errors import ConfigError
+from ..core.manifest import MANIFEST_NAME
+from . import classification, segmentation
+
+__all__ = ["ConfigError", "EvaluationError", "EvaluatorConfig", "Regression", "Threshold", "TASK_METRICS",
+           "check_metric_names"]
+
+# The top-level ("overall") metrics a threshold or a regression may name, per model task.
+TASK_METRICS: dict[str, tuple[str, ...]] = {
+    "classification": classification.OVERALL_METRICS,
+    "segmentation": segmentation.OVERALL_METRICS,
+}
+_ALL_METRICS = tuple(dict.fromkeys(m for names in TASK_METRICS.values() for m in names))
+_OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+_THRESHOLD = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)\s*$")
+_REGRESSION = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>\S+)\s*$")
+
+
+class EvaluationError(RuntimeError):
+    """The evaluation could not be done: unreadable model, label missing from the examples, bad labels, ..."""
+
+
+def _number(text: str, option: str, whole: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{option} {whole!r}: {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{option} {whole!r}: the value must be finite")
+    return value
+
+
+def _known_metric(metric: str, option: str, whole: str) -> None:
+    if metric not in _ALL_METRICS:
+        known = "; ".join(f"{task}: {', '.join(names)}" for task, names in TASK_METRICS.items())
+        raise ConfigError(f"{option} {whole!r}: unknown metric {metric!r} (known: {known})")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """`accuracy>=0.9`: the candidate's overall metric must compare true against the value."""
+
+    metric: str
+    op: str
+    value: float
+
+    @classmethod
+    def parse(cls, text: str) -> "Threshold":
+        match = _THRESHOLD.match(text)
+        if not match:
+            raise ConfigError(f"threshold must look like METRIC>=VALUE (or >, <=, <), got {text!r}")
+        _known_metric(match["metric"], "threshold", text)
+        return cls(match["metric"], match["op"], _number(match["value"], "threshold", text))
+
+    def holds(self, measured: float) -> bool:
+        """False for an undefined (NaN) measurement: nothing is known to hold."""
+        return not math.isnan(measured) and _OPERATORS[self.op](measured, self.value)
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.value:g}"
+
+
+@dataclass(frozen=True)
+class Regression:
+    """`accuracy=0.01`: the candidate may be worse than the baseline by at most 0.01 (absolute)."""
+
+    metric: str
+    max_regression: float
+
+    @classmethod
+    def parse(cls, text: str) -> "Regression":
+        match = _REGRESSION.match(text)
+        if not match:
+            raise ConfigError(f"max regression must look like METRIC=AMOUNT such as accuracy=0.01, got {text!r}")
+        _known_metric(match["metric"], "max regression", text)
+        amount = _number(match["value"], "max regression", text)
+        if amount < 0:
+            raise ConfigError(f"max regression {text!r}: the allowed amount must be >= 0")
+        return cls(match["metric"], amount)
+
+    def worsening(self, candidate: float, baseline: float) -> float:
+        """How much worse the candidate is (positive = worse): lower is worse except for losses."""
+        if self.metric in classification.LOWER_IS_BETTER:
+            return candidate - baseline
+        return baseline - candidate
+
+    def __str__(self) -> str:
+        return f"{self.metric}={self.max_regression:g}"
+
+
+def check_metric_names(task: str, thresholds: tuple[Threshold, ...], regressions: tuple[Regression, ...]) -> None:
+    """ConfigError when a threshold or regression names a metric the model's task does not have."""
+    known = TASK_METRICS[task]
+    for item, option in [(t, "threshold") for t in thresholds] + [(r, "max regression") for r in regressions]:
+        if item.metric not in known:
+            raise ConfigError(f"{option} {str(item)!r}: {item.metric!r} is not a {task} metric "
+                              f"(known for {task}: {', '.join(known)})")
+
+
+@dataclass(frozen=True)
+class EvaluatorConfig:
+    """Everything one Evaluator run needs. `thresholds`/`max_regressions` take parsed objects or their text.
+
+    `slice_by` names value columns of the examples (metadata or label); each distinct value gets
+    its own metrics. `baseline` None: thresholds only (regression checks are skipped and noted).
+    """
+
+    model: str
+    examples: str
+    output: str
+    split: str = "eval"
+    baseline: str | None = None
+    thresholds: tuple[Threshold, ...] = ()
+    max_regressions: tuple[Regression, ...] = ()
+    slice_by: tuple[str, ...] = ()
+    batch_size: int = 512
+
+    def __post_init__(self) -> None:
+        # Accept "accuracy>=0.9" strings for convenience; store the parsed objects.
+        object.__setattr__(self, "thresholds", tuple(
+            t if isinstance(t, Threshold) else Threshold.parse(t) for t in self.thresholds))
+        object.__setattr__(self, "max_regressions", tuple(
+            r if isinstance(r, Regression) else Regression.parse(r) for r in self.max_regressions))
+        object.__setattr__(self, "slice_by", tuple(dict.fromkeys(self.slice_by)))
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
+        if not self.split:
+            raise ConfigError(f"split must be a split name such as 'eval', got {self.split!r}")
+        named = [r.metric for r in self.max_regressions]
+        repeated = sorted({m for m in named if named.count(m) > 1})
+        if repeated:
+            raise ConfigError(f"max regression given more than once for {repeated}")
+        self._check_paths()
+
+    def _check_paths(self) -> None:
+        if not (Path(self.examples) / MANIFEST_NAME).is_file():
+            raise ConfigError(f"examples {self.examples!r} has no {MANIFEST_NAME}: not a complete ExampleGen output")
+        out = Path(self.output).resolve()
+        inputs = {"examples": self.examples, "model": self.model, "baseline": self.baseline}
+        for option, path in inputs.items():
+            if path is None:
+                continue
+            source = Path(path).resolve()
+            if out == source or source.is_relative_to(out) or out.is_relative_to(source):
+                raise ConfigError(f"output {self.output!r} must be a directory apart from {option} {path!r}")

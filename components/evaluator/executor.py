@@ -1,0 +1,118 @@
+"""Evaluator's `run(config)`: score a split with the model (and a baseline), write metrics, bless or not.
+
+>>> from shardflow.evaluator import EvaluatorConfig, run                                    # doctest: +SKIP
+>>> outcome = run(EvaluatorConfig(model="runs/train/model", examples="runs/examples", output="runs/eval",
+...                               baseline="runs/blessed/model", thresholds=("accuracy>=0.9",),
+...                               max_regressions=("accuracy=0.01",), slice_by=("site",)))  # doctest: +SKIP
+>>> outcome.blessing.blessed, outcome.metrics["overall"]["accuracy"]                        # doctest: +SKIP
+(True, 0.953)
+
+Outputs in `config.output`: metrics.json, confusion_matrix.png, blessing.json and, last, BLESSED
+or NOT_BLESSED (one reason per line). A run first removes all of them (the markers first), then
+writes each atomically in that order: an interrupted or failed run leaves no marker, so nobody
+mistakes an old or partial result for this run's verdict.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import __version__
+from ..core.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text, remove_path
+from .blessing import Blessing, bless
+from .config import EvaluatorConfig, check_metric_names
+from .loaded_model import LoadedModel, check_same_labels, load_model
+from .plot import confusion_matrix_png
+from .report import deltas, json_safe, model_report
+from .scorer import ScoreResult, plan_scoring, score
+
+METRICS = "metrics.json"
+PLOT = "confusion_matrix.png"
+BLESSING = "blessing.json"
+BLESSED = "BLESSED"
+NOT_BLESSED = "NOT_BLESSED"
+# Removal order at the start of a run: the verdict markers first, so a run stopped at any point never
+# leaves a marker beside outputs that are not its own.
+OUTPUTS = (BLESSED, NOT_BLESSED, BLESSING, METRICS, PLOT)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    metrics: dict[str, Any]  # as in metrics.json (NaN where the JSON has null)
+    blessing: Blessing
+
+
+def _invalidate(out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:
+        remove_path(out_dir / name)
+        for leftover in out_dir.glob(f".{name}.tmp-*"):  # temp files of a killed atomic write
+            remove_path(leftover)
+
+
+def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, started: float
+             ) -> dict[str, Any]:
+    info = candidate.info
+    report = model_report(info.task, result.scores["candidate"], info.class_names)
+    baseline = (model_report(info.task, result.scores["baseline"], info.class_names)
+                if "baseline" in result.scores else None)
+    return {
+        "component": "evaluator", "shardflow_version": __version__, "task": info.task,
+        "model": config.model, "baseline_model": config.baseline, "examples": config.examples,
+        "split": config.split, "label": info.label, "class_names": info.class_names,
+        **report,
+        "baseline": baseline,
+        "deltas": deltas(report, baseline) if baseline else None,
+        "timing": {"batch_size": config.batch_size, "scoring_seconds": round(result.seconds, 3),
+                   "examples_per_second": round(result.examples / result.seconds, 1) if result.seconds else None,
+                   "models": len(result.scores), "total_seconds": round(time.time() - started, 3)},
+    }
+
+
+def _publish(out_dir: Path, metrics: dict[str, Any], verdict: Blessing) -> None:
+    # Not sorted: classes stay in class-id order and slices in value order.
+    atomic_write_text(out_dir / METRICS, json.dumps(json_safe(metrics), indent=2) + "\n")
+    overall = metrics["overall"]
+    score_text = (f"accuracy {overall['accuracy']:.3f}" if metrics["task"] == "classification"
+                  else f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}")
+    title = f"{Path(metrics['model']).name} on {metrics['split']} ({metrics['num_examples']:,} examples): {score_text}"
+    atomic_write_bytes(out_dir / PLOT, confusion_matrix_png(metrics["confusion_matrix"], metrics["class_names"], title))
+    atomic_write_json(out_dir / BLESSING, verdict.to_json())
+    atomic_write_text(out_dir / (BLESSED if verdict.blessed else NOT_BLESSED), verdict.marker_text())
+
+
+def _load(config: EvaluatorConfig) -> dict[str, LoadedModel]:
+    candidate = load_model(config.model, "model")
+    check_metric_names(candidate.info.task, config.thresholds, config.max_regressions)
+    if config.baseline is None:
+        return {"candidate": candidate}
+    baseline = load_model(config.baseline, "baseline")
+    check_same_labels(candidate, baseline)
+    return {"candidate": candidate, "baseline": baseline}
+
+
+def run(config: EvaluatorConfig, echo: Callable[[str], None] = print) -> Evaluation:
+    """Scores `config.split` of `config.examples`; writes the outputs; returns metrics and verdict.
+
+    Raises `EvaluationError` (unreadable model, label missing or out of range, unreadable shards)
+    or `ConfigError` (split or slice column not in the examples, a metric the task does not have).
+    """
+    started = time.time()
+    out_dir = Path(config.output)
+    _invalidate(out_dir)
+    models = _load(config)
+    plan = plan_scoring(config.examples, config.split, models["candidate"].info, config.slice_by, config.batch_size)
+    echo(f"evaluate: {plan.num_examples:,} examples of split {config.split!r} through {len(models)} model(s), "
+         f"batches of {config.batch_size}")
+    result = score(plan, models, echo)
+    metrics = _metrics(config, models["candidate"], result, started)
+    verdict = bless(config.thresholds, config.max_regressions, metrics["overall"],
+                    metrics["baseline"]["overall"] if metrics["baseline"] else None)
+    _publish(out_dir, metrics, verdict)
+    echo(f"evaluate: {result.examples:,} examples in {result.seconds:.1f} s "
+         f"({metrics['timing']['examples_per_second']:,.0f}/s); "
+         f"{'BLESSED' if verdict.blessed else 'NOT BLESSED'}: {'; '.join(verdict.reasons)}")
+    return Evaluation(metrics, verdict)

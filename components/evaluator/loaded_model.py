@@ -1,0 +1,82 @@
+"""Loading an exported model (see `shardflow.core.model_info`) and checking it keeps the contract.
+
+    model = load_model("runs/train/model", role="model")
+    model.info.task, model.info.num_classes      # from shardflow_model.json
+    model.signature(examples=records)            # {"probabilities": ..., "class_ids": ...}
+
+Every problem is an `EvaluationError` naming the directory: no `shardflow_model.json`, no SavedModel,
+no `serving_default` signature, a signature that does not take `examples` or does not return
+`probabilities` and `class_ids`, output shapes that disagree with the model's classes.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import tensorflow as tf
+
+from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, read_model_info
+from .config import EvaluationError
+
+OUTPUTS = ("probabilities", "class_ids")
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    path: str
+    info: ModelInfo
+    module: Any  # the loaded SavedModel object; keeps the signature's variables alive
+    signature: Any  # ConcreteFunction: examples=tf.string [N] -> {"probabilities", "class_ids"}
+
+
+def _read_info(path: str, role: str) -> ModelInfo:
+    try:
+        return read_model_info(path)
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise EvaluationError(f"{role} {path}: cannot read its model info: {err}") from err
+
+
+def _check_signature(path: str, role: str, signature: Any, info: ModelInfo) -> None:
+    _, inputs = signature.structured_input_signature
+    if set(inputs) != {SERVING_INPUT}:
+        raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} takes {sorted(inputs)}, "
+                              f"the contract is one input {SERVING_INPUT!r} (serialized tf.Examples)")
+    outputs = signature.structured_outputs
+    missing = [name for name in OUTPUTS if name not in outputs]
+    if missing:
+        raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} lacks outputs {missing} "
+                              f"(returns {sorted(outputs)})")
+    rank = 2 if info.task == "classification" else 4
+    probabilities = outputs["probabilities"].shape
+    if probabilities.rank != rank or probabilities[-1] not in (None, info.num_classes):
+        raise EvaluationError(f"{role} {path}: probabilities have shape {probabilities}, a {info.task} model with "
+                              f"{info.num_classes} classes should give rank {rank} ending in {info.num_classes}")
+    if outputs["class_ids"].shape.rank != rank - 1:
+        raise EvaluationError(f"{role} {path}: class_ids have shape {outputs['class_ids'].shape}, "
+                              f"expected rank {rank - 1}")
+
+
+def load_model(path: str, role: str = "model") -> LoadedModel:
+    """The model in `path` with its info and serving signature, checked against the contract."""
+    info = _read_info(path, role)
+    try:
+        module = tf.saved_model.load(path)
+    except (OSError, ValueError, tf.errors.OpError) as err:
+        raise EvaluationError(f"{role} {path}: cannot load the SavedModel: {err}") from err
+    signatures = getattr(module, "signatures", {})
+    if SERVING_SIGNATURE not in signatures:
+        raise EvaluationError(f"{role} {path}: the SavedModel has no {SERVING_SIGNATURE!r} signature "
+                              f"(has {sorted(signatures)})")
+    signature = signatures[SERVING_SIGNATURE]
+    _check_signature(path, role, signature, info)
+    return LoadedModel(path, info, module, signature)
+
+
+def check_same_labels(candidate: LoadedModel, baseline: LoadedModel) -> None:
+    """A baseline is only comparable when it turns the same raw labels into the same class ids."""
+    ours, theirs = candidate.info, baseline.info
+    for name in ("task", "label", "num_classes", "label_vocabulary"):
+        if getattr(ours, name) != getattr(theirs, name):
+            raise EvaluationError(f"baseline {baseline.path} is not comparable with model {candidate.path}: "
+                                  f"{name} {getattr(theirs, name)!r} vs {getattr(ours, name)!r}")

@@ -1,0 +1,64 @@
+"""The confusion matrix as a PNG a person reads at a glance: colour = share of the true class, text = counts.
+
+    png = confusion_matrix_png(np.array([[50, 2], [5, 43]]), ["cat", "dog"], "model on eval: accuracy 0.930")
+    Path("confusion_matrix.png").write_bytes(png)
+
+Rows are true classes, columns predictions; each cell shows its count and its share of the row
+(the recall on the diagonal). Drawn with matplotlib's Agg canvas directly, so no global pyplot
+state and no display are involved. With many classes the numbers are left out (unreadable).
+Drawing takes ~0.2-0.4 s for 10 classes, most of it laying out the cell texts.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+MAX_ANNOTATED_CLASSES = 20
+
+
+def _row_shares(confusion: np.ndarray) -> np.ndarray:
+    rows = confusion.sum(axis=1, keepdims=True)
+    shares = np.zeros(confusion.shape, dtype=np.float64)
+    np.divide(confusion, rows, out=shares, where=rows > 0)
+    return shares
+
+
+def _annotate(axes: object, confusion: np.ndarray, shares: np.ndarray) -> None:
+    for (row, column), count in np.ndenumerate(confusion):
+        colour = "white" if shares[row, column] > 0.6 else "black"
+        axes.text(column, row, f"{count:,}\n{shares[row, column]:.0%}", ha="center", va="center",  # type: ignore[attr-defined]
+                  fontsize=8, color=colour)
+
+
+def confusion_matrix_png(confusion: np.ndarray, class_names: list[str], title: str) -> bytes:
+    """PNG bytes of the matrix with class names on both axes."""
+    confusion = np.asarray(confusion, dtype=np.int64)
+    classes = len(class_names)
+    side = min(max(4.0, 0.6 * classes + 2.0), 20.0)
+    width, height = side + 1.5, side
+    figure = Figure(figsize=(width, height))
+    FigureCanvasAgg(figure)
+    # Margins from the longest class name: a layout engine or bbox_inches="tight" would double the
+    # drawing time (text layout is most of it).
+    name_inches = 0.09 * max(len(name) for name in class_names)
+    figure.subplots_adjust(left=(0.7 + name_inches) / width, bottom=(0.6 + 0.7 * name_inches) / height,
+                           right=1 - 0.2 / width, top=1 - 0.45 / height)
+    axes = figure.add_subplot()
+    shares = _row_shares(confusion)
+    image = axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
+    slanted = classes > 4 and max(len(name) for name in class_names) > 2  # long names would overlap
+    axes.set_xticks(range(classes), labels=class_names, rotation=45 if slanted else 0,
+                    ha="right" if slanted else "center")
+    axes.set_yticks(range(classes), labels=class_names)
+    axes.set_xlabel("predicted class")
+    axes.set_ylabel("true class")
+    axes.set_title(title)
+    if classes <= MAX_ANNOTATED_CLASSES:
+        _annotate(axes, confusion, shares)
+    figure.colorbar(image, ax=axes, label="share of the true class", fraction=0.05, pad=0.03)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()

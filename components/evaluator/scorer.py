@@ -1,0 +1,212 @@
+"""Streaming one split through the candidate (and baseline) model, batch by batch, into tallies.
+
+    plan = plan_scoring("runs/examples", "eval", model.info, slice_by=("site",), batch_size=512)
+    result = score(plan, {"candidate": model, "baseline": baseline})
+    result.scores["candidate"].overall.confusion          # [C, C] counts
+
+The split's shard files are read in manifest order with `TFRecordDataset` and batched as serialized
+records. A parallel `map` parses only the label and slice columns (string labels through the
+model's vocabulary, unknown strings to the OOV id; masks [H, W, 1] to ids [H, W]); the serialized
+batch itself goes to each model's `serving_default`, which parses and preprocesses the examples
+its own way. Both models score the same batch; per-example confusion cells and log losses are
+added to running tallies and dropped, so memory does not grow with the split.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+import tensorflow as tf
+
+from ..core.errors import ConfigError
+from ..core.manifest import Manifest, read_manifest
+from ..core.model_info import ModelInfo
+from ..core.reader import decode_batch, feature_spec, shard_files
+from .config import EvaluationError
+from .loaded_model import LoadedModel
+from .slicing import Scores, group_slices
+
+PROGRESS_SECONDS = 30.0
+_EPSILON = float(np.finfo(np.float32).eps)  # log loss clips probabilities to [eps, 1 - eps] like scikit-learn
+
+
+@dataclass(frozen=True)
+class ScoringPlan:
+    examples: str
+    split: str
+    files: list[str]
+    manifest: Manifest
+    info: ModelInfo
+    slice_by: tuple[str, ...]
+    batch_size: int
+
+    @property
+    def num_examples(self) -> int:
+        return self.manifest.splits[self.split].num_examples
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    scores: dict[str, Scores]  # "candidate", "baseline"
+    examples: int
+    seconds: float  # first batch requested → last batch counted (graph tracing included)
+
+
+def _check_label(manifest: Manifest, info: ModelInfo, examples: str) -> None:
+    feature = manifest.features.get(info.label)
+    if feature is None:
+        raise EvaluationError(f"the model's label {info.label!r} is not a feature of {examples} "
+                              f"(has {sorted(manifest.features)})")
+    if info.task == "segmentation":
+        if not feature.is_file or feature.shape[-1] != 1:
+            raise EvaluationError(f"segmentation label {info.label!r} must be a one-channel mask feature, "
+                                  f"it is a {feature.role} of shape {feature.shape}")
+    elif feature.is_file:
+        raise EvaluationError(f"classification label {info.label!r} is an {feature.role} file, not a value")
+    elif feature.dtype == "string" and info.label_vocabulary is None:
+        raise EvaluationError(f"label {info.label!r} holds strings but the model has no label_vocabulary")
+    elif feature.dtype == "float32" and info.label_vocabulary is not None:
+        raise EvaluationError(f"label {info.label!r} holds floats; a label vocabulary needs strings or integers")
+
+
+def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str, ...],
+                 batch_size: int) -> ScoringPlan:
+    """Checks that the examples have the split, the model's label and the slice columns."""
+    manifest = read_manifest(examples)
+    if split not in manifest.splits:
+        raise ConfigError(f"split {split!r} is not in the examples {examples} (has {sorted(manifest.splits)})")
+    if manifest.splits[split].num_examples == 0:
+        raise EvaluationError(f"split {split!r} of {examples} has no examples")
+    _check_label(manifest, info, examples)
+    for column in slice_by:
+        feature = manifest.features.get(column)
+        if feature is None or feature.is_file:
+            values = sorted(n for n, f in manifest.features.items() if not f.is_file)
+            raise ConfigError(f"slice_by {column!r} is not a value column of the examples (value columns: {values})")
+    try:
+        files = shard_files(examples, manifest, split)
+    except (FileNotFoundError, ValueError) as err:
+        raise EvaluationError(f"split {split!r} of {examples}: {err}") from err
+    return ScoringPlan(examples, split, files, manifest, info, tuple(slice_by), batch_size)
+
+
+def _label_ids_fn(plan: ScoringPlan) -> Callable[[tf.Tensor], tf.Tensor]:
+    """Raw label tensor → int64 class ids, as `ModelInfo.class_id_of` does one value at a time."""
+    info = plan.info
+    if info.task == "segmentation":
+        return lambda masks: tf.cast(masks[..., 0], tf.int64)
+    if info.label_vocabulary is None:
+        return lambda labels: tf.cast(labels, tf.int64)
+    vocabulary = tf.constant(info.label_vocabulary, tf.string)
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(vocabulary, tf.range(len(info.label_vocabulary), dtype=tf.int64)),
+        default_value=len(info.label_vocabulary))  # the OOV id
+    is_string = plan.manifest.features[info.label].dtype == "string"
+    return lambda labels: table.lookup(labels if is_string else tf.strings.as_string(labels))
+
+
+def label_dataset(plan: ScoringPlan) -> tf.data.Dataset:
+    """Batches of {"records", "labels", "slice/<column>"} in manifest order."""
+    spec = feature_spec(plan.manifest, [plan.info.label, *plan.slice_by])
+    subset = Manifest({name: plan.manifest.features[name] for name in spec}, {}, plan.manifest.compression)
+    to_ids = _label_ids_fn(plan)
+
+    # No autograph: plain tensor code, and converting it would cost a noticeable part of a short run.
+    @tf.function(autograph=False)
+    def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
+        parsed = decode_batch(tf.io.parse_example(records, spec), subset)
+        element = {"records": records, "labels": to_ids(parsed[plan.info.label])}
+        return {**element, **{f"slice/{c}": parsed[c] for c in plan.slice_by}}
+
+    dataset = tf.data.TFRecordDataset(plan.files, compression_type=plan.manifest.compression,
+                                      buffer_size=8 << 20)
+    dataset = dataset.batch(plan.batch_size)
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _pixel_counts(labels: np.ndarray, predicted: np.ndarray, num_classes: int) -> np.ndarray:
+    """[N, C*C] per-example pixel counts of (true, predicted) pairs, in one bincount for the batch."""
+    size = num_classes * num_classes
+    count = len(labels)
+    cells = (labels * num_classes + predicted).reshape(count, -1)
+    cells += np.arange(count, dtype=np.int64)[:, None] * size  # each example its own block of cells
+    return np.bincount(cells.ravel(), minlength=count * size).reshape(count, size)
+
+
+def score_batch(model: LoadedModel, records: tf.Tensor, labels: np.ndarray) -> dict[str, np.ndarray]:
+    """One signature call on the serialized batch → per-example confusion cells (and log losses).
+
+    The signature is called as it is (a graph already: nothing to trace); the counting is a few
+    numpy operations on [N] or [N, H, W] integers, cheap next to the model.
+    """
+    info = model.info
+    result = model.signature(examples=records)
+    predicted = result["class_ids"].numpy().astype(np.int64, copy=False)
+    if predicted.shape != labels.shape:
+        raise EvaluationError(f"model {model.path}: class_ids of shape {predicted.shape} for labels of shape "
+                              f"{labels.shape}")
+    if info.task == "segmentation":
+        return {"cells": _pixel_counts(labels, predicted, info.num_classes)}
+    probabilities = result["probabilities"].numpy()
+    if probabilities.shape != (len(labels), info.num_classes):
+        raise EvaluationError(f"model {model.path}: probabilities of shape {probabilities.shape} for "
+                              f"{len(labels)} examples of {info.num_classes} classes")
+    truth = probabilities[np.arange(len(labels)), labels]
+    # scikit-learn's log loss: probabilities clipped to [eps, 1 - eps] of float32
+    losses = -np.log(np.clip(truth, _EPSILON, 1.0 - _EPSILON).astype(np.float64))
+    return {"cells": labels * info.num_classes + predicted, "losses": losses}
+
+
+def _check_label_range(labels: np.ndarray, plan: ScoringPlan, first: int) -> None:
+    classes = plan.info.num_classes
+    if labels.size == 0 or (labels.min() >= 0 and labels.max() < classes):
+        return
+    flat = labels.reshape(len(labels), -1)
+    i = int(np.flatnonzero(((flat < 0) | (flat >= classes)).any(axis=1))[0])
+    value = flat[i][(flat[i] < 0) | (flat[i] >= classes)][0]
+    raise EvaluationError(f"example {first + i} of split {plan.split!r} in {plan.examples}: label "
+                          f"{plan.info.label!r} has class id {value}, outside the model's {classes} classes")
+
+
+def _batches(dataset: tf.data.Dataset, plan: ScoringPlan) -> Iterator[dict[str, tf.Tensor]]:
+    """The dataset's elements; a record that cannot be read or parsed becomes an EvaluationError."""
+    iterator, seen = iter(dataset), 0
+    while True:
+        try:
+            element = next(iterator)
+        except StopIteration:
+            return
+        except tf.errors.OpError as err:
+            raise EvaluationError(f"split {plan.split!r} of {plan.examples}: cannot read or parse the examples "
+                                  f"after example {seen}: {err.message}") from err
+        seen += int(element["labels"].shape[0])
+        yield element
+
+
+def score(plan: ScoringPlan, models: dict[str, LoadedModel], echo: Callable[[str], None] = print) -> ScoreResult:
+    """Every example of the split through every model once; returns the tallies."""
+    scores = {role: Scores(plan.info.num_classes, plan.slice_by) for role in models}
+    seen, started = 0, time.perf_counter()
+    next_report = started + PROGRESS_SECONDS
+    for element in _batches(label_dataset(plan), plan):
+        labels = element["labels"].numpy()
+        _check_label_range(labels, plan, seen)
+        groups = group_slices({c: element[f"slice/{c}"].numpy() for c in plan.slice_by})
+        for role, model in models.items():
+            try:
+                out = score_batch(model, element["records"], labels)
+            except tf.errors.OpError as err:
+                raise EvaluationError(f"{role} {model.path} could not score examples {seen}.. of split "
+                                      f"{plan.split!r} ({type(err).__name__}): {err.message}") from err
+            scores[role].add(out["cells"], out.get("losses"), groups)
+        seen += len(labels)
+        if time.perf_counter() >= next_report:
+            echo(f"evaluate: {seen:,} of {plan.num_examples:,} examples scored")
+            next_report += PROGRESS_SECONDS
+    if seen != plan.num_examples:
+        raise EvaluationError(f"split {plan.split!r} of {plan.examples}: read {seen} examples, "
+                              f"the manifest lists {plan.num_examples}")
+    return ScoreResult(scores, seen, time.perf_counter() - started)

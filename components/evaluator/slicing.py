@@ -1,0 +1,103 @@
+"""Running totals per model, overall and per slice value: memory bounded by classes × slice values.
+
+Each scored batch arrives as per-example confusion "cells": one cell index `label * C + prediction`
+per example (classification), or one row of C*C pixel counts per example (segmentation), plus a
+per-example log loss (classification). Nothing per example is kept once it has been counted.
+
+>>> tally = Tally(num_classes=2)
+>>> tally.add(np.array([0, 3, 1]), np.array([0.1, 0.2, 0.3]))      # (0→0), (1→1), (0→1)
+>>> tally.confusion.tolist(), tally.examples, round(tally.loss_sum, 6)
+([[1, 1], [0, 1]], 3, 0.6)
+>>> groups = group_slices({"site": np.array([b"a", b"b", b"a"])})
+>>> scores = Scores(num_classes=2, slice_by=("site",))
+>>> scores.add(np.array([0, 3, 1]), None, groups)
+>>> {value: t.confusion.tolist() for value, t in scores.slices["site"].items()}
+{'a': [[1, 1], [0, 0]], 'b': [[0, 0], [0, 1]]}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import EvaluationError
+
+# Distinct values one slice column may have: a column like a file id would otherwise make
+# thousands of confusion matrices nobody reads (and unbounded memory).
+MAX_SLICE_VALUES = 1000
+
+
+@dataclass
+class Tally:
+    """A confusion matrix (true × predicted), the summed per-example log loss and the example count."""
+
+    num_classes: int
+    confusion: np.ndarray = field(init=False)
+    loss_sum: float = 0.0
+    examples: int = 0
+
+    def __post_init__(self) -> None:
+        self.confusion = np.zeros((self.num_classes, self.num_classes), dtype=np.int64)
+
+    def add(self, cells: np.ndarray, losses: np.ndarray | None) -> None:
+        """`cells`: [N] cell indices or [N, C*C] counts; `losses`: [N] or None."""
+        size = self.num_classes * self.num_classes
+        if cells.ndim == 1:
+            counts = np.bincount(cells, minlength=size)
+        else:
+            counts = cells.sum(axis=0, dtype=np.int64)
+        self.confusion += counts.reshape(self.num_classes, self.num_classes)
+        if losses is not None:
+            self.loss_sum += float(losses.sum(dtype=np.float64))
+        self.examples += len(cells)
+
+
+def slice_key(value: object) -> str:
+    """A slice value as the JSON key it becomes: strings decoded, numbers as Python prints them."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, (np.integer, int)):
+        return str(int(value))
+    if isinstance(value, (np.floating, float)):
+        return repr(float(value))
+    return str(value)
+
+
+# column -> (distinct values as keys, index of each example's value in those keys)
+SliceGroups = dict[str, tuple[list[str], np.ndarray]]
+
+
+def group_slices(values: dict[str, np.ndarray]) -> SliceGroups:
+    """Groups a batch's examples by each slice column's value (done once, shared by every model)."""
+    groups = {}
+    for column, column_values in values.items():
+        distinct, inverse = np.unique(column_values, return_inverse=True)
+        groups[column] = ([slice_key(v) for v in distinct], inverse.reshape(-1))
+    return groups
+
+
+@dataclass
+class Scores:
+    """One model's tallies: overall and per value of each slice column."""
+
+    num_classes: int
+    slice_by: tuple[str, ...] = ()
+    overall: Tally = field(init=False)
+    slices: dict[str, dict[str, Tally]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.overall = Tally(self.num_classes)
+        self.slices = {column: {} for column in self.slice_by}
+
+    def add(self, cells: np.ndarray, losses: np.ndarray | None, groups: SliceGroups) -> None:
+        self.overall.add(cells, losses)
+        for column, (keys, inverse) in groups.items():
+            tallies = self.slices[column]
+            for index, key in enumerate(keys):
+                chosen = inverse == index
+                if key not in tallies:
+                    if len(tallies) >= MAX_SLICE_VALUES:
+                        raise EvaluationError(f"slice column {column!r} has more than {MAX_SLICE_VALUES} distinct "
+                                              f"values: slice by a column with fewer values")
+                    tallies[key] = Tally(self.num_classes)
+                tallies[key].add(cells[chosen], None if losses is None else losses[chosen])

@@ -1,0 +1,148 @@
+"""The pipeline's KFP components: lightweight Python components on the shardflow image.
+
+Each function only moves values between KFP artifacts and `launchers` (the code that does the
+work). KFP ships a component's source alone to the pod, so every import is inside the function.
+`make_components(image)` turns them into components for one image (the compile-time choice).
+
+    ops = make_components("registry.example.com/shardflow@sha256:...")
+    examples_task = ops.example_gen(index=..., data_root=..., ...)
+"""
+# No `from __future__ import annotations`: KFP reads these annotations as types at decoration time.
+from dataclasses import dataclass
+from typing import Callable, List, NamedTuple
+
+from kfp import dsl
+from kfp.dsl import HTML, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
+
+
+def fingerprint(index: List[str], data_root: str) -> str:
+    from shardflow.pipelines import launchers
+
+    return launchers.data_fingerprint(index, data_root)
+
+
+def example_gen(index: List[str], data_root: str, data_fingerprint: str, options: List[str], beam_args: List[str],
+                examples: Output[Dataset]):
+    from shardflow.pipelines import launchers
+
+    summary = launchers.example_gen(index, data_root, options, beam_args, examples.path)
+    examples.metadata.update({"fingerprint": data_fingerprint, **summary})
+
+
+def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, report: Output[Markdown],
+             report_html: Output[HTML]):
+    import os
+    import shutil
+
+    from shardflow.pipelines import launchers
+
+    workdir = report.path + ".d"
+    try:
+        launchers.validate(examples.path, workdir, drift_threshold, warn_only)
+    finally:  # the readable report is kept whether or not the data passed
+        if os.path.exists(os.path.join(workdir, "report.md")):
+            shutil.copyfile(os.path.join(workdir, "report.md"), report.path)
+            shutil.copyfile(os.path.join(workdir, "report.html"), report_html.path)
+
+
+def transform(examples: Input[Dataset], options: List[str], beam_args: List[str], transformed: Output[Dataset]):
+    from shardflow.pipelines import launchers
+
+    transformed.metadata.update(launchers.transform(examples.path, options, beam_args, transformed.path))
+
+
+def train(transformed: Input[Dataset], options: List[str], warm_start: str, serving_dir: str,
+          accelerator_type: str, accelerator_limit: int, model: Output[Model], training_metrics: Output[Metrics]):
+    from shardflow.pipelines import launchers
+
+    start_from = launchers.resolve_model_reference(warm_start, serving_dir)
+    summary = launchers.train(transformed.path, options, start_from, model.path)
+    model.metadata.update({"framework": "tensorflow", "warm_start": start_from, "strategy": summary["strategy"],
+                           "accelerators_requested": f"{accelerator_limit} x {accelerator_type}",
+                           "optimizer_steps": summary["optimizer_steps"]})
+    last = summary["history"][-1] if summary["history"] else {}
+    for name, value in last.items():
+        if name != "epoch":
+            training_metrics.log_metric(name, float(value))
+    training_metrics.log_metric("training_examples_per_second",
+                                float(summary["input_report"]["training_examples_per_second"] or 0.0))
+
+
+def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, serving_dir: str, thresholds: List[str],
+             max_regressions: List[str], slice_by: List[str], accelerator_type: str, accelerator_limit: int,
+             metrics: Output[Metrics],
+             confusion: Output[ClassificationMetrics], evaluation: Output[Dataset]) -> NamedTuple("Blessing", [("blessed", bool)]):
+    import os
+    from collections import namedtuple
+
+    from shardflow.pipelines import launchers
+
+    reference = launchers.resolve_model_reference(baseline, serving_dir)
+    result = launchers.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
+                                max_regressions, slice_by, evaluation.path)
+    overall = result["metrics"]["overall"]
+    for name, value in overall.items():
+        if isinstance(value, (int, float)):
+            metrics.log_metric(name, float(value))
+    matrix = overall.get("confusion_matrix") or result["metrics"].get("confusion_matrix")
+    if matrix:
+        confusion.log_confusion_matrix(result["metrics"].get("class_names") or [str(i) for i in range(len(matrix))],
+                                       matrix)
+    metrics.log_metric("blessed", float(result["blessing"]["blessed"]))
+    metrics.metadata["accelerators_requested"] = f"{accelerator_limit} x {accelerator_type}"
+    metrics.metadata["baseline"] = reference
+    return namedtuple("Blessing", ["blessed"])(bool(result["blessing"]["blessed"]))
+
+
+def push(model: Input[Model], serving_dir: str, data_fingerprint: str, pushed: Output[Model]) -> str:
+    import os
+
+    from shardflow.pipelines import launchers
+
+    version_dir = launchers.push(os.path.join(model.path, "model"), serving_dir,
+                                 {"source": model.uri, "data_fingerprint": data_fingerprint})
+    pushed.metadata.update({"serving_path": version_dir})
+    with open(pushed.path, "w") as note:
+        note.write(version_dir + "\n")
+    return version_dir
+
+
+def run_report(examples: Input[Dataset], model: Input[Model], evaluation: Input[Dataset], report: Output[Markdown]):
+    import json
+    import os
+
+    from shardflow.pipelines.run_report import run_report as render
+
+    training = json.load(open(os.path.join(model.path, "training.json")))
+    result = {"metrics": json.load(open(os.path.join(evaluation.path, "metrics.json"))),
+              "blessing": json.load(open(os.path.join(evaluation.path, "blessing.json")))}
+    with open(report.path, "w") as out:
+        out.write(render(examples.path, training, result))
+
+
+def record_outcome(record_dir: str, status: dsl.PipelineTaskFinalStatus) -> str:
+    from shardflow.pipelines import launchers
+
+    message = status.error_message if status.state != "SUCCEEDED" else ""
+    return launchers.record_outcome(record_dir, status.pipeline_job_resource_name, status.state,
+                                    status.pipeline_task_name, message)
+
+
+@dataclass(frozen=True)
+class Components:
+    fingerprint: Callable
+    example_gen: Callable
+    validate: Callable
+    transform: Callable
+    train: Callable
+    evaluate: Callable
+    push: Callable
+    run_report: Callable
+    record_outcome: Callable
+
+
+def make_components(image: str) -> Components:
+    """Every step as a KFP component whose container is `image` (the shardflow image of k8s/Dockerfile)."""
+    functions = (fingerprint, example_gen, validate, transform, train, evaluate, push, run_report, record_outcome)
+    # The image already holds kfp (the lock): no pip install when a step starts.
+    return Components(*(dsl.component(base_image=image, install_kfp_package=False)(fn) for fn in functions))

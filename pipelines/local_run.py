@@ -1,0 +1,130 @@
+"""`shardflow run`: the Kubeflow pipeline executed on this machine with kfp.local.
+
+Every step runs as a subprocess of this interpreter (SubprocessRunner, use_venv=False), Beam steps
+on the FnApiRunner. The run directory holds everything:
+
+    RUN_DIR/pipeline_root/shardflow-<time>/<step>/<artifact>   each step's outputs (KFP layout)
+    RUN_DIR/serving/<N>/, RUN_DIR/serving/CURRENT.json         pushed (blessed) models
+    RUN_DIR/runs/run-<time>.json                               the exit handler's record of each run
+
+    summary = run_locally(LocalRunConfig(index=("train=d/train.csv", "eval=d/eval.csv"), data_root="d",
+                                         output="runs/demo"))
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core.errors import ConfigError
+
+PIPELINE_ROOT, SERVING, RECORDS = "pipeline_root", "serving", "runs"
+
+
+@dataclass(frozen=True)
+class LocalRunConfig:
+    """Pipeline parameters of one local run; option tuples are CLI flags of the matching command."""
+
+    index: tuple[str, ...]
+    data_root: str
+    output: str
+    example_gen_options: tuple[str, ...] = ()
+    transform_options: tuple[str, ...] = ()
+    train_options: tuple[str, ...] = ("--epochs", "10")
+    beam_args: tuple[str, ...] = ()
+    drift_threshold: float = 0.1
+    validation_warn_only: bool = False
+    eval_thresholds: tuple[str, ...] = ("accuracy>=0.9",)
+    max_regressions: tuple[str, ...] = ()
+    slice_by: tuple[str, ...] = ()
+    warm_start: str = "latest"
+    baseline_model: str = "latest"
+
+    def __post_init__(self) -> None:
+        if not self.index:
+            raise ConfigError("index: give at least one [SPLIT=]CSV")
+        for spec in self.index:
+            path = spec.split("=", 1)[-1]
+            if not Path(path).is_file():
+                raise ConfigError(f"index {spec!r}: {path} is not a file")
+        if not Path(self.data_root).is_dir():
+            raise ConfigError(f"data_root {self.data_root!r} is not a directory")
+        if not self.output:
+            raise ConfigError("output must be a directory path")
+
+    def arguments(self) -> dict[str, Any]:
+        """The pipeline's parameters, with absolute paths (steps run in their own processes)."""
+        out = Path(self.output).resolve()
+        index = [spec.split("=", 1)[0] + "=" + str(Path(spec.split("=", 1)[1]).resolve()) if "=" in spec
+                 else str(Path(spec).resolve()) for spec in self.index]
+        return {"index": index, "data_root": str(Path(self.data_root).resolve()),
+                "serving_dir": str(out / SERVING), "run_record_dir": str(out / RECORDS),
+                "example_gen_options": list(self.example_gen_options), "beam_args": list(self.beam_args),
+                "drift_threshold": self.drift_threshold, "validation_warn_only": self.validation_warn_only,
+                "transform_options": list(self.transform_options), "train_options": list(self.train_options),
+                "warm_start": self.warm_start, "eval_thresholds": list(self.eval_thresholds),
+                "max_regressions": list(self.max_regressions), "slice_by": list(self.slice_by),
+                "baseline_model": self.baseline_model}
+
+
+def run_locally(config: LocalRunConfig, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Runs the pipeline; returns the summary (also printed). Raises when a step fails."""
+    import kfp.local
+
+    from . import local_control_flow
+    from .pipeline import build_pipeline
+
+    out = Path(config.output).resolve()
+    (out / PIPELINE_ROOT).mkdir(parents=True, exist_ok=True)
+    local_control_flow.enable()
+    kfp.local.init(runner=kfp.local.SubprocessRunner(use_venv=False), pipeline_root=str(out / PIPELINE_ROOT),
+                   raise_on_error=True)
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    try:
+        build_pipeline()(**config.arguments())
+    finally:
+        summary = summarize(out)
+        echo(render_summary(summary))
+    return summary
+
+
+def summarize(out: Path) -> dict[str, Any]:
+    """What the newest run in `out` produced, read from its step outputs."""
+    runs = sorted((out / PIPELINE_ROOT).glob("shardflow-*"), key=lambda p: p.stat().st_mtime)
+    if not runs:
+        return {"run": None}
+    run_dir = runs[-1]
+    records = sorted((out / RECORDS).glob("run-*.json"), key=lambda p: p.stat().st_mtime)
+    summary: dict[str, Any] = {"run": str(run_dir),
+                               "outcome": json.loads(records[-1].read_text()) if records else None,
+                               "serving_pointer": _json(out / SERVING / "CURRENT.json")}
+    steps = {"examples": "example-gen/examples", "validation": "validate/report", "transformed": "transform/transformed",
+             "model": "train/model", "evaluation": "evaluate/evaluation", "report": "run-report/report",
+             "pushed": "push/pushed"}
+    summary["outputs"] = {name: str(run_dir / rel) for name, rel in steps.items() if (run_dir / rel).exists()}
+    report = run_dir / steps["report"]
+    summary["report"] = report.read_text() if report.is_file() else None
+    summary["blessing"] = _json(run_dir / steps["evaluation"] / "blessing.json")
+    summary["metrics"] = _json(run_dir / steps["evaluation"] / "metrics.json")
+    summary["training"] = _json(run_dir / steps["model"] / "training.json")
+    return summary
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    if summary.get("run") is None:
+        return "shardflow run: no step ran"
+    lines = [summary["report"] or "(no run report: the run stopped before the evaluation)"]
+    outcome = summary.get("outcome") or {}
+    lines.append(f"outcome: {outcome.get('state', 'unknown')}"
+                 + (f" (failed step: {outcome['failed_task']})" if outcome.get("failed_task") else ""))
+    for name, path in summary.get("outputs", {}).items():
+        lines.append(f"  {name}: {path}")
+    pointer = summary.get("serving_pointer")
+    lines.append(f"serving: {pointer['model']} (version {pointer['version']})" if pointer else "serving: nothing pushed")
+    return "\n".join(lines)
