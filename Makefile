@@ -8,7 +8,7 @@ DEMO := demo_data
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export TF_USE_LEGACY_KERAS ?= 1
 
-.PHONY: setup run test bench clean lock
+.PHONY: setup run test bench golden clean lock
 
 setup: $(STAMP)
 
@@ -20,17 +20,22 @@ $(STAMP): $(LOCK) setup.py
 	uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $(STAMP)
 
+# The whole pipeline on the digits demo data, with kfp.local: ExampleGen → validation → Transform →
+# Trainer → Evaluator → Push (when blessed). Outputs and the serving directory in runs/digits.
 run: setup
 	$(BIN)/shardflow demo-data --output $(DEMO)
-	$(BIN)/shardflow example-gen --index train=$(DEMO)/digits/train.csv --index eval=$(DEMO)/digits/eval.csv \
-	    --data-root $(DEMO)/digits --output runs/digits/examples
-	$(BIN)/shardflow transform --examples runs/digits/examples --output runs/digits/transform
+	$(BIN)/shardflow run --index train=$(DEMO)/digits/train.csv --index eval=$(DEMO)/digits/eval.csv \
+	    --data-root $(DEMO)/digits --output runs/digits --train-args "--epochs 10" --threshold "accuracy>=0.9"
 
 test: setup
 	$(BIN)/python -m pytest -q tests
 
 bench: setup
 	$(BIN)/python -m benchmarks.run_all $(BENCH_ARGS)
+
+# The golden compiled pipeline the tests compare with; regenerate after a deliberate pipeline change.
+golden: setup
+	$(BIN)/shardflow compile --output tests/golden/pipeline.yaml
 
 lock:
 	uv pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_36 \

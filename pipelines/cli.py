@@ -38,6 +38,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--beam-args", default="", help="Beam pipeline options for ExampleGen and Transform, one string")
     add("--drift-threshold", type=float, default=0.1)
     add("--validation-warn-only", action="store_true", help="data anomalies warn instead of failing the run")
+    add("--validation-schema", default="", help="a curated schema.pbtxt to validate against (default: inferred on train)")
     add("--threshold", action="append", metavar="METRIC>=VALUE", help="blessing threshold (default accuracy>=0.9)")
     add("--max-regression", action="append", default=[], metavar="METRIC=DELTA")
     add("--slice-by", action="append", default=[], metavar="COLUMN")
@@ -54,6 +55,7 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         transform_options=tuple(shlex.split(args.transform_args)),
         train_options=tuple(shlex.split(args.train_args)), beam_args=tuple(shlex.split(args.beam_args)),
         drift_threshold=args.drift_threshold, validation_warn_only=args.validation_warn_only,
+        validation_schema=args.validation_schema,
         eval_thresholds=tuple(args.threshold or ["accuracy>=0.9"]), max_regressions=tuple(args.max_regression),
         slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline)
     try:

@@ -29,8 +29,8 @@ def example_gen(index: List[str], data_root: str, data_fingerprint: str, options
     examples.metadata.update({"fingerprint": data_fingerprint, **summary})
 
 
-def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, report: Output[Markdown],
-             report_html: Output[HTML]):
+def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, schema: str,
+             report: Output[Markdown], report_html: Output[HTML]):
     import os
     import shutil
 
@@ -38,7 +38,7 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
 
     workdir = report.path + ".d"
     try:
-        launchers.validate(examples.path, workdir, drift_threshold, warn_only)
+        launchers.validate(examples.path, workdir, drift_threshold, warn_only, schema)
     finally:  # the readable report is kept whether or not the data passed
         if os.path.exists(os.path.join(workdir, "report.md")):
             shutil.copyfile(os.path.join(workdir, "report.md"), report.path)

@@ -57,9 +57,13 @@ def example_gen(index: list[str], data_root: str, options: list[str], beam_args:
             "rejected": manifest.extra.get("rejected", 0), "rejected_by_reason": manifest.extra.get("rejected_by_reason", {})}
 
 
-def validate(examples: str, output: str, drift_threshold: float, warn_only: bool) -> dict:
-    """Runs the data validation; raises (failing the step) on anomalies unless `warn_only`."""
+def validate(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str = "") -> dict:
+    """Runs the data validation; raises (failing the step) on anomalies unless `warn_only`.
+
+    `schema`: a curated schema.pbtxt (e.g. kept from an earlier data version); '' = the one inferred on train.
+    """
     argv = ["validate", "--examples", examples, "--output", output, "--drift-threshold", str(drift_threshold)]
+    argv += ["--schema", schema] if schema else []
     _shardflow(argv + (["--warn-only"] if warn_only else []))
     return json.loads((Path(output) / "anomalies.json").read_text())
 

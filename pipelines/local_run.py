@@ -36,6 +36,7 @@ class LocalRunConfig:
     beam_args: tuple[str, ...] = ()
     drift_threshold: float = 0.1
     validation_warn_only: bool = False
+    validation_schema: str = ""
     eval_thresholds: tuple[str, ...] = ("accuracy>=0.9",)
     max_regressions: tuple[str, ...] = ()
     slice_by: tuple[str, ...] = ()
@@ -63,6 +64,7 @@ class LocalRunConfig:
                 "serving_dir": str(out / SERVING), "run_record_dir": str(out / RECORDS),
                 "example_gen_options": list(self.example_gen_options), "beam_args": list(self.beam_args),
                 "drift_threshold": self.drift_threshold, "validation_warn_only": self.validation_warn_only,
+                "validation_schema": str(Path(self.validation_schema).resolve()) if self.validation_schema else "",
                 "transform_options": list(self.transform_options), "train_options": list(self.train_options),
                 "warm_start": self.warm_start, "eval_thresholds": list(self.eval_thresholds),
                 "max_regressions": list(self.max_regressions), "slice_by": list(self.slice_by),

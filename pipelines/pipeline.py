@@ -37,14 +37,14 @@ def build_pipeline(image: str = DEFAULT_IMAGE) -> Callable:
     def shardflow_pipeline(
         index: List[str], data_root: str, serving_dir: str, run_record_dir: str,
         example_gen_options: List[str] = [], beam_args: List[str] = [], drift_threshold: float = 0.1,
-        validation_warn_only: bool = False, transform_options: List[str] = [],
+        validation_warn_only: bool = False, validation_schema: str = "", transform_options: List[str] = [],
         train_options: List[str] = ["--epochs", "10"], warm_start: str = "latest",
         eval_thresholds: List[str] = ["accuracy>=0.9"], max_regressions: List[str] = [],
         slice_by: List[str] = [], baseline_model: str = "latest",
         trainer_accelerator_type: str = "nvidia.com/gpu", trainer_accelerator_limit: int = 1,
         evaluator_accelerator_type: str = "nvidia.com/gpu", evaluator_accelerator_limit: int = 0,
     ) -> None:
-        exit_task = ops.record_outcome(record_dir=run_record_dir).set_caching_options(False)
+        exit_task = _resources(ops.record_outcome(record_dir=run_record_dir), "250m", "512Mi").set_caching_options(False)
         with dsl.ExitHandler(exit_task, name="shardflow-run"):
             _steps(ops, locals())
 
@@ -54,12 +54,12 @@ def build_pipeline(image: str = DEFAULT_IMAGE) -> Callable:
 def _steps(ops: Components, p: dict) -> None:
     """The wiring inside the exit handler; `p` holds the pipeline parameters."""
     data = ops.fingerprint(index=p["index"], data_root=p["data_root"]).set_caching_options(False)
-    data.set_display_name("data-fingerprint")
+    _resources(data, "500m", "1Gi").set_display_name("data-fingerprint")
     examples = ops.example_gen(index=p["index"], data_root=p["data_root"], data_fingerprint=data.output,
                                options=p["example_gen_options"], beam_args=p["beam_args"])
     _resources(examples, "2", "8Gi").set_retry(**RETRY).set_caching_options(True)
     checked = ops.validate(examples=examples.outputs["examples"], drift_threshold=p["drift_threshold"],
-                           warn_only=p["validation_warn_only"])
+                           warn_only=p["validation_warn_only"], schema=p["validation_schema"])
     _resources(checked, "1", "4Gi").set_caching_options(True)
     transformed = ops.transform(examples=examples.outputs["examples"], options=p["transform_options"],
                                 beam_args=p["beam_args"]).after(checked)

@@ -45,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--checkpoint-every", type=int, default=100, help="steps between checkpoints (and at every epoch end)")
     add("--label", help="target feature (default: the mask, else the only label)")
     add("--num-classes", type=int, help="number of classes (default: from the manifests)")
+    add("--input-probe-batches", type=int, default=50, help="batches read to time the input pipeline alone")
     add("--train-split", default="train")
     add("--eval-split", default="eval", help="split validated on each epoch ('' for none)")
 
@@ -57,7 +58,7 @@ def config_from_args(args: argparse.Namespace) -> TrainerConfig:
         deterministic=args.deterministic, warm_start=args.warm_start, mixed_precision=args.mixed_precision,
         xla=args.xla, learning_rate=args.learning_rate, checkpoint_every=args.checkpoint_every,
         label=args.label, num_classes=args.num_classes, train_split=args.train_split,
-        eval_split=args.eval_split or None,
+        eval_split=args.eval_split or None, input_probe_batches=args.input_probe_batches,
     )
 
 
