@@ -45,7 +45,7 @@ def confusion_matrix_png(confusion: np.ndarray, class_names: list[str], title: s
     # drawing time (text layout is most of it).
     name_inches = 0.09 * max(len(name) for name in class_names)
     figure.subplots_adjust(left=(0.7 + name_inches) / width, bottom=(0.6 + 0.7 * name_inches) / height,
-                           right=1 - 0.2 / width, top=1 - 0.45 / height)
+                           right=1 - 1.1 / width, top=1 - 0.45 / height)  # right: colour bar labels
     axes = figure.add_subplot()
     shares = _row_shares(confusion)
     image = axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
@@ -55,7 +55,7 @@ def confusion_matrix_png(confusion: np.ndarray, class_names: list[str], title: s
     axes.set_yticks(range(classes), labels=class_names)
     axes.set_xlabel("predicted class")
     axes.set_ylabel("true class")
-    axes.set_title(title)
+    axes.set_title(title, fontsize=10)
     if classes <= MAX_ANNOTATED_CLASSES:
         _annotate(axes, confusion, shares)
     figure.colorbar(image, ax=axes, label="share of the true class", fraction=0.05, pad=0.03)

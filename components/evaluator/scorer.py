@@ -51,7 +51,7 @@ class ScoringPlan:
 class ScoreResult:
     scores: dict[str, Scores]  # "candidate", "baseline"
     examples: int
-    seconds: float  # first batch requested → last batch counted (graph tracing included)
+    seconds: float  # first batch requested → last batch counted (pipeline start and first calls included)
 
 
 def _check_label(manifest: Manifest, info: ModelInfo, examples: str) -> None:
