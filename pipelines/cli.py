@@ -3,6 +3,7 @@
     shardflow compile --output pipeline.yaml [--image IMAGE]
     shardflow run --index train=d/train.csv --index eval=d/eval.csv --data-root d --output runs/demo \
         [--train-args "--epochs 5"] [--threshold accuracy>=0.9] [--beam-args "--direct_num_workers=2"]
+    shardflow run --index 'train=d/span-{SPAN}/train.csv' --index 'eval=d/span-{SPAN}/eval.csv' --spans 2 ...
 
 kfp is imported only when one of them runs (it costs seconds).
 """
@@ -42,6 +43,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--threshold", action="append", metavar="METRIC>=VALUE", help="blessing threshold (default accuracy>=0.9)")
     add("--max-regression", action="append", default=[], metavar="METRIC=DELTA")
     add("--slice-by", action="append", default=[], metavar="COLUMN")
+    add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans")
     add("--warm-start", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
     add("--baseline", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
 
@@ -57,7 +59,7 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         drift_threshold=args.drift_threshold, validation_warn_only=args.validation_warn_only,
         validation_schema=args.validation_schema,
         eval_thresholds=tuple(args.threshold or ["accuracy>=0.9"]), max_regressions=tuple(args.max_regression),
-        slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline)
+        slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans)
     try:
         run_locally(config)
     except RuntimeError as err:  # kfp.local: a step failed; the summary above says which and where

@@ -9,6 +9,7 @@ argument translation as the CLI, so a pipeline option string is exactly a CLI fl
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Any
 
 from ..core.atomic import atomic_write_json
 from ..core.manifest import read_manifest
+from ..example_gen.spans import SPAN_PATTERN
 
 SERVING_POINTER = "CURRENT.json"
 LATEST = "latest"
@@ -37,13 +39,19 @@ def _shardflow(argv: list[str]) -> None:
 
 
 def data_fingerprint(index: list[str], data_root: str) -> str:
-    """SHA-256 over the index arguments and every index file's bytes: changes whenever a CSV does."""
+    """SHA-256 over the index arguments and every index file's bytes: changes whenever a CSV does.
+
+    A span pattern ({SPAN}, {YYYY}{MM}{DD}) covers every file it matches, so a new span changes it too.
+    """
     digest = hashlib.sha256(json.dumps([sorted(index), data_root]).encode())
     for spec in sorted(index):
-        path = spec.split("=", 1)[-1]
-        with open(path, "rb") as source:
-            for block in iter(lambda: source.read(1 << 20), b""):
-                digest.update(block)
+        pattern = spec.split("=", 1)[-1]
+        paths = sorted(glob.glob(SPAN_PATTERN.sub("*", pattern))) if SPAN_PATTERN.search(pattern) else [pattern]
+        for path in paths:
+            digest.update(path.encode())
+            with open(path, "rb") as source:
+                for block in iter(lambda: source.read(1 << 20), b""):
+                    digest.update(block)
     return digest.hexdigest()
 
 
@@ -62,7 +70,10 @@ def validate(examples: str, output: str, drift_threshold: float, warn_only: bool
 
     `schema`: a curated schema.pbtxt (e.g. kept from an earlier data version); '' = the one inferred on train.
     """
-    argv = ["validate", "--examples", examples, "--output", output, "--drift-threshold", str(drift_threshold)]
+    # A window of spans is validated where its statistics are: the newest span, the data that is new.
+    newest = read_manifest(examples).extra.get("newest_span")
+    target = newest["dir"] if newest else examples
+    argv = ["validate", "--examples", target, "--output", output, "--drift-threshold", str(drift_threshold)]
     argv += ["--schema", schema] if schema else []
     _shardflow(argv + (["--warn-only"] if warn_only else []))
     return json.loads((Path(output) / "anomalies.json").read_text())

@@ -6,6 +6,7 @@ on the FnApiRunner. The run directory holds everything:
     RUN_DIR/pipeline_root/shardflow-<time>/<step>/<artifact>   each step's outputs (KFP layout)
     RUN_DIR/serving/<N>/, RUN_DIR/serving/CURRENT.json         pushed (blessed) models
     RUN_DIR/runs/run-<time>.json                               the exit handler's record of each run
+    RUN_DIR/spans/span-<N>-<hash>/                             each span encoded once (index with {SPAN})
 
     summary = run_locally(LocalRunConfig(index=("train=d/train.csv", "eval=d/eval.csv"), data_root="d",
                                          output="runs/demo"))
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import ConfigError
+from ..example_gen.spans import has_span_pattern
 
-PIPELINE_ROOT, SERVING, RECORDS = "pipeline_root", "serving", "runs"
+PIPELINE_ROOT, SERVING, RECORDS, SPAN_STORE = "pipeline_root", "serving", "runs", "spans"
 
 
 @dataclass(frozen=True)
@@ -42,15 +44,18 @@ class LocalRunConfig:
     slice_by: tuple[str, ...] = ()
     warm_start: str = "latest"
     baseline_model: str = "latest"
+    spans: int = 1  # with {SPAN} / {YYYY}{MM}{DD} in the index paths: the window's size
 
     def __post_init__(self) -> None:
         if not self.index:
             raise ConfigError("index: give at least one [SPLIT=]CSV")
         for spec in self.index:
             path = spec.split("=", 1)[-1]
-            if not Path(path).is_file():
+            if not has_span_pattern(path) and not Path(path).is_file():
                 raise ConfigError(f"index {spec!r}: {path} is not a file")
-        if not Path(self.data_root).is_dir():
+        if isinstance(self.spans, bool) or not isinstance(self.spans, int) or self.spans < 1:
+            raise ConfigError(f"spans must be an integer >= 1, got {self.spans!r}")
+        if not has_span_pattern(self.data_root) and not Path(self.data_root).is_dir():
             raise ConfigError(f"data_root {self.data_root!r} is not a directory")
         if not self.output:
             raise ConfigError("output must be a directory path")
@@ -60,9 +65,13 @@ class LocalRunConfig:
         out = Path(self.output).resolve()
         index = [spec.split("=", 1)[0] + "=" + str(Path(spec.split("=", 1)[1]).resolve()) if "=" in spec
                  else str(Path(spec).resolve()) for spec in self.index]
+        example_gen_options = list(self.example_gen_options)
+        if any(has_span_pattern(spec) for spec in self.index):
+            # Spans are kept in the run directory, so later runs reuse what earlier runs encoded.
+            example_gen_options += ["--spans", str(self.spans), "--span-store", str(out / SPAN_STORE)]
         return {"index": index, "data_root": str(Path(self.data_root).resolve()),
                 "serving_dir": str(out / SERVING), "run_record_dir": str(out / RECORDS),
-                "example_gen_options": list(self.example_gen_options), "beam_args": list(self.beam_args),
+                "example_gen_options": example_gen_options, "beam_args": list(self.beam_args),
                 "drift_threshold": self.drift_threshold, "validation_warn_only": self.validation_warn_only,
                 "validation_schema": str(Path(self.validation_schema).resolve()) if self.validation_schema else "",
                 "transform_options": list(self.transform_options), "train_options": list(self.train_options),

@@ -52,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject larger images (decompression bombs)")
     add("--rows-per-chunk", type=int, help="rows per unit of Beam work (default: from the row count)")
     add("--progress-seconds", type=float, default=15.0, help="progress print interval")
+    add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans (default 1)")
+    add("--span-store", help="where each span's shards are kept and reused (needed with span patterns)")
 
 
 def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleGenConfig:
@@ -74,6 +76,8 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleG
         rows_per_chunk=args.rows_per_chunk,
         beam_args=tuple(beam_args),
         progress_seconds=args.progress_seconds,
+        spans=args.spans,
+        span_store=args.span_store,
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ConfigError  # noqa: F401  (re-exported: callers catch it from here too)
+from .spans import has_span_pattern
 
 STORAGES = ("raw", "png", "jpeg")
 COMPRESSIONS = ("", "GZIP")
@@ -56,6 +57,12 @@ class ExampleGenConfig:
     rows_per_chunk: int | None = None  # None: chosen from the row count
     beam_args: tuple[str, ...] = ()
     progress_seconds: float = 15.0
+    spans: int = 1  # with {SPAN}/{YYYY}{MM}{DD} in the index paths: the newest N spans form the window
+    span_store: str | None = None  # where each span's output is kept and reused across runs
+
+    @property
+    def uses_spans(self) -> bool:
+        return any(has_span_pattern(index.path) for index in self.indexes)
 
     def __post_init__(self) -> None:
         self._check_indexes()
@@ -84,6 +91,12 @@ class ExampleGenConfig:
             raise ConfigError("--index values must all name a split (train=a.csv) or none of them may")
         if not any(named) and len(self.indexes) > 1:
             raise ConfigError("several --index files without split names: name their splits (train=a.csv)")
+        if self.uses_spans:
+            self._check_spans()
+            return
+        if self.spans != 1 or self.span_store is not None:
+            raise ConfigError("spans/span_store need index paths with {SPAN} or {YYYY}{MM}{DD}, "
+                              f"got {[i.path for i in self.indexes]}")
         for index in self.indexes:
             if not Path(index.path).is_file():
                 raise ConfigError(f"index file {index.path!r} does not exist")
@@ -93,6 +106,18 @@ class ExampleGenConfig:
         out = Path(self.output).resolve()
         if out == root or root.is_relative_to(out):
             raise ConfigError(f"output {self.output!r} would contain or replace data_root {self.data_root!r}")
+
+    def _check_spans(self) -> None:
+        if not all(has_span_pattern(index.path) for index in self.indexes):
+            raise ConfigError(f"either every index path has a span pattern or none: {[i.path for i in self.indexes]}")
+        if isinstance(self.spans, bool) or not isinstance(self.spans, int) or self.spans < 1:
+            raise ConfigError(f"spans must be an integer >= 1, got {self.spans!r}")
+        if not self.span_store:
+            raise ConfigError("index paths with spans need span_store (--span-store DIR): the place each span's "
+                              "shards are kept, so a span is encoded once and reused by later runs")
+        store, out = Path(self.span_store).resolve(), Path(self.output).resolve()
+        if store == out or store.is_relative_to(out):
+            raise ConfigError(f"span_store {self.span_store!r} must not be inside output {self.output!r}")
 
     def _check_splits(self) -> None:
         names = [n for n, _ in self.split_weights]

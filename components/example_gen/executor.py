@@ -138,7 +138,15 @@ def _leak_paths(leakage: dict[str, Any], chunks: list[Chunk], columns: list[Colu
 
 
 def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manifest:
-    """Ingests the indexes into `config.output`; returns the manifest written last."""
+    """Ingests the indexes into `config.output`; returns the manifest written last.
+
+    With span patterns in the index paths, ingests the window's new spans into the span store and
+    writes a union manifest (see span_ingest).
+    """
+    if config.uses_spans:
+        from .span_ingest import run_spans
+
+        return run_spans(config, run, echo)
     started = time.time()
     out_dir = Path(config.output)
     header, chunks = _plan_indexes(config)
