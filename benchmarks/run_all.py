@@ -7,7 +7,7 @@
 
 A suite is a module `benchmarks.<name>_suite` with `NAME`, `add_arguments(parser)`,
 `run(args, sizes, work) -> dict` (JSON-able; key "failed" when something went wrong) and
-`markdown(result) -> str`. Later suites (transform, trainer, evaluator) are added to `SUITES`.
+`markdown(result) -> str`, listed in `SUITES`.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SUITES = ("example_gen", "transform")
+SUITES = ("example_gen", "transform", "trainer", "evaluator")
 DEFAULT_ROWS = "200000 1000000"
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 

@@ -1,0 +1,263 @@
+"""The input pipelines the Trainer benchmark compares, each yielding (float32 images or raw bytes, labels).
+
+    data = ReaderData(examples="out", data_root="data", index="data/index-20000.csv", batch_size=128,
+                      shuffle_buffer=10_000)
+    dataset = READERS["c"](data)                     # shardflow's reader + the Trainer's cast to [0, 1]
+    examples = int(drain(dataset))                   # one pass (epoch), pulled inside a tf.function
+
+Contenders (the issue's letters):
+(a) `from_generator` over the PNG files, PIL decode per file every epoch, scaled to [0, 1] in Python
+    (the seed tutorials);
+(b) the best per-file tf.data reader: shuffled paths → `read_file` + `decode_png` + cast (AUTOTUNE),
+    batch, prefetch;
+(c) `shardflow.core.reader.make_dataset(..., deterministic=False)` + cast to float32 / 255;
+(d) the TFRecord ceiling: `TFRecordDataset` over the same shards, batch, no parsing (`d1` reads the
+    shards one after another, `d` reads several at once when there are several);
+(e) in memory: `from_tensor_slices(uint8 array).batch`;
+(f) `proposed_make_dataset` + the same cast: the change proposed for `shardflow.core.reader.make_dataset`
+    (same signature and guarantees), measured next to (c) in the same run.
+Diagnostics (where (c)'s time goes): `c_il` = make_dataset's record-by-record interleave + batch,
+`c_sh` = the same + its shuffle buffer (no parsing), `c_u8` = (c) without the cast, `f_rd` = (f)'s
+read step alone (no parsing), `f_u8` = (f) without the cast.
+
+Why (f): in (c) every record passes one by one through `interleave`, `shuffle` and `batch`, which
+costs tf.data ~1–2 µs per record and per step, all on the one thread that feeds the batches. (f)
+moves records in chunks (`TFRecordDataset(path).batch(READ_CHUNK)`), shuffles a few chunks (so
+that windows change every epoch), parses and decodes each chunk in a parallel map, permutes whole
+windows of `shuffle_buffer` decoded examples (`rebatch`, `gather`, a seed derived from the window's
+content: a `Dataset.random` stream would break FILE auto-sharding), then `rebatch`es to the batch
+size: the per-record work left is the read itself; the rest are vectorized kernels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import tensorflow as tf
+from PIL import Image
+
+from shardflow.core.manifest import Manifest, read_manifest
+from shardflow.core.reader import PARALLEL_FILES, decode_batch, feature_spec, make_dataset, shard_files
+
+from .data import read_index
+
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+@dataclass(frozen=True)
+class ReaderData:
+    examples: str  # ExampleGen output directory (split "train")
+    data_root: str  # the PNG files
+    index: str  # CSV x,y naming them, one row per example
+    batch_size: int
+    shuffle_buffer: int
+    image: str = "x"
+    label: str = "y"
+
+
+def to_unit_float(images: tf.Tensor) -> tf.Tensor:
+    """The Trainer's scaling of uint8 pixels when no Transform ran: float32 in [0, 1]."""
+    return tf.cast(images, tf.float32) / 255.0
+
+
+def _paths_and_labels(data: ReaderData) -> tuple[list[str], np.ndarray]:
+    rows = read_index(Path(data.index))
+    return [str(Path(data.data_root) / path) for path, _ in rows], np.asarray([y for _, y in rows], np.int64)
+
+
+def reader_a(data: ReaderData) -> tf.data.Dataset:
+    """The seed tutorials: a Python generator opens and decodes every PNG with PIL, every epoch."""
+    paths, labels = _paths_and_labels(data)
+
+    def generate() -> Iterator[tuple[np.ndarray, np.int64]]:
+        for path, label in zip(paths, labels):
+            with Image.open(path) as image:
+                pixels = np.asarray(image, dtype=np.uint8)[..., None]
+            yield pixels.astype(np.float32) / 255.0, label
+
+    signature = (tf.TensorSpec([28, 28, 1], tf.float32), tf.TensorSpec([], tf.int64))
+    return tf.data.Dataset.from_generator(generate, output_signature=signature).batch(data.batch_size)
+
+
+def reader_b(data: ReaderData) -> tf.data.Dataset:
+    """Per-file tf.data at its best: parallel `read_file` + `decode_png`, batch, prefetch."""
+    paths, labels = _paths_and_labels(data)
+
+    def load(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return to_unit_float(tf.io.decode_png(tf.io.read_file(path), channels=1)), label
+
+    dataset = tf.data.Dataset.from_tensor_slices((paths, labels)).shuffle(len(paths))
+    dataset = dataset.map(load, num_parallel_calls=AUTOTUNE, deterministic=False)
+    return dataset.batch(data.batch_size).prefetch(AUTOTUNE)
+
+
+def _cast_pair(data: ReaderData) -> Callable[[dict[str, tf.Tensor]], tuple[tf.Tensor, tf.Tensor]]:
+    return lambda batch: (to_unit_float(batch[data.image]), batch[data.label])
+
+
+def reader_c(data: ReaderData) -> tf.data.Dataset:
+    """shardflow's reader as the Trainer uses it, then the cast in a parallel map."""
+    dataset = make_dataset(data.examples, "train", batch_size=data.batch_size, shuffle_buffer=data.shuffle_buffer,
+                           deterministic=False)
+    return dataset.map(_cast_pair(data), num_parallel_calls=AUTOTUNE, deterministic=False)
+
+
+def _files(data: ReaderData) -> tuple[list[str], str]:
+    manifest = read_manifest(data.examples)
+    return shard_files(data.examples, manifest, "train"), manifest.compression
+
+
+def reader_d(data: ReaderData) -> tf.data.Dataset:
+    """Serialized records only, batched: no parsing, no decoding. Several shards are read at once."""
+    files, compression = _files(data)
+    reads = min(PARALLEL_FILES, len(files)) if len(files) > 1 else None
+    return tf.data.TFRecordDataset(files, compression, num_parallel_reads=reads).batch(data.batch_size)
+
+
+def reader_d1(data: ReaderData) -> tf.data.Dataset:
+    """The same, shards one after another."""
+    files, compression = _files(data)
+    return tf.data.TFRecordDataset(files, compression).batch(data.batch_size)
+
+
+def load_pixels(data: ReaderData) -> tuple[np.ndarray, np.ndarray]:
+    """Every example's pixels as one uint8 array [N, 28, 28, 1] (decoded once), and the labels."""
+    paths, labels = _paths_and_labels(data)
+    decoded: dict[str, np.ndarray] = {}  # the index repeats files: decode each once
+    for path in paths:
+        if path not in decoded:
+            with Image.open(path) as image:
+                decoded[path] = np.asarray(image, dtype=np.uint8)[..., None]
+    return np.stack([decoded[p] for p in paths]), labels
+
+
+def reader_e(data: ReaderData) -> tf.data.Dataset:
+    """All pixels in memory as one uint8 array, batched (no cast: the in-memory ceiling)."""
+    return tf.data.Dataset.from_tensor_slices(load_pixels(data)).batch(data.batch_size)
+
+
+# Records per chunk between the proposed reader's stages (tf.data's per-element cost is paid per chunk).
+READ_CHUNK = 256
+# Chunks shuffled before the window shuffle (at most): enough to change every window each epoch.
+CHUNK_SHUFFLE = 8
+
+
+def _record_chunks(files: list[str], compression: str, shuffled: bool, seed: int | None,
+                   deterministic: bool) -> tf.data.Dataset:
+    """Serialized records in chunks of up to READ_CHUNK; one shard after another when order matters."""
+    in_order = deterministic and not shuffled
+    cycle = 1 if in_order else max(1, min(PARALLEL_FILES, len(files)))
+    if cycle == 1:
+        return tf.data.TFRecordDataset(tf.constant(files, dtype=tf.string), compression).batch(READ_CHUNK)
+    names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
+    if shuffled:
+        names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    return names.interleave(lambda path: tf.data.TFRecordDataset(path, compression).batch(READ_CHUNK),
+                            cycle_length=cycle, block_length=1, num_parallel_calls=AUTOTUNE,
+                            deterministic=deterministic)
+
+
+def _window_seed(window: dict[str, tf.Tensor], seed: int | None) -> tf.Tensor:
+    """[seed, hash of the window's first example]: repeatable for a seed, new whenever the window changes."""
+    first = tf.strings.join([tf.io.serialize_tensor(tensor[0]) for tensor in window.values()])
+    return tf.stack([tf.constant(seed or 0, tf.int64), tf.strings.to_hash_bucket_fast(first, 2**62)])
+
+
+def _permuted(window: dict[str, tf.Tensor], seed: int | None) -> dict[str, tf.Tensor]:
+    """The window's examples in one random order (the same for every feature)."""
+    size = tf.shape(next(iter(window.values())))[0]
+    order = tf.random.experimental.stateless_shuffle(tf.range(size), seed=_window_seed(window, seed))
+    return {name: tf.gather(tensor, order) for name, tensor in window.items()}
+
+
+def proposed_make_dataset(output_dir: str, split: str, *, batch_size: int, shuffle_buffer: int = 0,
+                          seed: int | None = None, deterministic: bool = True, drop_remainder: bool = False,
+                          repeat: bool = False, features: list[str] | None = None,
+                          decode: bool = True) -> tf.data.Dataset:
+    """`make_dataset` with chunked reads and a window shuffle (the proposed diff, argument checks left out)."""
+    manifest = read_manifest(output_dir)
+    files = shard_files(output_dir, manifest, split)
+    spec = feature_spec(manifest, features)
+    subset = Manifest({name: manifest.features[name] for name in spec}, manifest.splits, manifest.compression)
+    chunks = _record_chunks(files, manifest.compression, shuffle_buffer > 0, seed, deterministic)
+    if shuffle_buffer:
+        # A few chunks shuffled (reshuffled every epoch): windows, hence their permutations, differ per epoch.
+        chunks = chunks.shuffle(max(2, min(CHUNK_SHUFFLE, shuffle_buffer // READ_CHUNK)), seed=seed,
+                                reshuffle_each_iteration=True)
+    if repeat:
+        chunks = chunks.repeat()
+
+    def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
+        parsed = tf.io.parse_example(records, spec)
+        return decode_batch(parsed, subset) if decode else parsed
+
+    parallel = {"num_parallel_calls": AUTOTUNE, "deterministic": deterministic}
+    dataset = chunks.map(parse, **parallel)  # chunks parsed in parallel while the next ones are read
+    if shuffle_buffer:  # windows of `shuffle_buffer` examples, each permuted as a whole
+        dataset = dataset.rebatch(shuffle_buffer).map(lambda window: _permuted(window, seed), **parallel)
+    return dataset.rebatch(batch_size, drop_remainder=drop_remainder).prefetch(AUTOTUNE)
+
+
+def reader_f(data: ReaderData) -> tf.data.Dataset:
+    """(c) with the proposed reader."""
+    dataset = proposed_make_dataset(data.examples, "train", batch_size=data.batch_size,
+                                    shuffle_buffer=data.shuffle_buffer, deterministic=False)
+    return dataset.map(_cast_pair(data), num_parallel_calls=AUTOTUNE, deterministic=False)
+
+
+def _make_dataset_records(data: ReaderData, shuffle: bool) -> tf.data.Dataset:
+    """`make_dataset`'s steps before parsing (as of this benchmark), batched: where (c)'s per-record time goes."""
+    files, compression = _files(data)
+    names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
+    cycle = max(1, min(PARALLEL_FILES, len(files)))
+    parallel = {"num_parallel_calls": AUTOTUNE, "deterministic": False} if cycle > 1 else {}
+    records = names.interleave(lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+                               cycle_length=cycle, block_length=1, **parallel)
+    return (records.shuffle(data.shuffle_buffer) if shuffle else records).batch(data.batch_size)
+
+
+def reader_c_interleave(data: ReaderData) -> tf.data.Dataset:
+    """Diagnostic: (d1) + make_dataset's record-by-record interleave."""
+    return _make_dataset_records(data, shuffle=False)
+
+
+def reader_c_shuffle(data: ReaderData) -> tf.data.Dataset:
+    """Diagnostic: the same + its record-by-record shuffle buffer: (c) without parse, decode and cast."""
+    return _make_dataset_records(data, shuffle=True)
+
+
+def reader_c_uint8(data: ReaderData) -> tf.data.Dataset:
+    """Diagnostic: (c) without the cast."""
+    return make_dataset(data.examples, "train", batch_size=data.batch_size, shuffle_buffer=data.shuffle_buffer,
+                        deterministic=False)
+
+
+def reader_f_uint8(data: ReaderData) -> tf.data.Dataset:
+    """Diagnostic: (f) without the cast."""
+    return proposed_make_dataset(data.examples, "train", batch_size=data.batch_size,
+                                 shuffle_buffer=data.shuffle_buffer, deterministic=False)
+
+
+def reader_f_read(data: ReaderData) -> tf.data.Dataset:
+    """Diagnostic: (f)'s read step alone, bytes only: chunks of records re-cut to the batch size."""
+    files, compression = _files(data)
+    chunks = _record_chunks(files, compression, data.shuffle_buffer > 0, None, deterministic=False)
+    return chunks.rebatch(data.batch_size)
+
+
+READERS: dict[str, Callable[[ReaderData], tf.data.Dataset]] = {
+    "a": reader_a, "b": reader_b, "c": reader_c, "d": reader_d, "d1": reader_d1, "e": reader_e, "f": reader_f,
+    "c_il": reader_c_interleave, "c_sh": reader_c_shuffle, "c_u8": reader_c_uint8, "f_rd": reader_f_read,
+    "f_u8": reader_f_uint8,
+}
+
+
+@tf.function
+def drain(dataset: tf.data.Dataset) -> tf.Tensor:
+    """Pulls every batch inside the graph (as Keras' train step does); returns the examples seen."""
+    seen = tf.constant(0, tf.int64)
+    for element in dataset:
+        seen += tf.cast(tf.shape(tf.nest.flatten(element)[0])[0], tf.int64)
+    return seen
