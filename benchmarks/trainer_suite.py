@@ -222,18 +222,9 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.trainer_suite", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", type=Path, default=Path(os.environ.get("BENCH_WORK", "bench_out")))
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    args.work.mkdir(parents=True, exist_ok=True)
-    result = run(args, work=args.work)
-    path = args.work / f"{NAME}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(markdown(result))
-    print(f"\nall figures: {path}", flush=True)
-    return 1 if result["failed"] else 0
+    from . import standalone
+
+    return standalone.main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -28,37 +28,38 @@ def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
     return 0
 
 
+# (name, help, add_arguments, handler, passes unknown flags through as Beam options)
+_COMMANDS = (
+    ("example-gen", "CSV indexes of files → sharded TFRecords (Beam)",
+     example_gen_cli.add_arguments, example_gen_cli.main, True),
+    ("transform", "full-pass preprocessing of examples with tf.Transform (Beam)",
+     transform_cli.add_arguments, transform_cli.main, True),
+    ("validate", "TFDV checks of every split against train's schema and statistics",
+     validation_cli.add_arguments, validation_cli.main, False),
+    ("train", "stream shards through tf.data into a Keras model, export it",
+     trainer_cli.add_arguments, trainer_cli.main, False),
+    # evaluate reports unknown flags itself (exit 2), so they reach it
+    ("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli.add_arguments,
+     evaluator_cli.main, True),
+    ("compile", "compile the pipeline to KFP v2 IR for a Kubeflow cluster",
+     pipeline_cli.add_compile_arguments, pipeline_cli.compile_main, False),
+    ("run", "run the whole pipeline on this machine (kfp.local)",
+     pipeline_cli.add_run_arguments, pipeline_cli.run_main, False),
+    ("schedule", "create or update a KFP recurring run of the pipeline (cron, UTC)",
+     schedule_cli.add_schedule_arguments, schedule_cli.schedule_main, False),
+    ("submit", "start one KFP run of the compiled pipeline (used by the k8s CronJob)",
+     submit_cli.add_submit_arguments, submit_cli.submit_main, False),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shardflow", description=__doc__)
     parser.add_argument("--version", action="version", version=f"shardflow {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    example_gen = commands.add_parser("example-gen", help="CSV indexes of files → sharded TFRecords (Beam)")
-    example_gen_cli.add_arguments(example_gen)
-    example_gen.set_defaults(handler=example_gen_cli.main, passes_beam_args=True)
-    transform = commands.add_parser("transform", help="full-pass preprocessing of examples with tf.Transform (Beam)")
-    transform_cli.add_arguments(transform)
-    transform.set_defaults(handler=transform_cli.main, passes_beam_args=True)
-    validate = commands.add_parser("validate", help="TFDV checks of every split against train's schema and statistics")
-    validation_cli.add_arguments(validate)
-    validate.set_defaults(handler=validation_cli.main, passes_beam_args=False)
-    train = commands.add_parser("train", help="stream shards through tf.data into a Keras model, export it")
-    trainer_cli.add_arguments(train)
-    train.set_defaults(handler=trainer_cli.main, passes_beam_args=False)
-    evaluate = commands.add_parser("evaluate", help="score a split, compare with a baseline, bless or not")
-    evaluator_cli.add_arguments(evaluate)
-    evaluate.set_defaults(handler=evaluator_cli.main, passes_beam_args=True)  # it reports unknown flags itself
-    compile_ = commands.add_parser("compile", help="compile the pipeline to KFP v2 IR for a Kubeflow cluster")
-    pipeline_cli.add_compile_arguments(compile_)
-    compile_.set_defaults(handler=pipeline_cli.compile_main, passes_beam_args=False)
-    run = commands.add_parser("run", help="run the whole pipeline on this machine (kfp.local)")
-    pipeline_cli.add_run_arguments(run)
-    run.set_defaults(handler=pipeline_cli.run_main, passes_beam_args=False)
-    schedule = commands.add_parser("schedule", help="create or update a KFP recurring run of the pipeline (cron, UTC)")
-    schedule_cli.add_schedule_arguments(schedule)
-    schedule.set_defaults(handler=schedule_cli.schedule_main, passes_beam_args=False)
-    submit = commands.add_parser("submit", help="start one KFP run of the compiled pipeline (used by the k8s CronJob)")
-    submit_cli.add_submit_arguments(submit)
-    submit.set_defaults(handler=submit_cli.submit_main, passes_beam_args=False)
+    for name, help_text, add_arguments, handler, passes_beam_args in _COMMANDS:
+        command = commands.add_parser(name, help=help_text)
+        add_arguments(command)
+        command.set_defaults(handler=handler, passes_beam_args=passes_beam_args)
     demo = commands.add_parser("demo-data", help="write the digits and segmentation demo data sets")
     demo.add_argument("--output", required=True)
     demo.set_defaults(handler=_demo_data, passes_beam_args=False)
