@@ -166,3 +166,42 @@ def test_leakage_reports_content_in_both_splits(data: Path, default_runs: tuple[
             assert splits[row_id] == occurrence["split"]
             digests.add(digest_of[row_id])
         assert len(digests) == 1 and digests <= leaked
+
+
+def _reference_leaks(files: list[tuple[str, int, list[int], list[int]]]) -> dict:
+    """Brute force over all hashes at once: the count, and the five smallest leaked hashes."""
+    splits_of: dict[int, set[str]] = defaultdict(set)
+    for split, _, digests, _ in files:
+        for digest in digests:
+            splits_of[digest].add(split)
+    leaked = sorted(d for d, s in splits_of.items() if len(s) > 1)
+    examples = []
+    for digest in leaked[:5]:
+        occurrences = []
+        for split, index_id, digests, rows in files:
+            matching = sorted(r for d, r in zip(digests, rows) if d == digest)[:2]
+            occurrences += [{"split": split, "index_id": index_id, "row": r} for r in matching]
+        examples.append({"hash": f"{digest:016x}", "occurrences": sorted(occurrences, key=lambda o: (o["split"], o["row"], o["index_id"]))})
+    return {"count": len(leaked), "examples": examples}
+
+
+def test_leakage_check_is_the_same_in_bounded_buckets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shardflow.example_gen import leakage
+
+    rng = np.random.default_rng(3)
+    pool = rng.integers(0, 1 << 63, 400, dtype=np.int64)  # shared contents: drawn from a small pool
+    files, described = [], []
+    for number in range(12):
+        split = ("train", "eval", "test")[number % 3]
+        digests = [int(d) for d in rng.choice(pool, 60)] + [int(d) for d in rng.integers(0, 1 << 63, 40, dtype=np.int64)]
+        rows = [int(r) for r in rng.permutation(np.arange(1, 101) + 100 * number)]
+        path = str(tmp_path / f"{number}.npy")
+        Path(path).write_bytes(leakage.digest_table(digests, rows))
+        files.append((split, number % 2, path))
+        described.append((split, number % 2, digests, rows))
+    expected = _reference_leaks(described)
+    assert expected["count"] > 5
+    assert leakage.find_leaks(files) == expected
+    monkeypatch.setattr(leakage, "BUCKET_DIGESTS", 37)  # ~33 buckets: each file read in many ranges
+    assert leakage.find_leaks(files) == expected
+    assert leakage.find_leaks([f for f in files if f[0] == "train"]) == {"count": 0, "examples": []}

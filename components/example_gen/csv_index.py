@@ -83,7 +83,27 @@ def _scan(lines: Iterable[bytes], offset: int) -> Generator[tuple[int, bytes], N
     return start, pending
 
 
+def _split_plain(raw: bytes) -> list[str] | None:
+    """The cells of a record with no quotes, NULs or inner line breaks, or None for the csv module.
+
+    Such a record parses the same by splitting on commas, several times faster than csv.reader.
+    """
+    line = raw[:-1] if raw.endswith(b"\n") else raw
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if not line or b'"' in line or b"\r" in line or b"\n" in line or b"\x00" in line:
+        return None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # csv's path reports it
+    return [cell.strip() for cell in text.split(",")]
+
+
 def _parse(raw: bytes) -> list[str]:
+    plain = _split_plain(raw)
+    if plain is not None:
+        return plain
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8")), strict=True))
     if len(rows) != 1:
         raise csv.Error(f"expected one record, found {len(rows)}")

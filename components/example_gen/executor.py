@@ -27,6 +27,7 @@ from .columns import ColumnSpec, detect_columns
 from .config import ConfigError, ExampleGenConfig
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk, read_header
 from .encode_chunks import ChunkResult, IngestPlan
+from .leakage import find_leaks
 from .pipeline import RESULT_NAME, IngestChunks
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
@@ -124,6 +125,12 @@ def _splits(config: ExampleGenConfig, results: list[ChunkResult], shards: list[t
     return splits
 
 
+def _leaks(plan: IngestPlan, chunks: list[Chunk], results: list[ChunkResult]) -> dict[str, Any]:
+    """The leakage check over the workers' digest files, in chunk order (see leakage.find_leaks)."""
+    files = [(split, c.index_id, plan.digest_file(split, c)) for c, r in zip(chunks, results) for split in sorted(r.parts)]
+    return find_leaks(files)
+
+
 def _leak_paths(leakage: dict[str, Any], chunks: list[Chunk], columns: list[ColumnSpec], config: ExampleGenConfig) -> dict[str, Any]:
     """Adds the index file and image path to each leakage example (reads only those rows)."""
     image = next((c for c in columns if c.role == "image"), None)
@@ -199,7 +206,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             "inputs": [{"path": i.path, "split": i.split, "sha256": sha256_of(i.path)} for i in config.indexes],
             "options": options_json(config),
             "ingest_ops": ingest_ops(columns),
-            "leakage": _leak_paths(result["leakage"], chunks, columns, config),
+            "leakage": _leak_paths(_leaks(plan, chunks, results), chunks, columns, config),
             "statistics": {s: f"statistics/{s}.pb" for s in splits},
             "schema": "schema.pbtxt",
             "runner": runner,

@@ -1,36 +1,82 @@
-"""Cross-split leakage: the same file content in more than one split. Only 64-bit hashes travel.
+"""Cross-split leakage: the same file content in more than one split, found from 64-bit hashes.
 
->>> import numpy as np
->>> found = find_leaks([("train", 0, np.array([1, 2]), np.array([1, 2])), ("eval", 1, np.array([2]), np.array([7]))])
+Workers write each chunk's hashes for one split to a small file (`digest_table`), sorted, next
+to its part file; the launcher checks them bucket by bucket (`find_leaks`): a bucket is a range
+of hash values, so it reads only that range of each file and its memory is bounded by
+`BUCKET_DIGESTS`, not by the number of rows. Hashes never travel through Beam.
+
+>>> import os, tempfile
+>>> d = tempfile.mkdtemp()
+>>> for name, digests, rows in (("a.npy", [1, 2], [1, 2]), ("b.npy", [2], [7])):
+...     _ = open(os.path.join(d, name), "wb").write(digest_table(digests, rows))
+>>> found = find_leaks([("train", 0, os.path.join(d, "a.npy")), ("eval", 1, os.path.join(d, "b.npy"))])
 >>> found["count"], found["examples"][0]["occurrences"]
 (1, [{'split': 'eval', 'index_id': 1, 'row': 7}, {'split': 'train', 'index_id': 0, 'row': 2}])
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+import io
+import math
+from typing import Any, Sequence
 
 import numpy as np
 
 MAX_EXAMPLES = 5
+BUCKET_DIGESTS = 1 << 19  # ~4 MB of hashes per bucket (a few working copies of it at most)
+_HASH_END = 1 << 63  # hashes are 63-bit non-negative (see rows.content_digest)
 
 
-def find_leaks(hashes: Iterable[tuple[str, int, np.ndarray, np.ndarray]]) -> dict[str, Any]:
-    """`hashes` holds (split, index id, content hashes, row of each); returns count and a few examples."""
-    items = list(hashes)
-    per_split: dict[str, list[np.ndarray]] = {}
-    for split, _, digests, _ in items:
-        per_split.setdefault(split, []).append(digests)
-    uniques = [np.unique(np.concatenate(arrays)) for arrays in per_split.values() if arrays]
-    if len(uniques) < 2:
+def digest_table(digests: Sequence[int], rows: Sequence[int]) -> bytes:
+    """A .npy (2, n) int64 array: hashes ascending, and the row of each (ascending within a hash)."""
+    table = np.array([digests, rows], dtype=np.int64).reshape(2, len(digests))
+    table = table[:, np.lexsort((table[1], table[0]))]
+    buffer = io.BytesIO()
+    np.save(buffer, table, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _open(path: str) -> np.ndarray:
+    return np.load(path, mmap_mode="r", allow_pickle=False)
+
+
+def _bucket_hashes(paths: list[str], low: int, high: int) -> np.ndarray:
+    """The distinct hashes in [low, high) over the files; each file read only in that range."""
+    pieces = []
+    for path in paths:
+        hashes = _open(path)[0]
+        start, stop = np.searchsorted(hashes, [low, high])
+        if stop > start:
+            pieces.append(np.array(hashes[start:stop]))
+    return np.unique(np.concatenate(pieces)) if pieces else np.empty(0, dtype=np.int64)
+
+
+def _occurrences(files: list[tuple[str, int, str]], digest: int) -> list[dict[str, Any]]:
+    """Up to two rows per file holding `digest`, sorted by split and row."""
+    found = []
+    for split, index_id, path in files:
+        table = _open(path)
+        start, stop = np.searchsorted(table[0], [digest, digest + 1])
+        for row in table[1, start:min(stop, start + 2)]:
+            found.append({"split": split, "index_id": int(index_id), "row": int(row)})
+    return sorted(found, key=lambda o: (o["split"], o["row"], o["index_id"]))
+
+
+def find_leaks(files: list[tuple[str, int, str]]) -> dict[str, Any]:
+    """`files` holds (split, index id, digest file) per chunk and split; returns count and a few examples."""
+    by_split: dict[str, list[str]] = {}
+    for split, _, path in files:
+        by_split.setdefault(split, []).append(path)
+    if len(by_split) < 2:
         return {"count": 0, "examples": []}
-    seen_in = np.concatenate(uniques)
-    values, counts = np.unique(seen_in, return_counts=True)
-    leaked = values[counts > 1]
-    examples = []
-    for digest in leaked[:MAX_EXAMPLES]:
-        occurrences = []
-        for split, index_id, digests, rows in items:
-            for row in rows[digests == digest][:2]:
-                occurrences.append({"split": split, "index_id": int(index_id), "row": int(row)})
-        examples.append({"hash": f"{int(digest):016x}", "occurrences": sorted(occurrences, key=lambda o: (o["split"], o["row"]))})
-    return {"count": int(leaked.size), "examples": examples}
+    total = sum(_open(path).shape[1] for _, _, path in files)
+    buckets = max(1, math.ceil(total / BUCKET_DIGESTS))
+    count, leaked_examples = 0, []
+    for bucket in range(buckets):
+        low, high = _HASH_END * bucket // buckets, _HASH_END * (bucket + 1) // buckets
+        uniques = [_bucket_hashes(paths, low, high) for paths in by_split.values()]
+        values, counts = np.unique(np.concatenate(uniques), return_counts=True)
+        leaked = values[counts > 1]
+        count += int(leaked.size)
+        leaked_examples += [int(d) for d in leaked[:MAX_EXAMPLES - len(leaked_examples)]]
+    examples = [{"hash": f"{digest:016x}", "occurrences": _occurrences(files, digest)} for digest in leaked_examples]
+    return {"count": count, "examples": examples}

@@ -7,7 +7,6 @@ Everything the driver needs afterwards lands in `<staging>/result.pickle`, writt
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import pickle
 from typing import Any
@@ -19,7 +18,6 @@ from ..core.shard_plan import Part
 from ..core.shard_writer import ShardSizing, WriteShards
 from .csv_index import Chunk
 from .encode_chunks import ChunkResult, EncodeChunkFn, IngestPlan
-from .leakage import find_leaks
 
 RESULT_NAME = "result.pickle"
 
@@ -29,12 +27,8 @@ def _part_pairs(result: ChunkResult) -> list[tuple[str, Part]]:
 
 
 def _write_result(shards: list, chunk_results: list[ChunkResult], path: str) -> None:
-    leaks = find_leaks(
-        (split, r.index_id, r.digests[split], r.digest_rows[split]) for r in chunk_results for split in r.digests
-    )
-    # The hashes were only needed for the leakage check; side inputs are not mutated.
-    stripped = [dataclasses.replace(r, digests={}, digest_rows={}) for r in chunk_results]
-    payload: dict[str, Any] = {"chunks": stripped, "shards": shards, "leakage": leaks}
+    # Both lists hold O(1) metadata per chunk or shard (hashes and values stay in files).
+    payload: dict[str, Any] = {"chunks": chunk_results, "shards": shards}
     atomic_write_bytes(path, pickle.dumps(payload))  # a unique temp name: Dask may run this twice
 
 
