@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import csv
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -76,3 +78,26 @@ def read_index(path: Path) -> list[tuple[str, int]]:
         reader = csv.reader(source)
         next(reader)
         return [(x, int(y)) for x, y in reader]
+
+
+def ensure_examples(work: Path, suite: str, rows: int, split: str | None = None) -> Path:
+    """ExampleGen output of `rows` 28×28 examples for `suite`, made once (its manifest marks it done).
+
+    `split` names the one split every row goes to; None hash-splits the rows 9:1 (train/eval).
+    """
+    from .monitor import child_env
+
+    out = work / suite / f"examples-{rows}"
+    if (out / "manifest.json").is_file():
+        return out
+    data_root = ensure_images(work / "data").resolve()
+    index = ensure_index(data_root, rows)
+    print(f"[{suite}] ExampleGen for {rows:,} rows (not measured) ...", file=sys.stderr, flush=True)
+    log = work / "logs" / f"{suite}-example-gen-{rows}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    index_arg = f"{split}={index}" if split else str(index)
+    with open(log, "wb") as stream:
+        subprocess.run([sys.executable, "-m", "shardflow", "example-gen", "--index", index_arg, "--data-root",
+                        str(data_root), "--output", str(out)], check=True, env=child_env(), stdout=stream,
+                       stderr=subprocess.STDOUT)
+    return out

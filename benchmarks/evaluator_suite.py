@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from .data import ensure_images, ensure_index
+from .data import ensure_examples
 from .monitor import Watch, child_env, run_monitored
 from .transform_bench import parse_rows
 
@@ -42,25 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--evaluator-repeats", type=int, default=3, help="alternating runs of each (default 3)")
 
 
-def ensure_examples(work: Path, rows: int) -> Path:
-    """ExampleGen output with all `rows` 28×28 examples in split eval, made once; its manifest marks it done."""
-    out = work / NAME / f"examples-{rows}"
-    if (out / "manifest.json").is_file():
-        return out
-    data_root = ensure_images(work / "data").resolve()
-    index = ensure_index(data_root, rows)
-    print(f"[{NAME}] ExampleGen for {rows:,} rows (not measured) ...", file=sys.stderr, flush=True)
-    log = work / "logs" / f"{NAME}-example-gen-{rows}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as stream:
-        subprocess.run([sys.executable, "-m", "shardflow", "example-gen", "--index", f"eval={index}", "--data-root",
-                        str(data_root), "--output", str(out)], check=True, env=child_env(), stdout=stream,
-                       stderr=subprocess.STDOUT)
-    return out
-
-
 def run_one(rows: int, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    examples = ensure_examples(work, rows)
+    examples = ensure_examples(work, NAME, rows, split="eval")
     out = work / NAME / f"out-{rows}"
     cmd = [sys.executable, "-m", "benchmarks.evaluator_bench", "--examples", str(examples), "--out", str(out),
            "--batch-size", str(args.evaluator_batch_size), "--repeats", str(args.evaluator_repeats)]

@@ -22,13 +22,12 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from .data import ensure_images, ensure_index
+from .data import ensure_examples
 from .monitor import Watch, child_env, run_monitored
 
 NAME = "transform"
@@ -59,23 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--transform-keep-outputs", action="store_true", help="keep the transformed shards")
 
 
-def ensure_examples(work: Path, rows: int) -> Path:
-    """ExampleGen output of `rows` 28×28 examples (hash split 9:1), made once; its manifest marks it done."""
-    out = work / "transform" / f"examples-{rows}"
-    if (out / "manifest.json").is_file():
-        return out
-    data_root = ensure_images(work / "data").resolve()
-    index = ensure_index(data_root, rows)
-    print(f"[{NAME}] ExampleGen for {rows:,} rows (not measured) ...", file=sys.stderr, flush=True)
-    log = work / "logs" / f"{NAME}-example-gen-{rows}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as stream:
-        subprocess.run([sys.executable, "-m", "shardflow", "example-gen", "--index", str(index), "--data-root",
-                        str(data_root), "--output", str(out)], check=True, env=child_env(), stdout=stream,
-                       stderr=subprocess.STDOUT)
-    return out
-
-
 def _mode_flags(mode: str) -> list[str]:
     if mode == "in_memory":
         return ["--direct_running_mode=in_memory"]
@@ -86,7 +68,7 @@ def _mode_flags(mode: str) -> list[str]:
 
 def run_one(rows: int, mode: str, work: Path, keep: bool) -> dict[str, Any]:
     """One monitored Transform run; returns its figures."""
-    examples = ensure_examples(work, rows)
+    examples = ensure_examples(work, "transform", rows)
     output = work / "transform" / f"out-{mode}-{rows}"
     shutil.rmtree(output, ignore_errors=True)
     staging = output / ".staging"
