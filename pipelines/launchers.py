@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic import atomic_write_json
+from ..core.hashing import sha256_of
 from ..core.manifest import read_manifest
 from ..example_gen.spans import SPAN_PATTERN
 
@@ -48,10 +49,7 @@ def data_fingerprint(index: list[str], data_root: str) -> str:
         pattern = spec.split("=", 1)[-1]
         paths = sorted(glob.glob(SPAN_PATTERN.sub("*", pattern))) if SPAN_PATTERN.search(pattern) else [pattern]
         for path in paths:
-            digest.update(path.encode())
-            with open(path, "rb") as source:
-                for block in iter(lambda: source.read(1 << 20), b""):
-                    digest.update(block)
+            digest.update(f"{path}:{sha256_of(path)}".encode())
     return digest.hexdigest()
 
 

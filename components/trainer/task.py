@@ -11,7 +11,6 @@ Three inputs are possible:
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,8 +139,3 @@ def _class_names(vocabulary: list[str] | None, num_classes: int) -> list[str]:
         return [str(i) for i in range(num_classes)]
     return vocabulary + ["<OOV>"] * (num_classes - len(vocabulary))
 
-
-def describe(task: TrainingTask) -> str:
-    return json.dumps({"task": task.kind, "input": task.input_name, "target": task.target,
-                       "num_classes": task.num_classes, "transform_graph": task.transform_graph,
-                       "materialized": task.materialized})
