@@ -11,7 +11,7 @@ pass is one epoch over the split, pulled inside a `tf.function` (as Keras' train
 rate = examples / pass seconds; CPU = the process's CPU seconds (all threads) during the pass.
 
 `train`: LeNet (`shardflow.trainer.models.lenet`, Adam, sparse categorical cross-entropy) fed by
-(c) shardflow's reader + cast, (f) the proposed reader + cast, or (e) in-memory float32 tensors
+(c) shardflow's reader + cast, or (e) in-memory float32 tensors
 `from_tensor_slices((x, y)).batch` (no shuffle: the fastest feed there is). Same initial weights;
 one warm-up epoch each, then `--epochs` timed epochs, taking turns epoch by epoch; rate = examples
 / epoch seconds (first step to end of epoch).
@@ -32,7 +32,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from .data import read_index
-from .trainer_readers import AUTOTUNE, READERS, ReaderData, drain, load_pixels, reader_c, reader_f
+from .trainer_readers import AUTOTUNE, READERS, ReaderData, drain, load_pixels, reader_c
 
 SEED = 0
 
@@ -115,14 +115,14 @@ def _lenet() -> keras.Model:
 def _training_feeds(data: ReaderData, contenders: list[str]) -> dict[str, tf.data.Dataset]:
     feeds = {}
     for name in contenders:
-        if name in ("c", "f"):
-            feeds[name] = reader_c(data) if name == "c" else reader_f(data)
+        if name == "c":
+            feeds[name] = reader_c(data)
         elif name == "e":
             images, labels = load_pixels(data)
             floats = images.astype("float32") / 255.0
             feeds[name] = tf.data.Dataset.from_tensor_slices((floats, labels)).batch(data.batch_size).prefetch(AUTOTUNE)
         else:
-            raise ValueError(f"training contender must be c, e or f, got {name!r}")
+            raise ValueError(f"training contender must be c or e, got {name!r}")
     return feeds
 
 

@@ -14,19 +14,16 @@ Contenders (the issue's letters):
 (d) the TFRecord ceiling: `TFRecordDataset` over the same shards, batch, no parsing (`d1` reads the
     shards one after another, `d` reads several at once when there are several);
 (e) in memory: `from_tensor_slices(uint8 array).batch`;
-(f) `proposed_make_dataset` + the same cast: the change proposed for `shardflow.core.reader.make_dataset`
-    (same signature and guarantees), measured next to (c) in the same run.
-Diagnostics (where (c)'s time goes): `c_il` = make_dataset's record-by-record interleave + batch,
-`c_sh` = the same + its shuffle buffer (no parsing), `c_u8` = (c) without the cast, `f_rd` = (f)'s
-read step alone (no parsing), `f_u8` = (f) without the cast.
+(r) the previous shardflow reader, kept for reference: records one by one through interleave →
+    shuffle buffer → batch, then parse + decode + cast per batch.
+Diagnostics (where (c)'s time goes): `c_rd` = (c)'s read step alone (record chunks re-cut to the
+batch size, no parsing), `c_u8` = (c) without the cast.
 
-Why (f): in (c) every record passes one by one through `interleave`, `shuffle` and `batch`, which
-costs tf.data ~1–2 µs per record and per step, all on the one thread that feeds the batches. (f)
-moves records in chunks (`TFRecordDataset(path).batch(READ_CHUNK)`), shuffles a few chunks (so
-that windows change every epoch), parses and decodes each chunk in a parallel map, permutes whole
-windows of `shuffle_buffer` decoded examples (`rebatch`, `gather`, a seed derived from the window's
-content: a `Dataset.random` stream would break FILE auto-sharding), then `rebatch`es to the batch
-size: the per-record work left is the read itself; the rest are vectorized kernels.
+Why (c) reads chunks: in (r) every record passes one by one through `interleave`, `shuffle` and
+`batch`, which costs tf.data ~1–2 µs per record and per step, all on the one thread that feeds the
+batches. (c) moves records in chunks (`TFRecordDataset(path).batch(READ_CHUNK)`), parses and
+decodes each chunk in a parallel map, and permutes whole windows of `shuffle_buffer` decoded
+examples: the per-record work left is the read itself; the rest are vectorized kernels.
 """
 from __future__ import annotations
 
@@ -39,7 +36,7 @@ import tensorflow as tf
 from PIL import Image
 
 from shardflow.core.manifest import Manifest, read_manifest
-from shardflow.core.reader import PARALLEL_FILES, decode_batch, feature_spec, make_dataset, shard_files
+from shardflow.core.reader import PARALLEL_FILES, decode_batch, feature_spec, make_dataset, record_chunks, shard_files
 
 from .data import read_index
 
@@ -138,94 +135,22 @@ def reader_e(data: ReaderData) -> tf.data.Dataset:
     return tf.data.Dataset.from_tensor_slices(load_pixels(data)).batch(data.batch_size)
 
 
-# Records per chunk between the proposed reader's stages (tf.data's per-element cost is paid per chunk).
-READ_CHUNK = 256
-# Chunks shuffled before the window shuffle (at most): enough to change every window each epoch.
-CHUNK_SHUFFLE = 8
-
-
-def _record_chunks(files: list[str], compression: str, shuffled: bool, seed: int | None,
-                   deterministic: bool) -> tf.data.Dataset:
-    """Serialized records in chunks of up to READ_CHUNK; one shard after another when order matters."""
-    in_order = deterministic and not shuffled
-    cycle = 1 if in_order else max(1, min(PARALLEL_FILES, len(files)))
-    if cycle == 1:
-        return tf.data.TFRecordDataset(tf.constant(files, dtype=tf.string), compression).batch(READ_CHUNK)
-    names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
-    if shuffled:
-        names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    return names.interleave(lambda path: tf.data.TFRecordDataset(path, compression).batch(READ_CHUNK),
-                            cycle_length=cycle, block_length=1, num_parallel_calls=AUTOTUNE,
-                            deterministic=deterministic)
-
-
-def _window_seed(window: dict[str, tf.Tensor], seed: int | None) -> tf.Tensor:
-    """[seed, hash of the window's first example]: repeatable for a seed, new whenever the window changes."""
-    first = tf.strings.join([tf.io.serialize_tensor(tensor[0]) for tensor in window.values()])
-    return tf.stack([tf.constant(seed or 0, tf.int64), tf.strings.to_hash_bucket_fast(first, 2**62)])
-
-
-def _permuted(window: dict[str, tf.Tensor], seed: int | None) -> dict[str, tf.Tensor]:
-    """The window's examples in one random order (the same for every feature)."""
-    size = tf.shape(next(iter(window.values())))[0]
-    order = tf.random.experimental.stateless_shuffle(tf.range(size), seed=_window_seed(window, seed))
-    return {name: tf.gather(tensor, order) for name, tensor in window.items()}
-
-
-def proposed_make_dataset(output_dir: str, split: str, *, batch_size: int, shuffle_buffer: int = 0,
-                          seed: int | None = None, deterministic: bool = True, drop_remainder: bool = False,
-                          repeat: bool = False, features: list[str] | None = None,
-                          decode: bool = True) -> tf.data.Dataset:
-    """`make_dataset` with chunked reads and a window shuffle (the proposed diff, argument checks left out)."""
-    manifest = read_manifest(output_dir)
-    files = shard_files(output_dir, manifest, split)
-    spec = feature_spec(manifest, features)
+def reader_r(data: ReaderData) -> tf.data.Dataset:
+    """(r): the previous reader's record-by-record steps, then parse + decode + cast per batch."""
+    manifest = read_manifest(data.examples)
+    spec = feature_spec(manifest, [data.image, data.label])
     subset = Manifest({name: manifest.features[name] for name in spec}, manifest.splits, manifest.compression)
-    chunks = _record_chunks(files, manifest.compression, shuffle_buffer > 0, seed, deterministic)
-    if shuffle_buffer:
-        # A few chunks shuffled (reshuffled every epoch): windows, hence their permutations, differ per epoch.
-        chunks = chunks.shuffle(max(2, min(CHUNK_SHUFFLE, shuffle_buffer // READ_CHUNK)), seed=seed,
-                                reshuffle_each_iteration=True)
-    if repeat:
-        chunks = chunks.repeat()
-
-    def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
-        parsed = tf.io.parse_example(records, spec)
-        return decode_batch(parsed, subset) if decode else parsed
-
-    parallel = {"num_parallel_calls": AUTOTUNE, "deterministic": deterministic}
-    dataset = chunks.map(parse, **parallel)  # chunks parsed in parallel while the next ones are read
-    if shuffle_buffer:  # windows of `shuffle_buffer` examples, each permuted as a whole
-        dataset = dataset.rebatch(shuffle_buffer).map(lambda window: _permuted(window, seed), **parallel)
-    return dataset.rebatch(batch_size, drop_remainder=drop_remainder).prefetch(AUTOTUNE)
-
-
-def reader_f(data: ReaderData) -> tf.data.Dataset:
-    """(c) with the proposed reader."""
-    dataset = proposed_make_dataset(data.examples, "train", batch_size=data.batch_size,
-                                    shuffle_buffer=data.shuffle_buffer, deterministic=False)
-    return dataset.map(_cast_pair(data), num_parallel_calls=AUTOTUNE, deterministic=False)
-
-
-def _make_dataset_records(data: ReaderData, shuffle: bool) -> tf.data.Dataset:
-    """`make_dataset`'s steps before parsing (as of this benchmark), batched: where (c)'s per-record time goes."""
     files, compression = _files(data)
     names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
     cycle = max(1, min(PARALLEL_FILES, len(files)))
     parallel = {"num_parallel_calls": AUTOTUNE, "deterministic": False} if cycle > 1 else {}
-    records = names.interleave(lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
-                               cycle_length=cycle, block_length=1, **parallel)
-    return (records.shuffle(data.shuffle_buffer) if shuffle else records).batch(data.batch_size)
-
-
-def reader_c_interleave(data: ReaderData) -> tf.data.Dataset:
-    """Diagnostic: (d1) + make_dataset's record-by-record interleave."""
-    return _make_dataset_records(data, shuffle=False)
-
-
-def reader_c_shuffle(data: ReaderData) -> tf.data.Dataset:
-    """Diagnostic: the same + its record-by-record shuffle buffer: (c) without parse, decode and cast."""
-    return _make_dataset_records(data, shuffle=True)
+    records = names.shuffle(len(files)).interleave(
+        lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+        cycle_length=cycle, block_length=1, **parallel)
+    batches = records.shuffle(data.shuffle_buffer).batch(data.batch_size)
+    decoded = batches.map(lambda r: decode_batch(tf.io.parse_example(r, spec), subset),
+                          num_parallel_calls=AUTOTUNE, deterministic=False)
+    return decoded.map(_cast_pair(data), num_parallel_calls=AUTOTUNE, deterministic=False).prefetch(AUTOTUNE)
 
 
 def reader_c_uint8(data: ReaderData) -> tf.data.Dataset:
@@ -234,23 +159,15 @@ def reader_c_uint8(data: ReaderData) -> tf.data.Dataset:
                         deterministic=False)
 
 
-def reader_f_uint8(data: ReaderData) -> tf.data.Dataset:
-    """Diagnostic: (f) without the cast."""
-    return proposed_make_dataset(data.examples, "train", batch_size=data.batch_size,
-                                 shuffle_buffer=data.shuffle_buffer, deterministic=False)
-
-
-def reader_f_read(data: ReaderData) -> tf.data.Dataset:
-    """Diagnostic: (f)'s read step alone, bytes only: chunks of records re-cut to the batch size."""
+def reader_c_read(data: ReaderData) -> tf.data.Dataset:
+    """Diagnostic: (c)'s read step alone, bytes only: chunks of records re-cut to the batch size."""
     files, compression = _files(data)
-    chunks = _record_chunks(files, compression, data.shuffle_buffer > 0, None, deterministic=False)
-    return chunks.rebatch(data.batch_size)
+    return record_chunks(files, compression, data.shuffle_buffer, None, deterministic=False).rebatch(data.batch_size)
 
 
 READERS: dict[str, Callable[[ReaderData], tf.data.Dataset]] = {
-    "a": reader_a, "b": reader_b, "c": reader_c, "d": reader_d, "d1": reader_d1, "e": reader_e, "f": reader_f,
-    "c_il": reader_c_interleave, "c_sh": reader_c_shuffle, "c_u8": reader_c_uint8, "f_rd": reader_f_read,
-    "f_u8": reader_f_uint8,
+    "a": reader_a, "b": reader_b, "c": reader_c, "d": reader_d, "d1": reader_d1, "e": reader_e, "r": reader_r,
+    "c_rd": reader_c_read, "c_u8": reader_c_uint8,
 }
 
 

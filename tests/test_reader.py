@@ -166,6 +166,37 @@ def test_shuffle_is_a_repeatable_permutation(raw_out: Path) -> None:
     assert key(loose) == key(ordered)
 
 
+def test_every_epoch_is_a_new_order_of_the_same_examples(raw_out: Path) -> None:
+    key = lambda images: sorted(image.tobytes() for image in images)  # noqa: E731 - order-free comparison
+    ordered = key(_collect(make_dataset(raw_out, "train", batch_size=4))["depth"])
+    # 14 train examples, batches of 14: each batch of the repeated stream is one whole epoch.
+    repeated = make_dataset(raw_out, "train", batch_size=14, shuffle_buffer=6, seed=5, repeat=True)
+    epochs = [batch["depth"].numpy() for batch in repeated.take(4)]
+    assert all(key(epoch) == ordered for epoch in epochs)
+    assert len({epoch.tobytes() for epoch in epochs}) == 4
+    once = make_dataset(raw_out, "train", batch_size=14, shuffle_buffer=6, seed=5)
+    passes = [_collect(once)["depth"] for _ in range(3)]
+    assert passes[0].tobytes() == epochs[0].tobytes()  # a new pass starts where a fresh dataset starts
+    assert len({p.tobytes() for p in passes}) == 3
+
+
+def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path) -> None:
+    # The rewrite tf.distribute applies per worker under AutoShardPolicy.FILE (no public entry point).
+    from tensorflow.python.data.experimental.ops.distribute import _AutoShardDataset
+
+    everything = sorted(image.tobytes() for image in _collect(make_dataset(raw_out, "train", batch_size=32))["depth"])
+    shards = sorted((raw_out / "Split-train").glob("data-*"))
+    assert len(shards) == 3
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
+    seen = []
+    for worker in range(2):
+        dataset = make_dataset(raw_out, "train", batch_size=3, shuffle_buffer=5, seed=1).with_options(options)
+        seen.append(sorted(image.tobytes() for image in _collect(_AutoShardDataset(dataset, 2, worker))["depth"]))
+    assert seen[0] and seen[1] and not set(seen[0]) & set(seen[1])
+    assert sorted(seen[0] + seen[1]) == everything
+
+
 def test_features_subset(raw_out: Path) -> None:
     batch = next(iter(make_dataset(raw_out, "eval", batch_size=2, features=["y", "gray"])))
     assert set(batch) == {"y", "gray"}

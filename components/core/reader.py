@@ -2,8 +2,9 @@
 
 Everything comes from `manifest.json`: which shard files make a split (in order), whether they are
 GZIP-compressed, and each feature's dtype, shape and storage (raw bytes, PNG, JPEG or a plain
-value). Records are parsed and decoded a whole batch at a time, so the per-record cost stays in
-TensorFlow kernels. This is the only core module that imports TensorFlow.
+value). Records move between tf.data steps in chunks and are parsed and decoded a whole chunk at a
+time, so the per-record cost stays in TensorFlow kernels. This is the only core module that
+imports TensorFlow.
 
 Usage (Transform, Trainer and Evaluator read ExampleGen's output this way):
 
@@ -15,7 +16,10 @@ Usage (Transform, Trainer and Evaluator read ExampleGen's output this way):
         batch["y"]  # int64 tensor [64]
 
 With `deterministic=True` (the default) and no shuffle buffer, examples come in exactly the order
-of the shards in the manifest (ExampleGen keeps CSV row order within a named split).
+of the shards in the manifest (ExampleGen keeps CSV row order within a named split). With a
+shuffle buffer of S, the shard order is shuffled, several shards are read at once, a few chunks of
+READ_CHUNK records are shuffled, and each run of S consecutive examples is permuted as a whole (a
+window shuffle: memory bounded by S plus CHUNK_SHUFFLE chunks, with no per-record shuffle buffer).
 """
 from __future__ import annotations
 
@@ -27,6 +31,11 @@ from .manifest import FeatureSpec, Manifest, read_manifest
 
 # Files read at once when order does not have to be the shards' order.
 PARALLEL_FILES = 4
+# Serialized records per chunk read from a shard, then parsed and decoded together: tf.data's own
+# cost per element and step (~1-2 us here) is paid per chunk, not per record.
+READ_CHUNK = 256
+# Chunks shuffled (at most) before the window shuffle.
+CHUNK_SHUFFLE = 8
 _TF_DTYPES = {"uint8": tf.uint8, "uint16": tf.uint16, "int64": tf.int64, "float32": tf.float32, "string": tf.string}
 
 
@@ -100,7 +109,8 @@ def make_dataset(output_dir: str | Path, split: str, *, batch_size: int, shuffle
     """Batches of decoded features (dicts of tensors) of `split` in `output_dir`.
 
     `deterministic=True` with `shuffle_buffer=0` reads the shards one after another (exact shard
-    order); with a shuffle buffer the order is random but repeatable for a given `seed`.
+    order); with a shuffle buffer the order is random but repeatable for a given `seed`, and every
+    epoch (of `repeat`, or a new pass over the dataset) comes in a new order.
     `deterministic=False` lets TensorFlow read several shards at once in any order. `features`
     keeps only the named features (less to parse and decode). `decode=False` stops after parsing:
     files stay their stored bytes (what a tf.Transform graph takes as input). Raises `IncompleteOutputError` when
@@ -115,27 +125,63 @@ def make_dataset(output_dir: str | Path, split: str, *, batch_size: int, shuffle
     selected = {name: manifest.features[name] for name in spec}
     subset = Manifest(selected, manifest.splits, manifest.compression)
 
-    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
-    if shuffle_buffer and len(files) > 1:
-        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    in_order = deterministic and not shuffle_buffer
-    cycle = 1 if in_order else max(1, min(PARALLEL_FILES, len(files)))
-    compression = manifest.compression
-    # `deterministic` only means something to a parallel interleave (TF warns otherwise).
-    parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": deterministic} if cycle > 1 else {}
-    dataset = dataset.interleave(lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
-                                 cycle_length=cycle, block_length=1, **parallel)
-    if shuffle_buffer:
-        dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    chunks = record_chunks(files, manifest.compression, shuffle_buffer, seed, deterministic)
+
     def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_example(records, spec)
         return decode_batch(parsed, subset) if decode else parsed
 
-    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": deterministic}
+    dataset = chunks.map(parse, **parallel)  # chunks parsed in parallel while the next ones are read
+    if shuffle_buffer:
+        dataset = _window_shuffled(dataset, shuffle_buffer, seed, parallel)
+    if repeat:
+        dataset = dataset.repeat()
+    return dataset.rebatch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def record_chunks(files: list[str], compression: str, shuffle_buffer: int, seed: int | None,
+                   deterministic: bool) -> tf.data.Dataset:
+    """Serialized records in chunks of up to READ_CHUNK: one shard after another when order matters.
+
+    The file names stay the pipeline's only source dataset, so multi-worker FILE auto-sharding can
+    split them between workers.
+    """
+    names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
+    if shuffle_buffer and len(files) > 1:
+        names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    in_order = deterministic and not shuffle_buffer
+    cycle = 1 if in_order else max(1, min(PARALLEL_FILES, len(files)))
+    # `deterministic` only means something to a parallel interleave (TF warns otherwise).
+    parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": deterministic} if cycle > 1 else {}
+    chunks = names.interleave(lambda path: tf.data.TFRecordDataset(path, compression).batch(READ_CHUNK),
+                              cycle_length=cycle, block_length=1, **parallel)
+    if shuffle_buffer:
+        # A few chunks reshuffled every epoch, so that windows do not always hold the same chunks.
+        chunks = chunks.shuffle(max(2, min(CHUNK_SHUFFLE, shuffle_buffer // READ_CHUNK)), seed=seed,
+                                reshuffle_each_iteration=True)
+    return chunks
+
+
+def _window_shuffled(dataset: tf.data.Dataset, window: int, seed: int | None, parallel: dict) -> tf.data.Dataset:
+    """Each run of `window` consecutive examples permuted as a whole, by a new permutation every time.
+
+    The permutation seeds come from a `tf.random.Generator`: its state outlives an iteration (a
+    second pass gets new permutations) and is set by `seed` (the same sequence for the same seed).
+    They are drawn in a sequential step, so the stream order, not thread timing, decides who gets
+    which. A generator, unlike a second source dataset, keeps FILE auto-sharding possible.
+    """
+    generator = (tf.random.Generator.from_seed(seed) if seed is not None
+                 else tf.random.Generator.from_non_deterministic_state())
+    seeded = dataset.rebatch(window).map(lambda examples: (examples, generator.make_seeds(1)[:, 0]))
+    return seeded.map(_permuted, **parallel)
+
+
+def _permuted(examples: dict[str, tf.Tensor], seed: tf.Tensor) -> dict[str, tf.Tensor]:
+    """The examples in one random order (the same for every feature)."""
+    size = tf.shape(next(iter(examples.values())))[0]
+    order = tf.random.experimental.stateless_shuffle(tf.range(size), seed=seed)
+    return {name: tf.gather(tensor, order) for name, tensor in examples.items()}
 
 
 def _selected(manifest: Manifest, features: list[str] | None) -> list[str]:
