@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import csv
+import io
+import struct
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -60,3 +62,18 @@ def read_pixels(path: Path) -> np.ndarray:
     with Image.open(path) as image:
         array = np.asarray(image)
     return array[:, :, None] if array.ndim == 2 else array
+
+
+def png_bytes(pixels: np.ndarray) -> bytes:
+    """The pixels as PNG file bytes (PIL's encoder)."""
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG")
+    return out.getvalue()
+
+
+def corrupt_idat(data: bytes) -> bytes:
+    """The PNG with every byte of its IDAT payload inverted (chunk length and CRC left as they were)."""
+    at = data.index(b"IDAT")
+    length = struct.unpack(">I", data[at - 4:at])[0]
+    body = bytes(b ^ 0xFF for b in data[at + 4:at + 4 + length])
+    return data[:at + 4] + body + data[at + 4 + length:]

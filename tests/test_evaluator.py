@@ -20,17 +20,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tf_keras as keras
-from sklearn.metrics import accuracy_score, confusion_matrix, log_loss, precision_recall_fscore_support
 
 from shardflow.core.model_info import ModelInfo
 from shardflow.core.reader import make_dataset
 from shardflow.evaluator import ConfigError, EvaluationError, EvaluatorConfig, Regression, Threshold, run
 from shardflow.evaluator import cli
-from shardflow.evaluator.segmentation import segmentation_report
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 
 from helpers_images import write_csv, write_png
+from helpers_metrics import assert_equals_sklearn, assert_segmentation
 from helpers_models import band_model, export_model, threshold_model
 
 ROWS, SEG_ROWS = 120, 24
@@ -108,39 +107,19 @@ def _evaluate(tmp_path: Path, model: Path, examples: Path, **options: object) ->
     return written
 
 
-def _assert_equals_sklearn(group: dict, names: list[str], truth: np.ndarray, probabilities: np.ndarray) -> None:
-    classes = probabilities.shape[1]
-    predicted = probabilities.argmax(axis=1)
-    labels = list(range(classes))
-    assert group["num_examples"] == len(truth)
-    assert group["confusion_matrix"] == confusion_matrix(truth, predicted, labels=labels).tolist()
-    overall = group["overall"]
-    assert overall["accuracy"] == pytest.approx(accuracy_score(truth, predicted), abs=1e-12)
-    assert overall["log_loss"] == pytest.approx(log_loss(truth, probabilities, labels=labels), rel=1e-5)
-    macro = precision_recall_fscore_support(truth, predicted, average="macro", zero_division=0)
-    assert [overall["macro_precision"], overall["macro_recall"], overall["macro_f1"]] == pytest.approx(macro[:3])
-    precision, recall, f1, support = precision_recall_fscore_support(truth, predicted, labels=labels, zero_division=0)
-    assert list(group["per_class"]) == names  # in class id order
-    per_class = [group["per_class"][name] for name in names]
-    assert [c["precision"] for c in per_class] == pytest.approx(precision.tolist())
-    assert [c["recall"] for c in per_class] == pytest.approx(recall.tolist())
-    assert [c["f1"] for c in per_class] == pytest.approx(f1.tolist())
-    assert [c["support"] for c in per_class] == support.tolist()
-
-
 def test_classification_metrics_equal_sklearn_overall_and_per_slice(tmp_path: Path, bands: Path, models: dict) -> None:
     path, model = models["good"]
     metrics = _evaluate(tmp_path, path, bands, slice_by=("site", "fold"))
     data = _read(bands)
     probabilities = _predict(model, data["x"])
     assert 0.6 < metrics["overall"]["accuracy"] < 0.98  # imperfect: every confusion cell can be checked
-    _assert_equals_sklearn(metrics, metrics["class_names"], data["y"], probabilities)
+    assert_equals_sklearn(metrics, metrics["class_names"], data["y"], probabilities)
     for column in ("site", "fold"):
         values = data[column].astype(str) if column == "fold" else np.char.decode(data[column].astype(bytes))
         assert sorted(metrics["slices"][column]) == sorted(set(values.tolist()))
         for value, group in metrics["slices"][column].items():
             chosen = values == value
-            _assert_equals_sklearn(group, metrics["class_names"], data["y"][chosen], probabilities[chosen])
+            assert_equals_sklearn(group, metrics["class_names"], data["y"][chosen], probabilities[chosen])
     assert metrics["baseline"] is None and metrics["deltas"] is None
     assert (tmp_path / "eout" / "confusion_matrix.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "eout" / "BLESSED").is_file()  # no checks asked: nothing to fail
@@ -153,50 +132,8 @@ def test_string_labels_go_through_the_vocabulary_with_an_oov_id(tmp_path: Path, 
     info = ModelInfo.from_json(json.loads((path / "shardflow_model.json").read_text()))
     truth = np.array([info.class_id_of(word) for word in data["word"]])
     assert (truth == 3).sum() == ROWS // 20  # the "fish" rows
-    _assert_equals_sklearn(metrics, [*WORDS, "OOV"], truth, _predict(model, data["x"]))
+    assert_equals_sklearn(metrics, [*WORDS, "OOV"], truth, _predict(model, data["x"]))
     assert metrics["per_class"]["OOV"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": ROWS // 20}
-
-
-def test_segmentation_metrics_on_hand_built_masks() -> None:
-    truth = np.zeros((4, 4), np.int64)
-    truth[:, :2] = 1  # left half is class 1
-    predicted = np.zeros((4, 4), np.int64)
-    predicted[:, :3] = 1  # the prediction spills one column to the right
-    confusion = np.bincount((truth * 3 + predicted).ravel(), minlength=9).reshape(3, 3)
-    report = segmentation_report(confusion, ["bg", "thing", "absent"], num_examples=1)
-    # class 1: TP 8, FP 4, FN 0; class 0: TP 4, FP 0, FN 4; class 2 nowhere
-    assert report["per_class"]["thing"] == {"iou": pytest.approx(8 / 12), "dice": pytest.approx(16 / 20), "pixels": 8}
-    assert report["per_class"]["bg"] == {"iou": pytest.approx(4 / 8), "dice": pytest.approx(8 / 12), "pixels": 8}
-    assert report["per_class"]["absent"] == {"iou": None, "dice": None, "pixels": 0}
-    assert report["overall"] == pytest.approx({"pixel_accuracy": 12 / 16, "mean_iou": (8 / 12 + 4 / 8) / 2,
-                                               "mean_dice": (16 / 20 + 8 / 12) / 2})
-    # Over two images the counts are summed first: a perfect all-background image adds 16 TN-free bg pixels.
-    both = confusion + np.bincount(np.zeros(16, np.int64), minlength=9).reshape(3, 3)
-    assert segmentation_report(both, ["bg", "thing", "absent"])["per_class"]["bg"]["iou"] == pytest.approx(20 / 24)
-
-
-def _expected_segmentation(truth: np.ndarray, predicted: np.ndarray) -> dict[str, object]:
-    """IoU and Dice per class straight from boolean masks, independently of the confusion-matrix code."""
-    out: dict[str, object] = {}
-    for k, name in enumerate(SEG_CLASSES):
-        t, p = truth == k, predicted == k
-        union = (t | p).sum()
-        out[name] = None if union == 0 else ((t & p).sum() / union, 2 * (t & p).sum() / (t.sum() + p.sum()))
-    return out
-
-
-def _assert_segmentation(group: dict, truth: np.ndarray, predicted: np.ndarray) -> None:
-    classes = len(SEG_CLASSES)
-    assert group["confusion_matrix"] == confusion_matrix(truth.ravel(), predicted.ravel(), labels=range(classes)).tolist()
-    expected = _expected_segmentation(truth, predicted)
-    for k, (name, value) in enumerate(expected.items()):
-        got = group["per_class"][name]
-        assert (got["iou"], got["dice"]) == ((None, None) if value is None else pytest.approx(value))
-        assert got["pixels"] == (truth == k).sum()
-    defined = [v for v in expected.values() if v is not None]
-    assert group["overall"]["pixel_accuracy"] == pytest.approx((truth == predicted).mean())
-    assert group["overall"]["mean_iou"] == pytest.approx(np.mean([v[0] for v in defined]))
-    assert group["overall"]["mean_dice"] == pytest.approx(np.mean([v[1] for v in defined]))
 
 
 def test_segmentation_end_to_end_per_class_iou_and_dice(tmp_path: Path, segments: Path, models: dict) -> None:
@@ -207,10 +144,11 @@ def test_segmentation_end_to_end_per_class_iou_and_dice(tmp_path: Path, segments
     predicted = _predict(model, data["image"]).argmax(axis=-1)
     assert np.array_equal(predicted, np.digitize(data["image"][..., 0], [86, 171]))  # the model is a threshold
     assert 0.9 < (truth == predicted).mean() < 0.99  # the flipped mask pixels are its only errors
-    _assert_segmentation(metrics, truth, predicted)
+    assert_segmentation(metrics, SEG_CLASSES, truth, predicted)
     sites = np.char.decode(data["site"].astype(bytes))
     for value in SITES[:2]:
-        _assert_segmentation(metrics["slices"]["site"][value], truth[sites == value], predicted[sites == value])
+        assert_segmentation(metrics["slices"]["site"][value], SEG_CLASSES, truth[sites == value],
+                            predicted[sites == value])
         assert metrics["slices"]["site"][value]["num_examples"] == SEG_ROWS // 2
     assert (tmp_path / "eout" / "BLESSED").read_text().startswith("mean_iou = ")
 

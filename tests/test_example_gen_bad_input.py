@@ -11,18 +11,17 @@ import contextlib
 import io
 import json
 import os
-import struct
-import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from shardflow.cli import main as shardflow_main
 from shardflow.core.tfrecord import iter_records
+
+from helpers_images import corrupt_idat, png_bytes
 
 NUM_GOOD = 40
 MAX_PIXELS = 100  # good images are 8x8 = 64 pixels; the bomb is 16x16 = 256
@@ -40,12 +39,6 @@ class BadRow:
     raw: str | None = None  # the literal CSV line, for malformed records
 
 
-def _png(pixels: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    Image.fromarray(pixels).save(out, format="PNG")
-    return out.getvalue()
-
-
 def _gray(seed: int, height: int = 8, width: int = 8) -> np.ndarray:
     return ((np.arange(height * width) * 7 + seed * 13) % 256).astype(np.uint8).reshape(height, width)
 
@@ -54,20 +47,12 @@ def _mask(seed: int, size: int = 8) -> np.ndarray:
     return ((np.arange(size * size) + seed) % 3).astype(np.uint8).reshape(size, size)
 
 
-def _corrupt_idat(data: bytes) -> bytes:
-    """The PNG with every byte of its IDAT payload inverted (chunk length and CRC left as they were)."""
-    at = data.index(b"IDAT")
-    length = struct.unpack(">I", data[at - 4:at])[0]
-    body = bytes(b ^ 0xFF for b in data[at + 4:at + 4 + length])
-    return data[:at + 4] + body + data[at + 4 + length:]
-
-
 def _unreadable(img: Path) -> str:
     """A file inside the root that cannot be read. chmod 000 does not stop root, so as root use a
     symlink loop (open fails with ELOOP) instead."""
     if os.geteuid() != 0:
         locked = img / "locked.png"
-        locked.write_bytes(_png(_gray(99)))
+        locked.write_bytes(png_bytes(_gray(99)))
         locked.chmod(0)
         return "img/locked.png"
     os.symlink("loop_b.png", img / "loop_a.png")
@@ -81,20 +66,20 @@ def _write_files(root: Path, outside: Path) -> list[BadRow]:
     msk.mkdir()
     outside.mkdir()
     for i in range(NUM_GOOD):
-        (img / f"g{i}.png").write_bytes(_png(_gray(i)))
-        (msk / f"m{i}.png").write_bytes(_png(_mask(i)))
+        (img / f"g{i}.png").write_bytes(png_bytes(_gray(i)))
+        (msk / f"m{i}.png").write_bytes(png_bytes(_mask(i)))
     evil = outside / "evil.png"  # valid: if it were read, its rows would be accepted
-    evil.write_bytes(_png(_gray(7)))
-    good = _png(_gray(0))
+    evil.write_bytes(png_bytes(_gray(7)))
+    good = png_bytes(_gray(0))
     (img / "subdir").mkdir()
     (img / "empty.png").write_bytes(b"")
     (img / "notpng.png").write_bytes(b"GIF89a\x01\x00\x01\x00\x00\x00\x00;")
     (img / "trunc.png").write_bytes(good[: len(good) // 2])
-    (img / "corrupt.png").write_bytes(_corrupt_idat(good))
-    (img / "tall.png").write_bytes(_png(_gray(1, height=10)))
-    (img / "rgb.png").write_bytes(_png(np.stack([_gray(2)] * 3, axis=-1)))
-    (msk / "small.png").write_bytes(_png(_mask(1, size=4)))
-    (img / "bomb.png").write_bytes(_png(_gray(3, 16, 16)))
+    (img / "corrupt.png").write_bytes(corrupt_idat(good))
+    (img / "tall.png").write_bytes(png_bytes(_gray(1, height=10)))
+    (img / "rgb.png").write_bytes(png_bytes(np.stack([_gray(2)] * 3, axis=-1)))
+    (msk / "small.png").write_bytes(png_bytes(_mask(1, size=4)))
+    (img / "bomb.png").write_bytes(png_bytes(_gray(3, 16, 16)))
     os.symlink(evil, img / "link.png")
     m0 = "msk/m0.png"
     return [
@@ -278,108 +263,3 @@ def test_default_reject_fraction_fails_without_manifest(bad_run: dict, capsys: p
     assert len((out / "rejects.jsonl").read_text().splitlines()) == rejected
     assert not (out / "manifest.json").exists()
     assert not list(out.glob("Split-*")), "no shards published by a failed run"
-
-
-def _pil_pixels(data: bytes) -> tuple[str, tuple[int, int], bytes]:
-    with Image.open(io.BytesIO(data)) as image:
-        image.load()
-        return image.mode, image.size, image.tobytes()
-
-
-def _chunk(kind: bytes, body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-
-def _split_idat(data: bytes, pieces: int) -> bytes:
-    """The same PNG with its IDAT payload cut into several IDAT chunks (valid per the PNG spec)."""
-    at = data.index(b"IDAT") - 4
-    length = struct.unpack(">I", data[at:at + 4])[0]
-    payload = data[at + 8:at + 8 + length]
-    bounds = [len(payload) * i // pieces for i in range(pieces + 1)]
-    chunks = b"".join(_chunk(b"IDAT", payload[lo:hi]) for lo, hi in zip(bounds, bounds[1:]))
-    return data[:at] + chunks + data[at + 12 + length:]
-
-
-def _png_variants() -> dict[str, bytes]:
-    rng = np.random.default_rng(5)
-    gray = rng.integers(0, 256, (13, 17), dtype=np.uint8)
-    rgb = rng.integers(0, 256, (9, 11, 3), dtype=np.uint8)
-    rgba = rng.integers(0, 256, (6, 5, 4), dtype=np.uint8)
-    variants = {"gray": _png(gray), "rgb": _png(rgb), "rgba": _png(rgba), "gray_split_idat": _split_idat(_png(gray), 3)}
-    out = io.BytesIO()
-    Image.fromarray(rgb).save(out, format="PNG", interlace=1)  # Adam7: not the fast path
-    variants["interlaced"] = out.getvalue()
-    out = io.BytesIO()
-    Image.fromarray(gray).save(out, format="PNG", dpi=(72, 72))  # an ancillary chunk: not the fast path
-    variants["with_phys"] = out.getvalue()
-    variants["gray16"] = _png(rng.integers(0, 65536, (4, 4), dtype=np.uint16))
-    variants["palette"] = _palette_png(gray)
-    return variants
-
-
-def _palette_png(gray: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    Image.fromarray(gray).convert("P").save(out, format="PNG")
-    return out.getvalue()
-
-
-def test_png_decoding_matches_pil_bit_for_bit() -> None:
-    from shardflow.example_gen.images import ImageRules, decode_image
-
-    rules = ImageRules(max_pixels=1 << 20)
-    for name, data in _png_variants().items():
-        image = decode_image(data, rules)
-        mode, size, pixels = _pil_pixels(data)
-        if name != "palette":  # palette images are converted to RGB by the rules
-            assert (image.mode, image.size) == (mode, size), name
-            assert image.tobytes() == pixels, name
-
-
-def test_broken_pngs_are_rejected_like_pil_rejects_them() -> None:
-    from shardflow.example_gen.images import BadCell, ImageRules, decode_image
-
-    good = _split_idat(_png(_gray(4, 12, 12)), 2)
-    second_idat = good.index(b"IDAT", good.index(b"IDAT") + 4) - 4
-    iend_crc = len(good) - 4
-    cases = {
-        "truncated": good[: len(good) - 30],
-        "bad_iend_crc": good[:iend_crc] + bytes([good[iend_crc] ^ 1]) + good[iend_crc + 1:],
-        "bad_idat_crc": good[:second_idat - 1] + bytes([good[second_idat - 1] ^ 1]) + good[second_idat:],
-        "inverted_idat": _corrupt_idat(good),
-        "short_idat_with_valid_crc": good[:second_idat] + _chunk(b"IEND", b""),  # half the pixel data
-    }
-    pil_failed = set()
-    for name, data in cases.items():
-        try:
-            expected = _pil_pixels(data)
-        except Exception:  # noqa: BLE001 - whatever PIL raises, the row must be rejected
-            pil_failed.add(name)
-            with pytest.raises(BadCell) as err:
-                decode_image(data, ImageRules(max_pixels=1 << 20))
-            assert err.value.code == "corrupt_image", (name, err.value.reason)
-        else:
-            image = decode_image(data, ImageRules(max_pixels=1 << 20))
-            assert (image.mode, image.size, image.tobytes()) == expected, name
-    assert {"truncated", "inverted_idat", "short_idat_with_valid_crc"} <= pil_failed
-    with pytest.raises(BadCell) as err:
-        decode_image(good, ImageRules(max_pixels=100))
-    assert (err.value.code, err.value.reason) == ("too_many_pixels", "image of 12x12 exceeds the limit of 100 pixels")
-
-
-def test_plain_csv_records_split_like_the_csv_module() -> None:
-    import csv
-
-    from shardflow.example_gen.csv_index import _parse
-
-    records = [b"a.png,1\n", b" a.png , 2 \r\n", b"a,,\n", b"\xc3\xa9.png,3", b"a.png,\t4\x0b\n", b",\n",
-               b'"a,b.png",5\n', b'a.png,"6"\r\n', b"a\rb.png,7\n"]
-    for raw in records:
-        try:
-            expected = [cell.strip() for cell in next(csv.reader(io.StringIO(raw.decode("utf-8")), strict=True))]
-        except csv.Error:
-            expected = None
-        try:
-            got = _parse(raw)
-        except csv.Error:
-            got = None
-        assert got == expected, raw
