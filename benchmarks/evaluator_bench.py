@@ -3,9 +3,9 @@
     python -m benchmarks.evaluator_bench --examples EX --out DIR [--batch-size 512] [--repeats 3]
 
 EX is an ExampleGen output whose "eval" split holds the examples (28×28 gray, labels 0..9). Not
-measured: a LeNet (`shardflow.trainer.models.lenet`) is trained for one short epoch on the first
-examples (so its accuracy means something), exported as a shardflow model, and every example is
-decoded into memory as float32 / 255. Then, `--repeats` times in turn:
+measured: `shardflow train` trains a LeNet for TRAIN_EXAMPLES examples' worth of steps on that
+split (so its accuracy means something) and exports it; the same weights are loaded into a Keras
+LeNet for `predict`, and every example is decoded into memory as float32 / 255. Then, `--repeats` times in turn:
   evaluator  `shardflow.evaluator.run` on EX: the whole run (model load, streaming the split from
              its shards through the serving signature, metrics, plot, outputs) and its scoring
              phase alone (first batch requested → last batch counted);
@@ -28,7 +28,6 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-REPO = Path(__file__).resolve().parent.parent
 TRAIN_EXAMPLES = 4000
 
 
@@ -45,27 +44,20 @@ def _load_all(examples: Path) -> tuple[Any, Any]:
     return np.concatenate(pixels), np.concatenate(labels)
 
 
-def _trained_lenet(pixels: Any, labels: Any) -> Any:
-    import tf_keras as keras
-
+def _trained_model(examples: Path, out: Path) -> tuple[Any, Path]:
+    """`shardflow train` (LeNet, a short run on the eval split) → its export and the same weights in Keras."""
+    from shardflow.trainer import TrainerConfig
+    from shardflow.trainer import run as train
+    from shardflow.trainer.export import warm_start
     from shardflow.trainer.models import lenet
 
-    keras.utils.set_random_seed(0)
-    model = lenet("x", (28, 28, 1), 10)
-    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    model.fit(pixels[:TRAIN_EXAMPLES], labels[:TRAIN_EXAMPLES], batch_size=64, epochs=1, verbose=0)
-    return model
-
-
-def _export(model: Any, examples: Path, model_dir: Path) -> Path:
-    # The tests' exporter writes the same contract as the Trainer (tests/helpers_models.py).
-    sys.path.insert(0, str(REPO / "tests"))
-    from helpers_models import export_model
-
-    from shardflow.core.model_info import ModelInfo
-
-    info = ModelInfo(task="classification", label="y", num_classes=10, class_names=[str(d) for d in range(10)])
-    return export_model(model, model_dir, examples, "x", info)
+    config = TrainerConfig(examples=str(examples), output=str(out / "train"), model="lenet",
+                           steps=TRAIN_EXAMPLES // 64, batch_size=64, train_split="eval", eval_split=None,
+                           input_probe_batches=5)
+    summary = train(config, echo=lambda line: print(line, file=sys.stderr))
+    model = lenet("x", (28, 28, 1), 10)  # the Trainer's model, for `predict` on in-memory tensors
+    warm_start(model, summary["model"])
+    return model, Path(summary["model"])
 
 
 def _evaluate(model_dir: Path, examples: Path, out: Path, batch_size: int) -> dict[str, Any]:
@@ -94,8 +86,7 @@ def _predict(model: Any, pixels: Any, labels: Any, batch_size: int) -> dict[str,
 
 def measure(examples: Path, out: Path, batch_size: int, repeats: int) -> dict[str, Any]:
     pixels, labels = _load_all(examples)
-    model = _trained_lenet(pixels, labels)
-    model_dir = _export(model, examples, out / "model")
+    model, model_dir = _trained_model(examples, out)
     runs = []
     for repeat in range(repeats):
         print(f"repeat {repeat + 1}/{repeats}", file=sys.stderr, flush=True)
