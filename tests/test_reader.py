@@ -180,7 +180,8 @@ def test_every_epoch_is_a_new_order_of_the_same_examples(raw_out: Path) -> None:
     assert len({p.tobytes() for p in passes}) == 3
 
 
-def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path) -> None:
+@pytest.mark.parametrize("shuffle_buffer", [0, 5])  # one stream of records / shards interleaved
+def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path, shuffle_buffer: int) -> None:
     # The rewrite tf.distribute applies per worker under AutoShardPolicy.FILE (no public entry point).
     from tensorflow.python.data.experimental.ops.distribute import _AutoShardDataset
 
@@ -191,8 +192,9 @@ def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path) -> Non
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
     seen = []
     for worker in range(2):
-        dataset = make_dataset(raw_out, "train", batch_size=3, shuffle_buffer=5, seed=1).with_options(options)
-        seen.append(sorted(image.tobytes() for image in _collect(_AutoShardDataset(dataset, 2, worker))["depth"]))
+        dataset = make_dataset(raw_out, "train", batch_size=3, shuffle_buffer=shuffle_buffer, seed=1)
+        sharded = _AutoShardDataset(dataset.with_options(options), 2, worker)
+        seen.append(sorted(image.tobytes() for image in _collect(sharded)["depth"]))
     assert seen[0] and seen[1] and not set(seen[0]) & set(seen[1])
     assert sorted(seen[0] + seen[1]) == everything
 
