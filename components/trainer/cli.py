@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     steps.add_argument("--epochs", type=int, help="epochs of ceil(train examples / global batch) steps")
     steps.add_argument("--steps", type=int, help="exact number of optimizer steps")
     add("--batch-size", type=int, default=64, help="examples per replica and step (default 64)")
-    add("--shuffle-buffer", type=int, default=10_000, help="examples in the shuffle buffer (0 = no shuffle)")
+    add("--shuffle-buffer", type=int, default=10_000, help="examples per shuffle window (0 = no shuffle)")
     add("--augment", type=_ops, default=(), metavar="OPS", help=f"train-time ops: {','.join(AUGMENT_OPS)}")
     add("--augment-on-device", action="store_true", help="augment in a Keras layer in the model (classification)")
     add("--seed", type=int, default=0, help="seed of shuffling and augmentation")

@@ -1,6 +1,7 @@
-"""The tf.data streams the Trainer fits on: shards → interleave → shuffle → batch → parse → prepare → prefetch.
+"""The tf.data streams the Trainer fits on: shards → record chunks → parse → window shuffle → batch → prepare → prefetch.
 
-Memory is bounded by the shuffle buffer and the prefetch depth, never by the dataset size. The
+The reading, parsing and shuffling are `shardflow.core.reader.make_dataset`'s. Memory is bounded
+by the shuffle window and the prefetch depth, never by the dataset size. The
 training stream repeats, so an epoch is a step count (ceil(examples / global batch)) and every
 training batch is full; the eval stream is one pass that keeps its last partial batch.
 
