@@ -141,11 +141,12 @@ def make_dataset(output_dir: str | Path, split: str, *, batch_size: int, shuffle
 
 
 def record_chunks(files: list[str], compression: str, shuffle_buffer: int, seed: int | None,
-                   deterministic: bool) -> tf.data.Dataset:
-    """Serialized records in chunks of up to READ_CHUNK: one shard after another when order matters.
+                  deterministic: bool) -> tf.data.Dataset:
+    """Serialized records in chunks of up to READ_CHUNK (`make_dataset`'s read step; the benchmark times it alone).
 
-    The file names stay the pipeline's only source dataset, so multi-worker FILE auto-sharding can
-    split them between workers.
+    One shard after another when order matters; with a shuffle buffer the shard order and a few
+    chunks are shuffled. The file names stay the pipeline's only source dataset, so multi-worker
+    FILE auto-sharding can split them between workers.
     """
     names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
     if shuffle_buffer and len(files) > 1:
