@@ -14,14 +14,19 @@ def temp_sibling(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:12]}")
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+def atomic_write_bytes(path: str | Path, data: bytes, durable: bool = True) -> None:
+    """Writes `data` under a temporary name, then renames it to `path`.
+
+    `durable=False` skips the fsync: for staging files that a crash discards anyway.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_sibling(path)
     with open(tmp, "wb") as out:
         out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
+        if durable:
+            out.flush()
+            os.fsync(out.fileno())
     os.replace(tmp, path)
 
 
