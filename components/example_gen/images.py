@@ -46,34 +46,25 @@ class DataRoot:
     def __init__(self, root: str) -> None:
         self.root = os.path.realpath(root)
         self._prefix = self.root.rstrip(os.sep) + os.sep
-        self._real_dirs: dict[str, str] = {}
         self._cell_dirs: dict[str, str] = {}  # a cell's folder text → its real folder, with a final "/"
 
-    def _via_folder(self, cell: str) -> tuple[str, str | None]:
-        """The cell's path, and its real path from the cached real folder (None for '.', '..')."""
-        candidate = cell if os.path.isabs(cell) else os.path.join(self.root, cell)
-        folder, name = os.path.split(candidate)
-        if name in ("", ".", ".."):
-            return candidate, None
-        real_folder = self._real_dirs.get(folder)
-        if real_folder is None:  # resolving each folder once keeps this off the per-row cost
-            real_folder = self._real_dirs.setdefault(folder, os.path.realpath(folder))
-        return candidate, os.path.join(real_folder, name)
-
     def resolve(self, cell: str) -> str:
-        candidate, real = self._via_folder(cell)
+        """The cell's real path; BadCell `path_escapes_root` when it is not inside the root."""
+        candidate = cell if os.path.isabs(cell) else os.path.join(self.root, cell)
+        real = self._via_folder(cell)
         if real is None or os.path.islink(candidate):
             real = os.path.realpath(candidate)
         if not real.startswith(self._prefix):
             raise BadCell("path_escapes_root", f"path escapes the data root: {cell}")
         return real
 
-    def _resolve_unlinked(self, cell: str) -> str | None:
-        """`resolve` without its per-row lstat, or None when only `resolve` can decide.
+    def _via_folder(self, cell: str) -> str | None:
+        """The cell's real path if its last part is not a symlink, or None when only `resolve` can decide.
 
-        The caller opens the path with O_NOFOLLOW: a final symlink then fails the open (ELOOP) and
-        goes through `resolve`, which checks where it points. The folder is looked up by the cell's
-        own text, which costs less per row than building and splitting the joined path.
+        Each folder is resolved once (keeping realpath off the per-row cost), looked up by the
+        cell's own text, which costs less per row than building and splitting the joined path.
+        `_open` opens the result with O_NOFOLLOW: a final symlink then fails the open (ELOOP) and
+        goes through `resolve`, which checks where it points.
         """
         slash = cell.rfind(os.sep)
         name = cell[slash + 1:]
@@ -90,7 +81,7 @@ class DataRoot:
     def _open(self, cell: str) -> int:
         # O_NONBLOCK: opening a named pipe must not hang the worker (no effect on regular files).
         flags = os.O_RDONLY | os.O_NONBLOCK
-        path = self._resolve_unlinked(cell)
+        path = self._via_folder(cell)
         try:
             if path is not None:
                 try:
