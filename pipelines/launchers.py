@@ -9,7 +9,6 @@ argument translation as the CLI, so a pipeline option string is exactly a CLI fl
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -21,7 +20,7 @@ from typing import Any
 from ..core.atomic import atomic_write_json
 from ..core.hashing import sha256_of
 from ..core.manifest import read_manifest
-from ..example_gen.spans import SPAN_PATTERN
+from ..example_gen.spans import has_span_pattern, pattern_matches
 
 SERVING_POINTER = "CURRENT.json"
 LATEST = "latest"
@@ -47,7 +46,7 @@ def data_fingerprint(index: list[str], data_root: str) -> str:
     digest = hashlib.sha256(json.dumps([sorted(index), data_root]).encode())
     for spec in sorted(index):
         pattern = spec.split("=", 1)[-1]
-        paths = sorted(glob.glob(SPAN_PATTERN.sub("*", pattern))) if SPAN_PATTERN.search(pattern) else [pattern]
+        paths = pattern_matches(pattern) if has_span_pattern(pattern) else [pattern]
         for path in paths:
             digest.update(f"{path}:{sha256_of(path)}".encode())
     return digest.hexdigest()

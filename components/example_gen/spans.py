@@ -39,6 +39,11 @@ def has_span_pattern(text: str) -> bool:
     return SPAN_PATTERN.search(text) is not None
 
 
+def pattern_matches(pattern: str) -> list[str]:
+    """Every existing path the pattern may name (its tokens as wildcards), sorted."""
+    return sorted(glob.glob(SPAN_PATTERN.sub("*", pattern)))
+
+
 def _check_tokens(pattern: str) -> None:
     tokens = set(SPAN_PATTERN.findall(pattern))
     if tokens and tokens != {"SPAN"} and tokens != {"YYYY", "MM", "DD"}:
@@ -51,7 +56,7 @@ def _keys_on_disk(pattern: str) -> dict[str, str]:
     regex = re.compile("^" + "".join(_TOKEN_REGEX[part] if i % 2 else re.escape(part)
                                      for i, part in enumerate(SPAN_PATTERN.split(pattern))) + "$")
     found = {}
-    for path in glob.glob(SPAN_PATTERN.sub("*", pattern)):
+    for path in pattern_matches(pattern):
         match = regex.match(path)
         if match:
             groups = match.groupdict()
