@@ -96,9 +96,7 @@ def _cast_pair(data: ReaderData) -> Callable[[dict[str, tf.Tensor]], tuple[tf.Te
 
 def reader_c(data: ReaderData) -> tf.data.Dataset:
     """shardflow's reader as the Trainer uses it, then the cast in a parallel map."""
-    dataset = make_dataset(data.examples, "train", batch_size=data.batch_size, shuffle_buffer=data.shuffle_buffer,
-                           deterministic=False)
-    return dataset.map(_cast_pair(data), num_parallel_calls=AUTOTUNE, deterministic=False)
+    return reader_c_uint8(data).map(_cast_pair(data), num_parallel_calls=AUTOTUNE, deterministic=False)
 
 
 def _files(data: ReaderData) -> tuple[list[str], str]:
