@@ -35,7 +35,7 @@ bench: setup
 
 # The golden compiled pipeline the tests compare with; regenerate after a deliberate pipeline change.
 golden: setup
-	$(BIN)/shardflow compile --output tests/golden/pipeline.yaml
+	$(BIN)/shardflow compile --output tests/golden/pipeline.yaml --image registry.example.com/ml/shardflow@sha256:3f1c5e0a9b7d2c4e6f8a0b1c3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e
 
 lock:
 	uv pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_36 \

@@ -1,27 +1,37 @@
 """`shardflow compile`: the pipeline as KFP v2 IR (YAML) for a Kubeflow cluster.
 
-    compile_pipeline("pipeline.yaml", image="registry.example.com/shardflow@sha256:...")
+    compile_pipeline("pipeline.yaml", "registry.example.com/ml/shardflow@sha256:...",
+                     cluster_options(mount_pvc=["data=/data"]), {"data_root": "/data"})
+
+`params` bakes defaults for pipeline parameters into the IR (text converted to each parameter's
+type), so a run of the package needs only the ones left without a default.
 """
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
+from google.protobuf import json_format
 from kfp import compiler
 
-from .cli import DEFAULT_IMAGE
+from .cluster_options import ClusterOptions, check_image
+from .params import typed_params
 from .pipeline import build_pipeline
 
 
-def compile_pipeline(path: str | Path, image: str = DEFAULT_IMAGE) -> Path:
+def compile_pipeline(path: str | Path, image: str, cluster: ClusterOptions = ClusterOptions(),
+                     params: Mapping[str, str] | None = None) -> Path:
     """Writes the compiled pipeline to `path` atomically and returns it."""
+    pipeline = build_pipeline(check_image(image), cluster)
+    defaults = typed_params(json_format.MessageToDict(pipeline.pipeline_spec), params or {}, require_all=False)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".yaml", dir=path.parent)
     os.close(descriptor)
     try:
-        compiler.Compiler().compile(build_pipeline(image), temp)
+        compiler.Compiler().compile(pipeline, temp, pipeline_parameters=defaults)
         os.replace(temp, path)
     finally:
         if os.path.exists(temp):

@@ -3,8 +3,11 @@
 Each function only moves values between KFP artifacts and `launchers` (the code that does the
 work). KFP ships a component's source alone to the pod, so every import is inside the function.
 `make_components(image)` turns them into components for one image (the compile-time choice).
+Large outputs (examples, transformed examples, the model) go to `output_location(artifact)`: the
+artifact's URI when the pipeline root is s3:// or gs://, its local path otherwise (kfp.local,
+minio://); small reports always go to `.path`, which the launcher uploads.
 
-    ops = make_components("registry.example.com/shardflow@sha256:...")
+    ops = make_components("registry.example.com/ml/shardflow@sha256:...")
     examples_task = ops.example_gen(index=..., data_root=..., ...)
 """
 # No `from __future__ import annotations`: KFP reads these annotations as types at decoration time.
@@ -24,8 +27,9 @@ def fingerprint(index: List[str], data_root: str) -> str:
 def example_gen(index: List[str], data_root: str, data_fingerprint: str, options: List[str], beam_args: List[str],
                 examples: Output[Dataset]):
     from shardflow.pipelines import launchers
+    from shardflow.pipelines.locations import output_location
 
-    summary = launchers.example_gen(index, data_root, options, beam_args, examples.path)
+    summary = launchers.example_gen(index, data_root, options, beam_args, output_location(examples))
     examples.metadata.update({"fingerprint": data_fingerprint, **summary})
 
 
@@ -47,16 +51,18 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
 
 def transform(examples: Input[Dataset], options: List[str], beam_args: List[str], transformed: Output[Dataset]):
     from shardflow.pipelines import launchers
+    from shardflow.pipelines.locations import output_location
 
-    transformed.metadata.update(launchers.transform(examples.path, options, beam_args, transformed.path))
+    transformed.metadata.update(launchers.transform(examples.path, options, beam_args, output_location(transformed)))
 
 
 def train(transformed: Input[Dataset], options: List[str], warm_start: str, serving_dir: str,
           accelerator_type: str, accelerator_limit: int, model: Output[Model], training_metrics: Output[Metrics]):
     from shardflow.pipelines import launchers
+    from shardflow.pipelines.locations import output_location
 
     start_from = launchers.resolve_model_reference(warm_start, serving_dir)
-    summary = launchers.train(transformed.path, options, start_from, model.path)
+    summary = launchers.train(transformed.path, options, start_from, output_location(model))
     model.metadata.update({"framework": "tensorflow", "warm_start": start_from, "strategy": summary["strategy"],
                            "accelerators_requested": f"{accelerator_limit} x {accelerator_type}",
                            "optimizer_steps": summary["optimizer_steps"]})

@@ -23,6 +23,9 @@ from ..core.errors import ConfigError
 from ..example_gen.spans import has_span_pattern
 
 PIPELINE_ROOT, SERVING, RECORDS, SPAN_STORE = "pipeline_root", "serving", "runs", "spans"
+# kfp.local's SubprocessRunner runs the steps in this interpreter and ignores the image; the components
+# still name one. Not pullable, so a package compiled from a local run could never be deployed.
+LOCAL_RUN_IMAGE = "shardflow-local-run.invalid/not-deployable:local"
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] = print) -> 
                    raise_on_error=True)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     try:
-        build_pipeline()(**config.arguments())
+        build_pipeline(LOCAL_RUN_IMAGE)(**config.arguments())
     finally:
         summary = summarize(out)
         echo(render_summary(summary))

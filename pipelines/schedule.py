@@ -1,7 +1,8 @@
 """`shardflow schedule`: create or update a Kubeflow Pipelines recurring run of the shardflow pipeline.
 
     shardflow schedule --host http://ml-pipeline.kubeflow:8888 --cron '0 3 * * *' \
-        [--pipeline-package pipeline.yaml] [--param name=value ...] [--name N] [--experiment E]
+        (--image REGISTRY/shardflow@sha256:DIGEST [--mount-pvc CLAIM=PATH ...] | --pipeline-package pipeline.yaml) \
+        [--param name=value ...] [--name N] [--experiment E]
 
     from shardflow.pipelines.schedule import schedule
     schedule("http://localhost:8888", "0 3 * * *", "pipeline.yaml", {"epochs": "5"},
@@ -12,6 +13,8 @@ wants 6 fields with seconds first, so "0 3 * * *" is sent as "0 0 3 * * *". Ever
 before the first request. The recurring run is identified by (experiment, name): scheduling again
 creates the new one first, then deletes the old ones, so there is never a gap and never two left.
 Runs do not overlap (max_concurrency=1) and missed intervals are not backfilled (no_catchup).
+The package is either compiled here with --image (and the cluster flags of `shardflow compile`)
+or given with --pipeline-package: exactly one, so nothing scheduled runs a placeholder image.
 One-off runs (used by the k8s CronJob): `shardflow submit`, see shardflow.pipelines.submit.
 """
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from shardflow.core.errors import ConfigError
+from shardflow.pipelines.cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
+from shardflow.pipelines.params import parse_param_args, typed_params
 
 if TYPE_CHECKING:  # kfp (and the kubernetes client it imports) costs seconds: loaded when a command runs
     import kfp
@@ -104,55 +109,8 @@ def read_pipeline_package(path: str) -> dict[str, Any]:
         raise ConfigError(f"--pipeline-package {path!r}: not YAML ({err})") from err
     if not isinstance(spec, dict) or "pipelineInfo" not in spec or "root" not in spec:
         raise ConfigError(f"--pipeline-package {path!r}: not a compiled KFP pipeline (no pipelineInfo/root); "
-                          "compile it with shardflow.pipelines.compiler.compile_pipeline")
+                          "compile it with `shardflow compile`")
     return spec
-
-
-def typed_params(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """Checks `params` against the pipeline's inputs and converts text values to the declared types."""
-    declared = spec["root"].get("inputDefinitions", {}).get("parameters", {})
-    unknown = sorted(set(params) - set(declared))
-    if unknown:
-        raise ConfigError(f"--param: the pipeline has no parameter {', '.join(unknown)}; "
-                          f"its parameters: {', '.join(sorted(declared)) or '(none)'}")
-    missing = [name for name, info in declared.items()
-               if name not in params and "defaultValue" not in info and not info.get("isOptional")]
-    if missing:
-        raise ConfigError(f"--param: the pipeline parameter(s) {', '.join(sorted(missing))} have no default; "
-                          "pass --param NAME=VALUE")
-    return {name: _typed(name, value, declared[name].get("parameterType", "STRING")) for name, value in params.items()}
-
-
-def _typed(name: str, value: Any, kind: str) -> Any:
-    if not isinstance(value, str) or kind == "STRING":
-        return value
-    try:
-        if kind == "NUMBER_INTEGER":
-            return int(value)
-        if kind == "NUMBER_DOUBLE":
-            return float(value)
-        if kind == "BOOLEAN" and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        if kind in ("LIST", "STRUCT"):
-            parsed = json.loads(value)
-            if isinstance(parsed, list if kind == "LIST" else dict):
-                return parsed
-    except ValueError:
-        pass
-    raise ConfigError(f"--param {name}={value!r}: the pipeline declares {name} as {kind}")
-
-
-def parse_param_args(pairs: list[str]) -> dict[str, str]:
-    """`["a=1", "b=x=y"]` -> {"a": "1", "b": "x=y"}; a repeated name is an error."""
-    params: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise ConfigError(f"--param expects NAME=VALUE, got {pair!r}")
-        if name in params:
-            raise ConfigError(f"--param {name} is given twice")
-        params[name] = value
-    return params
 
 
 def check_host(host: str) -> str:
@@ -233,21 +191,27 @@ def schedule(host: str, cron: str, pipeline_package: str, params: Mapping[str, A
     return created.recurring_run_id
 
 
-def compiled_package(path: str | None, workdir: str) -> str:
-    """`path`, or the shardflow pipeline compiled into `workdir` when no package is given."""
-    if path:
-        return path
+def compiled_package(args: argparse.Namespace, workdir: str) -> str:
+    """--pipeline-package, or the shardflow pipeline compiled into `workdir` with --image and the cluster flags."""
+    cluster = cluster_options_from_args(args)  # bad values fail before anything is compiled
+    if args.pipeline_package:
+        if not cluster.is_empty():  # a compiled package carries its own; silently ignoring them would mislead
+            raise ConfigError("--mount-pvc, --node-selector and --toleration are compiled into the pipeline: "
+                              f"with --pipeline-package {args.pipeline_package!r}, pass them to `shardflow compile`")
+        return args.pipeline_package
+    image = check_image(args.image)
     from shardflow.pipelines.compiler import compile_pipeline
 
-    package = os.path.join(workdir, "pipeline.yaml")
-    compile_pipeline(package)
-    return package
+    return str(compile_pipeline(os.path.join(workdir, "pipeline.yaml"), image, cluster))
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--host", required=True, help="KFP API URL, e.g. http://ml-pipeline.kubeflow:8888")
-    add("--pipeline-package", help="compiled pipeline .yaml (default: compile the shardflow pipeline)")
+    package = parser.add_mutually_exclusive_group(required=True)  # never a default (placeholder) image
+    package.add_argument("--image", help="compile the shardflow pipeline for this component image (by digest)")
+    package.add_argument("--pipeline-package", help="a compiled pipeline .yaml (from `shardflow compile`)")
+    add_cluster_arguments(parser)
     add("--param", action="append", default=[], metavar="NAME=VALUE",
         help="pipeline parameter, converted to the type the pipeline declares; repeatable")
     add("--experiment", default="shardflow", help="KFP experiment, created if missing (default shardflow)")
@@ -269,7 +233,7 @@ def schedule_main(args: argparse.Namespace, extra: list[str]) -> int:
     to_kfp_cron(args.cron)
     params = parse_param_args(args.param)
     with tempfile.TemporaryDirectory(prefix="shardflow-schedule-") as workdir:
-        package = compiled_package(args.pipeline_package, workdir)
+        package = compiled_package(args, workdir)
         recurring_run_id = reporting_api_errors("schedule", args.host, lambda: schedule(
             args.host, args.cron, package, params, args.name, args.experiment,
             max_concurrency=args.max_concurrency, no_catchup=not args.catchup,

@@ -1,6 +1,7 @@
 """`shardflow submit`: start one run of the compiled pipeline on Kubeflow Pipelines.
 
-    shardflow submit --host http://ml-pipeline.kubeflow:8888 --pipeline-package /pipeline/pipeline.yaml \
+    shardflow submit --host http://ml-pipeline.kubeflow:8888 \
+        (--pipeline-package /pipeline/pipeline.yaml | --image REGISTRY/shardflow@sha256:DIGEST [--mount-pvc ...]) \
         [--param name=value ...] [--name shardflow-scheduled] [--experiment shardflow] [--namespace NS]
 
     from shardflow.pipelines.submit import submit
@@ -26,11 +27,10 @@ from shardflow.pipelines.schedule import (
     compiled_package,
     connect,
     kfp_namespace,
-    parse_param_args,
     read_pipeline_package,
     reporting_api_errors,
-    typed_params,
 )
+from shardflow.pipelines.params import parse_param_args, typed_params
 
 
 def submit(host: str, pipeline_package: str, params: Mapping[str, Any], run_name: str, experiment: str,
@@ -57,7 +57,7 @@ def submit_main(args: argparse.Namespace, extra: list[str]) -> int:
     check_host(args.host)  # bad flags fail before anything is compiled or sent
     params = parse_param_args(args.param)
     with tempfile.TemporaryDirectory(prefix="shardflow-submit-") as workdir:
-        package = compiled_package(args.pipeline_package, workdir)
+        package = compiled_package(args, workdir)
         prefix = args.name or read_pipeline_package(package)["pipelineInfo"]["name"]
         run_name = f"{prefix} {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M:%S}"
         run_id = reporting_api_errors("submit", args.host, lambda: submit(

@@ -5,3 +5,47 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from s3_server import S3Server
+
+_exit_status: list[int] = []
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """One moto S3 server for the session; the AWS variables point every layer at it."""
+    server = S3Server(tmp_path_factory.mktemp("moto"))
+    saved = {k: os.environ.get(k) for k in server.env}
+    os.environ.update(server.env)
+    yield server
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> str:
+    """A fresh, empty bucket on the session's S3 server."""
+    return s3_server.bucket()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _exit_status.append(int(exitstatus))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # tensorflow-io's s3 plugin aborts in interpreter teardown after the work is done (see
+    # shardflow.core.cloud_env.exit_process); keep pytest's real exit status.
+    if "tensorflow_io" in sys.modules and _exit_status:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status[-1])

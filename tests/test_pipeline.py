@@ -24,6 +24,8 @@ from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 from helpers_images import write_csv, write_png
 
 GOLDEN = Path(__file__).parent / "golden" / "pipeline.yaml"
+# The image `make golden` compiles the golden pipeline with (an example digest, not a built image).
+GOLDEN_IMAGE = "registry.example.com/ml/shardflow@sha256:3f1c5e0a9b7d2c4e6f8a0b1c3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e"
 TRAIN_ARGS = ("--epochs", "6", "--batch-size", "16", "--input-probe-batches", "2")
 
 
@@ -32,9 +34,11 @@ def _without_version(text: str) -> str:
 
 
 def test_compiled_pipeline_equals_the_golden_yaml(tmp_path: Path) -> None:
-    compiled = compile_pipeline(tmp_path / "pipeline.yaml").read_text()
+    compiled = compile_pipeline(tmp_path / "pipeline.yaml", GOLDEN_IMAGE).read_text()
     assert _without_version(compiled) == _without_version(GOLDEN.read_text()), (
         "the compiled pipeline changed: review the diff, then regenerate with `make golden`")
+    golden_target = (Path(__file__).parents[1] / "Makefile").read_text().split("\ngolden:")[1].split("\n\n")[0]
+    assert f"--image {GOLDEN_IMAGE}" in golden_target, "`make golden` compiles with another image than this test"
 
 
 def test_the_ir_carries_accelerators_retries_caching_and_control_flow() -> None:

@@ -22,6 +22,7 @@ from shardflow.pipelines.submit import add_submit_arguments, submit, submit_main
 
 REPO = Path(__file__).resolve().parents[1]
 NO_TOKEN = "/nonexistent/token"  # tests run outside a pod: no service-account token
+IMAGE = "registry.example.com/ml/shardflow@sha256:" + "ab" * 32
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +116,8 @@ def test_a_bad_cron_is_refused_before_any_request(server: FakeKfpServer, package
     with pytest.raises(ConfigError, match=reason) as refused:
         schedule(server.url, cron, package, {"times": "1"}, "nightly", "retraining", token_path=NO_TOKEN)
     assert "--cron" in str(refused.value) and repr(cron) in str(refused.value)
-    # Through the CLI, without --pipeline-package: refused before compiling or connecting.
-    args = _parse(add_schedule_arguments, ["--host", server.url, "--cron", cron])
+    # Through the CLI, compiling with --image: refused before compiling or connecting.
+    args = _parse(add_schedule_arguments, ["--host", server.url, "--cron", cron, "--image", IMAGE])
     with pytest.raises(ConfigError, match=reason):
         schedule_main(args, [])
     assert server.requests == []

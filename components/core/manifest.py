@@ -8,10 +8,11 @@ True
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from . import storage
 
 MANIFEST_NAME = "manifest.json"
 ROLES = ("image", "mask", "label", "metadata")
@@ -80,10 +81,11 @@ class Manifest:
     compression: str  # "" or "GZIP"
     extra: dict[str, Any] = field(default_factory=dict)  # rejected, inputs, options, version, ...
 
-    def shard_paths(self, root: Path, split: str) -> list[Path]:
+    def shard_paths(self, root: str | Path, split: str) -> list[str]:
+        """Shard locations below `root` (a local path or a URI)."""
         if split not in self.splits:
             raise KeyError(f"split {split!r} not in manifest (has {sorted(self.splits)})")
-        return [root / s.path for s in self.splits[split].shards]
+        return [storage.join(root, *s.path.split("/")) for s in self.splits[split].shards]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,10 +104,10 @@ class Manifest:
 
 
 def read_manifest(output_dir: str | Path) -> Manifest:
-    path = Path(output_dir) / MANIFEST_NAME
-    if not path.is_file():
+    try:
+        return Manifest.from_json(storage.read_json(storage.join(output_dir, MANIFEST_NAME)))
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise IncompleteOutputError(
             f"{output_dir} has no {MANIFEST_NAME}: it is not a complete shardflow output "
             "(the run that wrote it failed or is still running)"
-        )
-    return Manifest.from_json(json.loads(path.read_text()))
+        ) from None

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write_json
+from . import storage
 
 MODEL_INFO_NAME = "shardflow_model.json"
 SERVING_SIGNATURE = "serving_default"
@@ -82,7 +82,7 @@ class ModelInfo:
 
 
 def write_model_info(model_dir: str | Path, info: ModelInfo) -> None:
-    atomic_write_json(Path(model_dir) / MODEL_INFO_NAME, info.to_json())
+    storage.write_json(Path(model_dir) / MODEL_INFO_NAME, info.to_json())
 
 
 def read_model_info(model_dir: str | Path) -> ModelInfo:

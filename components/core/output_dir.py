@@ -1,43 +1,109 @@
-"""The output directory's life cycle: invalidate, stage, publish. A killed run never looks complete.
+"""The one output-directory life cycle: prepare → stage → publish → mark complete, on every filesystem.
 
-1. `prepare` removes the manifest first (the output stops being "complete"), then any staging
-   left by a killed run.
-2. Workers write under `<out>/.staging/`.
-3. `publish` swaps each `Split-*` directory and the statistics into place, removes stale splits
-   from earlier runs, and the caller writes the manifest last.
+Every component writes its output through an `OutputDir`; the completion marker (a manifest, or the
+component's summary) is written last, so its presence means the output is whole:
+
+1. `prepare()` removes the marker first (from then on the output is "not complete"), then any
+   staging left by a killed run.
+2. The run writes what it will publish under `staged(name)`, and scratch files under `staging`.
+3. `publish(names)` puts the staged items in place and removes owned items from earlier runs that
+   this run did not produce (no stale split survives a rerun).
+4. `mark_complete(obj)` writes the marker, atomically.
+
+Local filesystems stage under `<root>/.staging/` and publish with atomic renames. Object stores have
+no rename: there `staged(name)` is the final name itself, `prepare()` deletes the owned items of the
+previous run, and only the marker — written last, listing every shard — makes them trusted. A killed
+run leaves no marker on either.
+
+>>> import tempfile
+>>> out = OutputDir(tempfile.mkdtemp(), owned=("Split-*", "statistics"))
+>>> staging = out.prepare()
+>>> storage.write_text(storage.join(out.staged("Split-train"), "a.txt"), "x")
+>>> out.publish(["Split-train"]); out.mark_complete({"ok": True}); out.discard()
+>>> storage.list_names(out.root), out.is_complete()
+(['Split-train', 'manifest.json'], True)
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import contextlib
+import fnmatch
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
 
-from .atomic import remove_path
+from . import storage
 from .manifest import MANIFEST_NAME
 
 STAGING = ".staging"
 
 
-def prepare(out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / MANIFEST_NAME).unlink(missing_ok=True)
-    staging = out_dir / STAGING
-    remove_path(staging)
-    staging.mkdir()
-    return staging
+@dataclass(frozen=True)
+class OutputDir:
+    """A component's output location (local path or URI) and what it owns there."""
 
+    root: str
+    marker: str = MANIFEST_NAME
+    owned: tuple[str, ...] = ()  # glob patterns of the names this component publishes
 
-def publish(out_dir: Path, staging: Path, splits: tuple[str, ...]) -> None:
-    """Moves the staged shards and statistics into place; removes splits not produced by this run."""
-    for old in out_dir.glob("Split-*"):
-        remove_path(old)
-    for split in splits:
-        staged = staging / f"Split-{split}"
-        if staged.is_dir():
-            os.replace(staged, out_dir / f"Split-{split}")
-    remove_path(out_dir / "statistics")
-    if (staging / "statistics").is_dir():
-        os.replace(staging / "statistics", out_dir / "statistics")
+    @property
+    def staging(self) -> str:
+        return storage.join(self.root, STAGING)
 
+    @property
+    def marker_path(self) -> str:
+        return storage.join(self.root, self.marker)
 
-def discard(staging: Path) -> None:
-    remove_path(staging)
+    @property
+    def publish_root(self) -> str:
+        """Where items to be published are written: the staging area locally, the root remotely."""
+        return self.root if storage.is_remote(self.root) else self.staging
+
+    def staged(self, name: str) -> str:
+        """Where the item to be published as `name` is written during the run."""
+        return storage.join(self.publish_root, name)
+
+    def _owned_names(self) -> list[str]:
+        names = storage.list_names(self.root)
+        return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in self.owned)]
+
+    def prepare(self) -> str:
+        """Invalidates the output (marker first) and returns a fresh staging location."""
+        storage.remove(self.marker_path)
+        storage.remove(self.staging)
+        if storage.is_remote(self.root):  # staged == final there: clear the previous run's items now
+            for name in self._owned_names():
+                storage.remove(storage.join(self.root, name))
+        storage.makedirs(self.staging)
+        return self.staging
+
+    def publish(self, names: Iterable[str]) -> None:
+        """Moves the staged `names` into place; removes owned items this run did not produce."""
+        names, remote = list(names), storage.is_remote(self.root)
+        for stale in self._owned_names():
+            if not (remote and stale in names):  # remote items were written in place: keep them
+                storage.remove(storage.join(self.root, stale))
+        if remote:
+            return
+        for name in names:
+            staged = self.staged(name)
+            if storage.exists(staged):
+                storage.move(staged, storage.join(self.root, name))
+
+    def mark_complete(self, obj: Any) -> None:
+        """Writes the completion marker, last and atomically."""
+        storage.write_json(self.marker_path, obj)
+
+    def is_complete(self) -> bool:
+        return storage.is_file(self.marker_path)
+
+    @contextlib.contextmanager
+    def staged_run(self) -> Iterator[str]:
+        """`prepare()` on entry, `discard()` on exit whatever happened: the one staged run."""
+        staging = self.prepare()
+        try:
+            yield staging
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        """Removes the staging area (scratch files, and on local disks anything not published)."""
+        storage.remove(self.staging)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..core.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text, remove_path
+from ..core import storage
 from .blessing import Blessing, bless
 from .config import EvaluatorConfig, check_metric_names
 from .loaded_model import LoadedModel, check_same_labels, load_model
@@ -48,9 +48,9 @@ class Evaluation:
 def _invalidate(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in OUTPUTS:
-        remove_path(out_dir / name)
+        storage.remove(out_dir / name)
         for leftover in out_dir.glob(f".{name}.tmp-*"):  # temp files of a killed atomic write
-            remove_path(leftover)
+            storage.remove(leftover)
 
 
 def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, started: float
@@ -74,14 +74,14 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
 
 def _publish(out_dir: Path, metrics: dict[str, Any], verdict: Blessing) -> None:
     # Not sorted: classes stay in class-id order and slices in value order.
-    atomic_write_text(out_dir / METRICS, json.dumps(json_safe(metrics), indent=2) + "\n")
+    storage.write_text(out_dir / METRICS, json.dumps(json_safe(metrics), indent=2) + "\n")
     overall = metrics["overall"]
     score_text = (f"accuracy {overall['accuracy']:.3f}" if metrics["task"] == "classification"
                   else f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}")
     title = f"{Path(metrics['model']).name} on {metrics['split']} ({metrics['num_examples']:,} examples): {score_text}"
-    atomic_write_bytes(out_dir / PLOT, confusion_matrix_png(metrics["confusion_matrix"], metrics["class_names"], title))
-    atomic_write_json(out_dir / BLESSING, verdict.to_json())
-    atomic_write_text(out_dir / (BLESSED if verdict.blessed else NOT_BLESSED), verdict.marker_text())
+    storage.write_bytes(out_dir / PLOT, confusion_matrix_png(metrics["confusion_matrix"], metrics["class_names"], title))
+    storage.write_json(out_dir / BLESSING, verdict.to_json())
+    storage.write_text(out_dir / (BLESSED if verdict.blessed else NOT_BLESSED), verdict.marker_text())
 
 
 def _load(config: EvaluatorConfig) -> dict[str, LoadedModel]:

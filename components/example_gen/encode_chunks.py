@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import apache_beam as beam
 
-from ..core.atomic import atomic_write_bytes
+from ..core import storage
 from ..core.shard_plan import Part
 from ..core.shard_writer import PartWriter
 from .column_files import write_column_file
@@ -123,16 +123,16 @@ class EncodeChunkFn(beam.DoFn):
             raise
         # Staging files skip the fsync: a crash discards the whole staging dir (see output_dir), and
         # an fsync per chunk and file cost ~10 % of the encode time on a busy disk.
-        atomic_write_bytes(self.plan.rejects_path(chunk), "".join(line + "\n" for line in rejects).encode("utf-8"),
+        storage.write_bytes(self.plan.rejects_path(chunk), "".join(line + "\n" for line in rejects).encode("utf-8"),
                            durable=False)
         for split, buffer in sorted(buffers.items()):
             result.parts[split] = buffer.writer.close()
             result.label_counts[split] = buffer.labels
-            atomic_write_bytes(self.plan.digest_file(split, chunk), digest_table(buffer.digests, buffer.digest_rows),
+            storage.write_bytes(self.plan.digest_file(split, chunk), digest_table(buffer.digests, buffer.digest_rows),
                                durable=False)
             write_column_file(self.plan.column_file(split, chunk), self.plan.columns, buffer.values)
         self.rows_counter.inc(result.rows)
         self.rejected_counter.inc(result.rejected)
         self.accepted_counter.inc(result.rows - result.rejected)
-        atomic_write_bytes(self.plan.done_marker(chunk), str(result.rows).encode(), durable=False)
+        storage.write_bytes(self.plan.done_marker(chunk), str(result.rows).encode(), durable=False)
         yield result

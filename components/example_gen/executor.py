@@ -18,11 +18,11 @@ from typing import Any, Callable
 import tensorflow_data_validation as tfdv
 
 from .. import __version__
-from ..core.atomic import atomic_write_json, remove_path
+from ..core import storage
 from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
 from ..core.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
-from ..core import output_dir
+from ..core.output_dir import OutputDir
 from .columns import ColumnSpec, detect_columns
 from .config import ConfigError, ExampleGenConfig
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk, read_header
@@ -34,6 +34,7 @@ from .report import ingest_ops, options_json, sha256_of, summary_text
 from .statistics import infer_schema, write_statistics
 
 SAMPLE_ROWS = 50
+OWNED = ("Split-*", "statistics")  # rejects.jsonl and schema.pbtxt are rewritten by every run
 
 
 class TooManyRejectsError(RuntimeError):
@@ -155,16 +156,18 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
 
         return run_spans(config, run, echo)
     started = time.time()
-    out_dir = Path(config.output)
     header, chunks = _plan_indexes(config)
     columns = detect_columns(header, _sample(chunks), config)
-    staging = output_dir.prepare(out_dir)
-    try:
+    out = output_location(config.output)
+    with out.staged_run() as staging:
         plan = _ingest_plan(config, header, columns, staging)
         result, runner = _execute(config, chunks, plan, echo)
         return _finish(config, chunks, columns, plan, result, runner, started, echo)
-    finally:
-        output_dir.discard(staging)
+
+
+def output_location(root: str) -> OutputDir:
+    """ExampleGen's output directory and the items it owns there."""
+    return OutputDir(root, owned=OWNED)
 
 
 def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnSpec], plan: IngestPlan,
@@ -188,9 +191,9 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
     write_statistics(column_files, tuple(columns), os.path.join(plan.staging_dir, "statistics"))
-    output_dir.publish(out_dir, Path(plan.staging_dir), config.split_names)
+    output_location(config.output).publish([f"Split-{s}" for s in config.split_names] + ["statistics"])
     schema_path = out_dir / "schema.pbtxt"
-    remove_path(schema_path)
+    storage.remove(schema_path)
     train = "train" if "train" in splits else next(iter(splits))
     tfdv.write_schema_text(infer_schema(str(out_dir / "statistics" / f"{train}.pb"), tuple(columns)), str(schema_path))
     manifest = Manifest(
@@ -213,6 +216,6 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             "seconds": round(time.time() - started, 3),
         },
     )
-    atomic_write_json(out_dir / MANIFEST_NAME, manifest.to_json())
+    storage.write_json(out_dir / MANIFEST_NAME, manifest.to_json())
     echo(summary_text(manifest, time.time() - started))
     return manifest

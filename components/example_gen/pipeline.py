@@ -13,7 +13,7 @@ from typing import Any
 
 import apache_beam as beam
 
-from ..core.atomic import atomic_write_bytes
+from ..core import storage
 from ..core.shard_plan import Part
 from ..core.shard_writer import ShardSizing, WriteShards
 from .csv_index import Chunk
@@ -29,7 +29,7 @@ def _part_pairs(result: ChunkResult) -> list[tuple[str, Part]]:
 def _write_result(shards: list, chunk_results: list[ChunkResult], path: str) -> None:
     # Both lists hold O(1) metadata per chunk or shard (hashes and values stay in files).
     payload: dict[str, Any] = {"chunks": chunk_results, "shards": shards}
-    atomic_write_bytes(path, pickle.dumps(payload))  # a unique temp name: Dask may run this twice
+    storage.write_bytes(path, pickle.dumps(payload))  # a unique temp name: Dask may run this twice
 
 
 class IngestChunks(beam.PTransform):

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..core.atomic import atomic_write_json
+from ..core import storage
 from ..core.errors import ConfigError
 from ..core.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest
 from .config import ExampleGenConfig
@@ -61,7 +61,7 @@ def run_spans(config: ExampleGenConfig, ingest: Callable[[ExampleGenConfig, Call
     manifest.extra["seconds"] = round(time.time() - started, 3)
     out = Path(config.output)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / MANIFEST_NAME, manifest.to_json())
+    storage.write_json(out / MANIFEST_NAME, manifest.to_json())
     counts = {s: i.num_examples for s, i in manifest.splits.items()}
     echo(f"example-gen: window of spans {[e['span'] for e in entries]} "
          f"({sum(e['reused'] for e in entries)} reused): {counts}")

@@ -17,7 +17,7 @@ import tensorflow_data_validation as tfdv
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 
-from ..core.atomic import atomic_write_bytes
+from ..core import storage
 from .column_files import as_statistics_batch, read_column_file
 from .columns import ColumnSpec
 
@@ -72,7 +72,7 @@ def write_statistics(paths_by_split: dict[str, list[str]], columns: tuple[Column
                 | f"ColumnFiles[{split}]" >> beam.Create(sorted(paths), reshuffle=False)
                 | f"Read[{split}]" >> beam.Map(lambda p: as_statistics_batch(read_column_file(p), columns))
                 | f"Generate[{split}]" >> tfdv.GenerateStatistics(options)
-                | f"Write[{split}]" >> beam.Map(lambda s, path=written[split]: atomic_write_bytes(path, s.SerializeToString()))
+                | f"Write[{split}]" >> beam.Map(lambda s, path=written[split]: storage.write_bytes(path, s.SerializeToString()))
             )
     for split, paths in paths_by_split.items():
         if os.path.exists(written[split]):
@@ -80,7 +80,7 @@ def write_statistics(paths_by_split: dict[str, list[str]], columns: tuple[Column
         else:  # no examples in this split
             stats = statistics_pb2.DatasetFeatureStatisticsList(datasets=[statistics_pb2.DatasetFeatureStatistics()])
         _patch_bytes_stats(stats, paths, columns)
-        atomic_write_bytes(written[split], stats.SerializeToString())
+        storage.write_bytes(written[split], stats.SerializeToString())
     return written
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import tf_keras as keras
 
-from ..core.atomic import atomic_write_json
+from ..core import storage
 
 
 class StepAndEpochBackup(keras.callbacks.BackupAndRestore):
@@ -95,4 +95,4 @@ class HistoryFile(keras.callbacks.Callback):
         # A resumed run repeats the epoch it was killed in: the newer entry replaces the older.
         self.entries = [e for e in self.entries if e["epoch"] < entry["epoch"]] + [entry]
         if self.write:
-            atomic_write_json(self.path, {"epochs": self.entries})
+            storage.write_json(self.path, {"epochs": self.entries})

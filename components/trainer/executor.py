@@ -22,7 +22,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from .. import __version__
-from ..core.atomic import atomic_write_json, remove_path
+from ..core import storage
 from ..core.model_info import ModelInfo
 from .callbacks import HistoryFile, StepAndEpochBackup, StopAtStep, TrainTimer
 from .config import TrainerConfig
@@ -89,7 +89,7 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, mod
     info = _model_info(config, task, placement, steps)
     export_model(model, to_model, task, info, out / "model", placement.is_chief)
     digest = weights_digest(model)
-    atomic_write_json(out / "workers" / f"worker-{placement.worker_index}.json",
+    storage.write_json(out / "workers" / f"worker-{placement.worker_index}.json",
                       {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})
     if not placement.is_chief:
         return {"optimizer_steps": steps, "weights_sha256": digest}
@@ -101,8 +101,8 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, mod
     summary = {"optimizer_steps": steps, "resumed_from_step": timer.resumed_from_step, "weights_sha256": digest,
                "history": history.entries, "input_report": report, "model": str(out / "model"),
                "seconds": round(time.time() - started, 1), **info.extra}
-    atomic_write_json(out / SUMMARY_NAME, summary)
-    remove_path(out / "checkpoints")  # finished: a rerun with this output trains anew
+    storage.write_json(out / SUMMARY_NAME, summary)
+    storage.remove(out / "checkpoints")  # finished: a rerun with this output trains anew
     last = history.entries[-1] if history.entries else {}
     echo(f"train: done, {steps} optimizer steps, " + ", ".join(f"{k} {v:.4f}" for k, v in last.items()
          if k not in ("epoch", "optimizer_steps")) + f"; input {report['verdict']}; model in {out / 'model'}")

@@ -19,7 +19,7 @@ from pathlib import Path
 import tensorflow as tf
 import tf_keras as keras
 
-from ..core.atomic import remove_path
+from ..core import storage
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, write_model_info
 from .features import RawToModel
 from .task import TrainingTask
@@ -51,7 +51,7 @@ def export_model(model: keras.Model, to_model: RawToModel, task: TrainingTask, i
         model.save(str(target), save_format="tf", include_optimizer=False, signatures=signatures)
         if is_chief:
             write_model_info(target, info)
-            remove_path(model_dir)
+            storage.remove(model_dir)
             os.replace(target, model_dir)
     finally:
         if target.exists():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from ..core.atomic import atomic_write_json
+from ..core import storage
 
 HEADROOM = 1.2
 WARMUP_BATCHES = 5
@@ -46,7 +46,7 @@ def write_input_report(path: str | Path, input_rate: float, training_rate: float
         "rule": f"input-bound when the input pipeline alone is slower than {HEADROOM}x the training rate",
         **details,
     }
-    atomic_write_json(path, report)
+    storage.write_json(path, report)
     return report
 
 

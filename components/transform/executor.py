@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
-from ..core.atomic import atomic_write_json, remove_path
+from ..core import storage
 from ..core.beam_setup import describe_runner, make_pipeline, pipeline_options
 from ..core.manifest import MANIFEST_NAME, FeatureSpec, Manifest, SplitInfo, read_manifest
 from ..core.shard_writer import ShardSizing
-from ..core import output_dir
+from ..core.output_dir import OutputDir
 from ..core.errors import ConfigError
 from ..core.progress import ProgressReporter
 from ..core.hashing import sha256_of
@@ -94,21 +94,21 @@ def run(config: TransformConfig, echo: Callable[[str], None] = print) -> Manifes
     source_sha256 = sha256_of(os.path.join(config.examples, MANIFEST_NAME))  # before reading: provenance
     source = read_manifest(config.examples)
     fn = choose_preprocessing(config, source)
-    out_dir = Path(config.output)
-    staging = output_dir.prepare(out_dir)
-    try:
+    with output_location(config.output).staged_run() as staging:
         plan = _plan(config, source, staging)
         features, runner = _execute(config, plan, fn, echo)
         return _finish(config, plan, features, {"runner": runner, "source_sha256": source_sha256}, started, echo)
-    finally:
-        output_dir.discard(staging)
+
+
+def output_location(root: str) -> OutputDir:
+    """Transform's output directory and the items it owns there."""
+    return OutputDir(root, owned=("Split-*", "statistics", TRANSFORM_GRAPH))
 
 
 def _publish(out_dir: Path, plan: TransformPlan) -> None:
     """Splits and statistics (as ExampleGen), then the transform graph; the manifest comes after."""
-    output_dir.publish(out_dir, Path(plan.staging_dir), plan.splits)
-    remove_path(out_dir / TRANSFORM_GRAPH)
-    os.replace(Path(plan.staging_dir) / TRANSFORM_GRAPH, out_dir / TRANSFORM_GRAPH)
+    names = [f"Split-{s}" for s in plan.splits] + ["statistics", TRANSFORM_GRAPH]
+    output_location(str(out_dir)).publish(names)
 
 
 def _finish(config: TransformConfig, plan: TransformPlan, features: dict[str, FeatureSpec], run_facts: dict,
@@ -127,7 +127,7 @@ def _finish(config: TransformConfig, plan: TransformPlan, features: dict[str, Fe
         "vocabularies": vocabularies, "unseen_labels": unseen, "mask_classes": masks, **run_facts,
         "seconds": round(time.time() - started, 3),
     })
-    atomic_write_json(out_dir / MANIFEST_NAME, manifest.to_json())
+    storage.write_json(out_dir / MANIFEST_NAME, manifest.to_json())
     echo(summary_text(manifest, time.time() - started))
     return manifest
 

@@ -23,7 +23,7 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
-from ..core.atomic import atomic_write_text
+from ..core import storage
 from ..core.example_proto import encode_example
 from ..core.manifest import FeatureSpec
 from ..core.shard_plan import Part
@@ -125,6 +125,6 @@ class WritePartsFn(beam.DoFn):
             writer.abort()
             raise
         part = writer.close()
-        atomic_write_text(os.path.join(self.staging_dir, "done", f"{self.split}-{first:012d}"), str(batch.num_rows))
+        storage.write_text(os.path.join(self.staging_dir, "done", f"{self.split}-{first:012d}"), str(batch.num_rows))
         self.examples_counter.inc(batch.num_rows)
         yield BatchResult(self.split, part, label_counts(columns, self.features))

@@ -12,7 +12,7 @@ import pyarrow as pa
 import tensorflow_data_validation as tfdv
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
-from ..core.atomic import atomic_write_bytes
+from ..core import storage
 from .raw_input import POSITION
 
 
@@ -23,7 +23,7 @@ def without_positions(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def write_statistics(stats: statistics_pb2.DatasetFeatureStatisticsList, path: str) -> None:
-    atomic_write_bytes(path, stats.SerializeToString())
+    storage.write_bytes(path, stats.SerializeToString())
 
 
 class SplitStatistics(beam.PTransform):

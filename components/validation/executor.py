@@ -18,7 +18,7 @@ from typing import Callable
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2
 
-from ..core.atomic import atomic_write_text, remove_path
+from ..core import storage
 from ..core.manifest import read_manifest
 from .anomalies import anomaly_records, drift_measurements
 from .checks import load_schema, set_drift_comparators, validate_splits
@@ -33,10 +33,10 @@ TFDV_DIR = "tfdv"
 def _write_protos(out_dir: Path, schema: schema_pb2.Schema, found: dict[str, anomalies_pb2.Anomalies]) -> None:
     """The effective schema and the raw Anomalies, so TFDV's own tools can display them."""
     target = out_dir / TFDV_DIR
-    remove_path(target)  # no Anomalies of a split from an earlier run may survive
-    atomic_write_text(target / "schema.pbtxt", text_format.MessageToString(schema))
+    storage.remove(target)  # no Anomalies of a split from an earlier run may survive
+    storage.write_text(target / "schema.pbtxt", text_format.MessageToString(schema))
     for split, anomalies in found.items():
-        atomic_write_text(target / f"anomalies_{split}.pbtxt", text_format.MessageToString(anomalies))
+        storage.write_text(target / f"anomalies_{split}.pbtxt", text_format.MessageToString(anomalies))
 
 
 def check(config: ValidationConfig, out_dir: Path) -> ValidationResult:

@@ -13,7 +13,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from ..core.atomic import atomic_write_json, atomic_write_text
+from ..core import storage
 from .result import ValidationResult
 
 JSON_NAME, MARKDOWN_NAME, HTML_NAME = "anomalies.json", "report.md", "report.html"
@@ -110,7 +110,7 @@ def render_html(result: ValidationResult) -> str:
 def write_reports(result: ValidationResult, out_dir: Path, examples: str, schema: str) -> dict[str, str]:
     """Writes the three reports atomically, anomalies.json last; returns kind -> path."""
     paths = {"markdown": out_dir / MARKDOWN_NAME, "html": out_dir / HTML_NAME, "json": out_dir / JSON_NAME}
-    atomic_write_text(paths["markdown"], render_markdown(result))
-    atomic_write_text(paths["html"], render_html(result))
-    atomic_write_json(paths["json"], report_json(result, examples, schema))
+    storage.write_text(paths["markdown"], render_markdown(result))
+    storage.write_text(paths["html"], render_html(result))
+    storage.write_json(paths["json"], report_json(result, examples, schema))
     return {kind: str(path) for kind, path in paths.items()}
