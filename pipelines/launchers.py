@@ -19,7 +19,7 @@ import shutil
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from ..core import storage
 from ..core.errors import ConfigError
@@ -40,12 +40,19 @@ class StepFailed(RuntimeError):
     """A shardflow command ended with a non-zero exit code."""
 
 
+class _StepParser(argparse.ArgumentParser):
+    """A bad option fails the step with StepFailed naming it, not with argparse's SystemExit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise StepFailed(f"{self.prog}: error: {message}")
+
+
 def _shardflow(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool = False) -> None:
     """`shardflow COMMAND ARGV` as the CLI runs it; `takes_beam_options`: unknown flags go to Beam (as
     for example-gen, transform and evaluate in shardflow.cli), otherwise they are an error."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # as shardflow.cli sets it, before TF is imported
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    parser = argparse.ArgumentParser(prog=f"shardflow {command}")
+    parser = _StepParser(prog=f"shardflow {command}")
     cli.add_arguments(parser)
     args, extra = parser.parse_known_args(argv)
     if extra and not takes_beam_options:

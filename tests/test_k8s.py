@@ -20,6 +20,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from shardflow.pipelines.compiler import compile_pipeline
+from shardflow.pipelines.params import parse_param_args, required_parameters, typed_params
 from shardflow.pipelines.schedule import to_kfp_cron
 from shardflow.pipelines.submit import add_submit_arguments
 from shardflow.trainer import cli as trainer_cli
@@ -31,6 +33,9 @@ K8S = Path(__file__).resolve().parents[1] / "k8s"
 KUSTOMIZATIONS = ["base"] + [f"overlays/{d.name}" for d in sorted((K8S / "overlays").iterdir())
                              if (d / "kustomization.yaml").is_file()]
 K8S_VERSION = "1.30.0"
+EXAMPLE_IMAGE = "registry.example.com/ml/shardflow@sha256:" + "ab" * 32
+
+
 def render(directory: str) -> list[dict]:
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed, so `kubectl kustomize` cannot render k8s/")
@@ -48,6 +53,13 @@ def rendered(request: pytest.FixtureRequest) -> list[dict]:
 @pytest.fixture(scope="module")
 def base() -> list[dict]:
     return render("base")
+
+
+@pytest.fixture(scope="module")
+def pipeline_spec(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The compiled shardflow pipeline's IR: what the CronJob's package will be."""
+    path = compile_pipeline(tmp_path_factory.mktemp("ir") / "pipeline.yaml", EXAMPLE_IMAGE)
+    return next(yaml.safe_load_all(path.read_text()))
 
 
 def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict]) -> None:
@@ -172,6 +184,23 @@ def test_the_cronjob_submits_the_mounted_pipeline_with_valid_flags(rendered: lis
     token_volume = volumes[mounts[os.path.dirname(env["KF_PIPELINES_SA_TOKEN_PATH"])]]
     (source,) = token_volume["projected"]["sources"]
     assert source["serviceAccountToken"]["audience"] == "pipelines.kubeflow.org"
+
+
+def test_the_cronjob_passes_every_pipeline_parameter_without_a_default(rendered: list[dict],
+                                                                       pipeline_spec: dict) -> None:
+    (cronjob,) = [obj for obj in rendered if obj["kind"] == "CronJob"]
+    (container,) = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_submit_arguments(parser)
+    params = parse_param_args(parser.parse_args(container["args"][1:]).param)
+    required = required_parameters(pipeline_spec)
+    assert {"index", "data_root", "serving_dir", "run_record_dir"} <= set(required)
+    assert set(required) <= set(params), f"the CronJob's runs would be refused: no {set(required) - set(params)}"
+    typed = typed_params(pipeline_spec, params)  # what submit sends: names known, values of the declared types
+    for spec in typed["index"]:
+        assert spec.split("=", 1)[-1].startswith(("/", "s3://", "gs://")), spec
+    for name in ("data_root", "serving_dir", "run_record_dir"):  # paths inside the step pods: absolute or URIs
+        assert typed[name].startswith(("/", "s3://", "gs://")), f"{name}={typed[name]!r}"
 
 
 def test_the_tfjob_runs_multi_worker_training(rendered: list[dict]) -> None:
