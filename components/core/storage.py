@@ -170,7 +170,12 @@ def list_names(location: str) -> list[str]:
 def size(location: str) -> int:
     if not is_remote(location):
         return os.path.getsize(local_path(location))
-    return int(_io(location).size(location))
+    try:
+        return int(_io(location).size(location))
+    except Exception as error:  # as in open_read: a missing object is FileNotFoundError on every scheme
+        if _is_missing(error):
+            raise FileNotFoundError(f"no such object: {location}") from None
+        raise
 
 
 def remove(location: str) -> None:
