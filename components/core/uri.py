@@ -79,6 +79,23 @@ def relative_to(location: str, root: str) -> str:
     return location[len(root) + 1:]
 
 
+def overlaps(first: str, second: str) -> bool:
+    """True when two locations are the same or one lies below the other (pure: no symlinks resolved).
+
+    >>> overlaps("s3://b/out", "s3://b/out/x"), overlaps("s3://b/out", "s3://b/outer"), overlaps("a/b", "./a")
+    (True, False, True)
+    """
+    def parts(location: str) -> list[str]:
+        if is_remote(location):
+            head, _, rest = str(location).partition("://")
+            return [head.lower() + ":"] + [p for p in rest.split("/") if p]
+        return os.path.abspath(local_path(location)).split(os.sep)
+
+    a, b = parts(first), parts(second)
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
+
+
 def contained_key(root: str, cell: str) -> str | None:
     """The URI that `cell` names below the remote `root`, or None when it would leave `root`.
 
