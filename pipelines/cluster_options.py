@@ -68,7 +68,8 @@ def cluster_options(mount_pvc: Sequence[str] = (), node_selector: Sequence[str] 
     for text in node_selector:
         key, sep, value = text.partition("=")
         if not sep:
-            raise ConfigError(f"--node-selector {text!r}: expected KEY=VALUE, e.g. cloud.google.com/gke-accelerator=nvidia-l4")
+            raise ConfigError(f"--node-selector {text!r}: expected KEY=VALUE, "
+                              "e.g. cloud.google.com/gke-accelerator=nvidia-l4")
         _check_label("--node-selector", text, key, value)
         if key in selector:
             raise ConfigError(f"--node-selector {text!r}: {key} is already selected (={selector[key]!r})")

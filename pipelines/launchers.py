@@ -104,8 +104,8 @@ def validate(examples: str, output: str, drift_threshold: float, warn_only: bool
 
 
 def transform(examples: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _shardflow("transform", transform_cli, ["--examples", examples, "--output", output] + list(options) + list(beam_args),
-               takes_beam_options=True)
+    argv = ["--examples", examples, "--output", output] + list(options) + list(beam_args)
+    _shardflow("transform", transform_cli, argv, takes_beam_options=True)
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()}}
 

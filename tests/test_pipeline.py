@@ -25,7 +25,8 @@ from helpers_images import write_csv, write_png
 
 GOLDEN = Path(__file__).parent / "golden" / "pipeline.yaml"
 # The image `make golden` compiles the golden pipeline with (an example digest, not a built image).
-GOLDEN_IMAGE = "registry.example.com/ml/shardflow@sha256:3f1c5e0a9b7d2c4e6f8a0b1c3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e"
+GOLDEN_IMAGE = ("registry.example.com/ml/shardflow"
+                "@sha256:3f1c5e0a9b7d2c4e6f8a0b1c3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e")
 TRAIN_ARGS = ("--epochs", "6", "--batch-size", "16", "--input-probe-batches", "2")
 
 
