@@ -124,7 +124,7 @@ def test_feature_spec_and_decode_batch_by_hand(raw_out: Path) -> None:
 def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(raw_out: Path, coded_out: Path, split: str) -> None:
     manifest = read_manifest(coded_out)
     assert manifest.compression == "GZIP"
-    for path in manifest.shard_paths(coded_out, split):
+    for path in map(Path, manifest.shard_paths(coded_out, split)):
         assert path.name.endswith(".tfrecord.gz") and path.read_bytes()[:2] == b"\x1f\x8b"
     assert {manifest.features[c].encoding for c in ("gray", "rgb", "depth")} == {"png"}
     coded = _collect(make_dataset(coded_out, split, batch_size=5))
@@ -219,7 +219,12 @@ def test_bad_arguments_name_the_value(raw_out: Path, tmp_path: Path) -> None:
 
 def test_missing_or_changed_shard_is_reported(raw_out: Path, tmp_path: Path) -> None:
     copy = Path(shutil.copytree(raw_out, tmp_path / "copy"))
-    shards = read_manifest(copy).shard_paths(copy, "train")
+    shards = [Path(p) for p in read_manifest(copy).shard_paths(copy, "train")]
+    stray = shards[0].with_name("data-99999-of-99999.tfrecord")
+    shutil.copyfile(shards[0], stray)  # a shard of another run, not in the manifest
+    with pytest.raises(ValueError, match=f"not listed.*{stray.name}"):
+        make_dataset(copy, "train", batch_size=2)
+    stray.unlink()
     with open(shards[2], "ab") as stream:
         stream.write(b"\0")
     with pytest.raises(ValueError, match=shards[2].name):

@@ -24,8 +24,8 @@ and the examples:
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import storage
@@ -81,13 +81,18 @@ class ModelInfo:
                    obj.get("label_vocabulary"), extra)
 
 
-def write_model_info(model_dir: str | Path, info: ModelInfo) -> None:
-    storage.write_json(Path(model_dir) / MODEL_INFO_NAME, info.to_json())
+def write_model_info(model_dir: str | os.PathLike, info: ModelInfo) -> None:
+    storage.write_json(storage.join(model_dir, MODEL_INFO_NAME), info.to_json())
 
 
-def read_model_info(model_dir: str | Path) -> ModelInfo:
-    """The model's `ModelInfo`; FileNotFoundError naming the directory when it is not a shardflow model."""
-    path = Path(model_dir) / MODEL_INFO_NAME
-    if not path.is_file():
-        raise FileNotFoundError(f"{model_dir} has no {MODEL_INFO_NAME}: not a model exported by shardflow train")
-    return ModelInfo.from_json(json.loads(path.read_text()))
+def read_model_info(model_dir: str | os.PathLike) -> ModelInfo:
+    """The model's `ModelInfo`; FileNotFoundError naming the directory when it is not a shardflow model.
+
+    `model_dir` is a local path or a URI (s3://, gs://).
+    """
+    try:
+        text = storage.read_text(storage.join(model_dir, MODEL_INFO_NAME))
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise FileNotFoundError(f"{os.fspath(model_dir)} has no {MODEL_INFO_NAME}: "
+                                "not a model exported by shardflow train") from None
+    return ModelInfo.from_json(json.loads(text))

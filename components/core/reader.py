@@ -23,10 +23,12 @@ window shuffle: memory bounded by S plus CHUNK_SHUFFLE chunks, with no per-recor
 """
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import tensorflow as tf
 
+from . import storage
+from .cloud_env import enable_tensorflow_filesystems
 from .manifest import FeatureSpec, Manifest, read_manifest
 
 # Files read at once when order does not have to be the shards' order.
@@ -86,24 +88,46 @@ def count_examples(manifest: Manifest, split: str) -> int:
     return manifest.splits[split].num_examples
 
 
-def shard_files(output_dir: str | Path, manifest: Manifest, split: str) -> list[str]:
-    """The split's shard paths in manifest order, each checked to exist with the recorded size."""
+def shard_files(output_dir: str | os.PathLike, manifest: Manifest, split: str) -> list[str]:
+    """The split's shard locations in manifest order, checked against the manifest.
+
+    Each listed shard must exist with the recorded size, and the split's folders must hold no
+    `data-*` shard the manifest does not list (a mixed or partly overwritten output). Works on
+    local paths and URIs (one size request per shard and one listing per folder on object stores).
+    """
     _check_split(manifest, split)
+    output_dir = os.fspath(output_dir)
     info = manifest.splits[split]
-    paths = manifest.shard_paths(Path(output_dir), split)
+    paths = manifest.shard_paths(output_dir, split)
     if sum(s.num_examples for s in info.shards) != info.num_examples:
         raise ValueError(f"manifest of {output_dir}: split {split!r} lists {info.num_examples} examples, "
                          f"its shards {sum(s.num_examples for s in info.shards)}")
     for path, shard in zip(paths, info.shards):
-        if not path.is_file():
-            raise FileNotFoundError(f"shard file {path} listed in the manifest of {output_dir} is missing")
-        if path.stat().st_size != shard.bytes:
+        try:
+            found = storage.size(path)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"shard file {path} listed in the manifest of {output_dir} is missing") from None
+        if found != shard.bytes:
             # A shard replaced or truncated after the run: its records no longer match the manifest.
-            raise ValueError(f"shard file {path} has {path.stat().st_size} bytes, the manifest says {shard.bytes}")
-    return [str(p) for p in paths]
+            raise ValueError(f"shard file {path} has {found} bytes, the manifest says {shard.bytes}")
+    _check_no_unlisted(output_dir, paths)
+    return paths
 
 
-def make_dataset(output_dir: str | Path, split: str, *, batch_size: int, shuffle_buffer: int = 0,
+def _check_no_unlisted(output_dir: str, paths: list[str]) -> None:
+    """ValueError when a folder of the split holds `data-*` shards the manifest does not list."""
+    folders: dict[str, set[str]] = {}
+    for path in paths:
+        folders.setdefault(storage.parent(path), set()).add(storage.basename(path))
+    for folder, listed in folders.items():
+        present = {name for name in storage.list_names(folder) if name.startswith("data-")}
+        unlisted = sorted(present - listed)
+        if unlisted:
+            raise ValueError(f"{folder} has {len(present)} shard files, the manifest of {output_dir} lists "
+                             f"{len(listed)}: not listed {unlisted[:5]} (a mixed or partly overwritten output)")
+
+
+def make_dataset(output_dir: str | os.PathLike, split: str, *, batch_size: int, shuffle_buffer: int = 0,
                  seed: int | None = None, deterministic: bool = True, drop_remainder: bool = False,
                  repeat: bool = False, features: list[str] | None = None, decode: bool = True) -> tf.data.Dataset:
     """Batches of decoded features (dicts of tensors) of `split` in `output_dir`.
@@ -119,8 +143,10 @@ def make_dataset(output_dir: str | Path, split: str, *, batch_size: int, shuffle
     _check_positive("batch_size", batch_size)
     if shuffle_buffer < 0:
         raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer!r}")
+    output_dir = os.fspath(output_dir)
     manifest = read_manifest(output_dir)
     files = shard_files(output_dir, manifest, split)
+    enable_tensorflow_filesystems(files)  # before TensorFlow opens an s3:// shard
     spec = feature_spec(manifest, features)
     selected = {name: manifest.features[name] for name in spec}
     subset = Manifest(selected, manifest.splits, manifest.compression)
