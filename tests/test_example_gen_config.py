@@ -37,20 +37,31 @@ def test_config_errors_name_the_bad_value(tmp_path: Path, options: dict, message
 def test_config_errors_about_paths_and_indexes(tmp_path: Path) -> None:
     base = minimal_config(tmp_path)
     index, root = base.indexes[0].path, base.data_root
-    cases = [
-        (dict(indexes=(IndexSpec(str(tmp_path / "nope.csv")),)), "index file '.*nope.csv' does not exist"),
-        (dict(data_root=str(tmp_path / "i.csv")), "data_root '.*i.csv' is not a directory"),
-        (dict(output=root), "would contain or replace data_root"),
-        (dict(output=str(tmp_path)), "would contain or replace data_root"),
+    value_cases = [
         (dict(indexes=(IndexSpec(index, "train"), IndexSpec(index))), "all name a split"),
         (dict(indexes=(IndexSpec(index), IndexSpec(index))), "name their splits"),
         (dict(indexes=()), "at least one --index"),
         (dict(indexes=(IndexSpec(index, "train"),), split_key="patient"), "--split-key applies only"),
     ]
-    for change, message in cases:
-        fields = {"indexes": base.indexes, "data_root": root, "output": base.output, **change}
+    # Checks that touch files happen when the run starts, not when the config is built.
+    location_cases = [
+        (dict(indexes=(IndexSpec(str(tmp_path / "nope.csv")),)), "index file '.*nope.csv' does not exist"),
+        (dict(data_root=str(tmp_path / "i.csv")), "data_root '.*i.csv' is not a directory"),
+        (dict(output=root), "would contain or replace data_root"),
+        (dict(output=str(tmp_path)), "would contain or replace data_root"),
+    ]
+    fields = {"indexes": base.indexes, "data_root": root, "output": base.output}
+    for change, message in value_cases:
         with pytest.raises(ConfigError, match=message):
-            ExampleGenConfig(**fields)  # type: ignore[arg-type]
+            ExampleGenConfig(**{**fields, **change})  # type: ignore[arg-type]
+    for change, message in location_cases:
+        config = ExampleGenConfig(**{**fields, **change})  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match=message):
+            config.check_locations()
+    missing = ExampleGenConfig(**{**fields, "indexes": (IndexSpec(str(tmp_path / "nope.csv")),)})  # type: ignore[arg-type]
+    assert shardflow_main(["example-gen", "--index", missing.indexes[0].path, "--data-root", root,
+                           "--output", base.output]) == 2  # run() checks first: one line, exit 2
+    assert not Path(base.output).exists()
 
 
 def test_index_spec_and_per_column_values() -> None:

@@ -3,37 +3,41 @@
 Workers first write each bundle of records to a *part* file of framed TFRecords (`PartWriter`).
 Only part metadata (path, record count, bytes) then travels through Beam: it is gathered, cut into
 shards by `shard_plan`, and each shard is written by copying frames from its parts (TFRecord frames
-concatenate byte for byte) to a temporary name, then renamed. So memory does not grow with the
-record count (no GroupByKey carries records), a shard never appears partial, and the output is the
-same bytes on any runner — including Dask, which may compute an element twice.
+concatenate byte for byte) through `storage.open_write`: locally a temporary name renamed into
+place, on an object store one object that appears when its upload completes. So memory does not
+grow with the record count (no GroupByKey carries records), a shard never appears partial, and the
+output is the same bytes on any runner and filesystem — including Dask, which may compute an
+element twice. Parts and shards may live anywhere `storage` reaches (local, s3://, gs://).
 
     parts | WriteShards(out_dir, compression, sizing)  # → PCollection of (split, ShardInfo)
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
-import os
 import shutil
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 import apache_beam as beam
 
+from . import storage
 from .manifest import ShardInfo
 from .shard_plan import Part, ShardPlan, count_shards, plan_split
 from .tfrecord import frame, iter_frames
 
 
+class _Aborted(Exception):
+    """Thrown into `storage.open_write` so that it discards the unfinished file."""
+
+
 class PartWriter:
-    """Appends framed records to `path` under a temporary name; `close()` renames it into place."""
+    """Appends framed records to `path` (local or URI); the file appears only on `close()`."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-        self._stream: BinaryIO = open(self._tmp, "wb")
+        self._stack = contextlib.ExitStack()
+        self._stream: BinaryIO = self._stack.enter_context(storage.open_write(path))
         self.num_records = 0
         self.payload_bytes = 0
 
@@ -43,13 +47,11 @@ class PartWriter:
         self.payload_bytes += len(record) if payload_bytes is None else payload_bytes
 
     def close(self) -> Part:
-        self._stream.close()
-        os.replace(self._tmp, self.path)
+        self._stack.close()  # staging file: no fsync (a crash discards the staging area)
         return Part(self.path, self.num_records, self.payload_bytes)
 
     def abort(self) -> None:
-        self._stream.close()
-        Path(self._tmp).unlink(missing_ok=True)
+        self._stack.__exit__(_Aborted, _Aborted(), None)
 
 
 @dataclass(frozen=True)
@@ -60,21 +62,26 @@ class ShardSizing:
     min_shards: int = 1
 
 
-def _open_output(path: str, compression: str) -> BinaryIO:
-    raw = open(path, "wb")
-    if compression == "GZIP":  # mtime=0 and no file name: the same input gives the same bytes
-        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)  # type: ignore[return-value]
-    return raw
+@contextlib.contextmanager
+def _open_output(path: str, compression: str) -> Iterator[BinaryIO]:
+    """The shard's stream; it appears at `path` (whole) only when the block ends without error."""
+    with storage.open_write(path) as raw:
+        if compression != "GZIP":
+            yield raw
+            return
+        # mtime=0 and no file name: the same input gives the same bytes on every runner and store
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as packed:
+            yield packed  # type: ignore[misc]
 
 
 def _copy_whole(out: BinaryIO, part_path: str) -> None:
-    with open(part_path, "rb") as source:
+    with storage.open_read(part_path) as source:
         shutil.copyfileobj(source, out, 1 << 20)
 
 
 def _copy_range(out: BinaryIO, part_path: str, start: int, end: int) -> int:
     """Copies records [start, end) of a part file; returns how many were copied."""
-    with open(part_path, "rb") as source:
+    with storage.open_read(part_path) as source:
         copied = 0
         for index, whole in enumerate(iter_frames(source, part_path, verify=False)):
             if index >= end:
@@ -86,24 +93,23 @@ def _copy_range(out: BinaryIO, part_path: str, start: int, end: int) -> int:
 
 
 def write_shard(plan: ShardPlan, out_dir: str, compression: str, whole_parts: dict[str, int]) -> ShardInfo:
-    """Writes one shard under `out_dir/Split-<split>/` atomically and returns its manifest entry."""
+    """Writes one shard under `out_dir/Split-<split>/` (local or URI), whole or not at all.
+
+    Returns its manifest entry.
+    """
     relative = f"Split-{plan.split}/{plan.file_name(compression)}"
-    final = os.path.join(out_dir, relative)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    tmp = f"{final}.tmp-{uuid.uuid4().hex[:12]}"
+    final = storage.join(out_dir, f"Split-{plan.split}", plan.file_name(compression))
     written = 0
-    with _open_output(tmp, compression) as out:
+    with _open_output(final, compression) as out:
         for part_path, start, end in plan.pieces:
             if start == 0 and whole_parts.get(part_path) == end:
                 _copy_whole(out, part_path)
                 written += end
             else:
                 written += _copy_range(out, part_path, start, end)
-    if written != plan.num_records:
-        os.unlink(tmp)
-        raise RuntimeError(f"shard {relative}: copied {written} records, planned {plan.num_records}")
-    os.replace(tmp, final)
-    return ShardInfo(relative, plan.num_records, os.path.getsize(final))
+        if written != plan.num_records:  # raised inside the block: no shard appears
+            raise RuntimeError(f"shard {relative}: copied {written} records, planned {plan.num_records}")
+    return ShardInfo(relative, plan.num_records, storage.size(final))
 
 
 def plan_all(parts: Iterable[tuple[str, Part]], sizing: ShardSizing) -> Iterator[tuple[ShardPlan, dict[str, int]]]:
@@ -121,7 +127,7 @@ def plan_all(parts: Iterable[tuple[str, Part]], sizing: ShardSizing) -> Iterator
 
 
 class WriteShards(beam.PTransform):
-    """(split, Part) pairs → (split, ShardInfo) for every shard written under `out_dir`.
+    """(split, Part) pairs → (split, ShardInfo) for every shard written under `out_dir` (local or URI).
 
     Part paths must sort in the records' intended order (e.g. zero-padded chunk numbers).
     """

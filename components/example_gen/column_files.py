@@ -6,11 +6,9 @@ which gives file features an empty placeholder value per example and patches the
 """
 from __future__ import annotations
 
-import os
-import uuid
-
 import pyarrow as pa
 
+from ..core import storage
 from .columns import ColumnSpec
 
 _VALUE_TYPES = {"int64": pa.int64(), "float32": pa.float32(), "string": pa.binary()}
@@ -33,14 +31,15 @@ def write_column_file(path: str, columns: tuple[ColumnSpec, ...], values: dict[s
                 column_values = [v.encode("utf-8") for v in column_values]
             arrays.append(_list_array(column_values, _VALUE_TYPES[column.dtype]))
     batch = pa.RecordBatch.from_arrays(arrays, [c.name for c in columns])
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-    with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, batch.schema) as writer:
         writer.write_batch(batch)
-    os.replace(tmp, path)
+    storage.write_bytes(path, sink.getvalue().to_pybytes(), durable=False)  # staging: no fsync
 
 
 def read_column_file(path: str) -> pa.RecordBatch:
+    if storage.is_remote(path):
+        return pa.ipc.open_file(pa.py_buffer(storage.read_bytes(path))).get_batch(0)
     with pa.memory_map(path) as source:
         return pa.ipc.open_file(source).get_batch(0)
 

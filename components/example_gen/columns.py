@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..core.manifest import FeatureSpec
 from .config import ConfigError, ExampleGenConfig
-from .images import BadCell, DataRoot, ImageRules, decode
+from .images import BadCell, DataRoot, ImageRules, RemoteDataRoot, decode, open_data_root
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
 LABEL_NAMES = ("y", "label", "labels", "class", "target", "category")
@@ -110,7 +110,7 @@ def _base_roles(header: list[str], samples: list[list[str]], overrides: dict[str
     return roles
 
 
-def _probe_shape(name: str, cells: list[str], root: DataRoot, rules: ImageRules) -> tuple[str, tuple[int, ...]]:
+def _probe_shape(name: str, cells: list[str], root: DataRoot | RemoteDataRoot, rules: ImageRules) -> tuple[str, tuple[int, ...]]:
     """The most common dtype and HxWxC among the column's sampled files that decode.
 
     The majority, not the first file: one odd file early in the index must not make every
@@ -135,7 +135,7 @@ def detect_columns(header: list[str], samples: list[list[str]], config: ExampleG
     if unknown:
         raise ConfigError(f"--role names columns {unknown} that the index header {header} lacks")
     roles = _base_roles(header, samples, overrides)
-    root = DataRoot(config.data_root)
+    root = open_data_root(config.data_root)
     specs = []
     for position, name in enumerate(header):
         role = roles[name]
@@ -147,7 +147,7 @@ def detect_columns(header: list[str], samples: list[list[str]], config: ExampleG
     return specs
 
 
-def _file_column(name: str, position: int, role: str, cells: list[str], root: DataRoot,
+def _file_column(name: str, position: int, role: str, cells: list[str], root: DataRoot | RemoteDataRoot,
                  config: ExampleGenConfig) -> ColumnSpec:
     is_mask = role == "mask"
     resize = config.per_column(config.resize, name, None)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
+from ..core import storage, uri
 from ..core.errors import ConfigError  # noqa: F401  (re-exported: callers catch it from here too)
 from .spans import has_span_pattern
 
@@ -97,16 +99,6 @@ class ExampleGenConfig:
         if self.spans != 1 or self.span_store is not None:
             raise ConfigError("spans/span_store need index paths with {SPAN} or {YYYY}{MM}{DD}, "
                               f"got {[i.path for i in self.indexes]}")
-        for index in self.indexes:
-            if not Path(index.path).is_file():
-                raise ConfigError(f"index file {index.path!r} does not exist")
-        if not Path(self.data_root).is_dir():
-            raise ConfigError(f"data_root {self.data_root!r} is not a directory")
-        root = Path(self.data_root).resolve()
-        out = Path(self.output).resolve()
-        if out == root or root.is_relative_to(out):
-            raise ConfigError(f"output {self.output!r} would contain or replace data_root {self.data_root!r}")
-
     def _check_spans(self) -> None:
         if not all(has_span_pattern(index.path) for index in self.indexes):
             raise ConfigError(f"either every index path has a span pattern or none: {[i.path for i in self.indexes]}")
@@ -115,9 +107,21 @@ class ExampleGenConfig:
         if not self.span_store:
             raise ConfigError("index paths with spans need span_store (--span-store DIR): the place each span's "
                               "shards are kept, so a span is encoded once and reused by later runs")
-        store, out = Path(self.span_store).resolve(), Path(self.output).resolve()
-        if store == out or store.is_relative_to(out):
-            raise ConfigError(f"span_store {self.span_store!r} must not be inside output {self.output!r}")
+
+    def check_locations(self) -> None:
+        """The checks that touch files or buckets; `run()` calls this first (ConfigError naming the location)."""
+        if self.uses_spans:  # the span's own run checks its concrete index files and data root
+            if _contains(self.output, str(self.span_store)):
+                raise ConfigError(f"span_store {self.span_store!r} must not be inside output {self.output!r}")
+            return
+        for index in self.indexes:
+            if not _probe(storage.is_file, index.path):
+                raise ConfigError(f"index file {index.path!r} does not exist")
+        if not _probe(storage.is_dir, self.data_root):
+            kind = "a prefix with objects below it" if uri.is_remote(self.data_root) else "a directory"
+            raise ConfigError(f"data_root {self.data_root!r} is not {kind}")
+        if _contains(self.output, self.data_root):
+            raise ConfigError(f"output {self.output!r} would contain or replace data_root {self.data_root!r}")
 
     def _check_splits(self) -> None:
         names = [n for n, _ in self.split_weights]
@@ -160,3 +164,20 @@ class ExampleGenConfig:
         """The value set for `column`, else for "*", else `default`."""
         values = dict(table)
         return values.get(column, values.get("*", default))
+
+
+def _contains(outer: str, inner: str) -> bool:
+    """True when `inner` is `outer` or lies below it (local paths compared after resolving symlinks)."""
+    if uri.is_remote(outer) or uri.is_remote(inner):
+        outer, inner = outer.rstrip("/"), inner.rstrip("/")
+        return inner == outer or inner.startswith(outer + "/")
+    real_outer, real_inner = Path(uri.local_path(outer)).resolve(), Path(uri.local_path(inner)).resolve()
+    return real_inner == real_outer or real_inner.is_relative_to(real_outer)
+
+
+def _probe(check: Callable[[str], bool], location: str) -> bool:
+    """`check(location)`; a store that refuses (no such bucket, no access) is a ConfigError, not a traceback."""
+    try:
+        return check(location)
+    except Exception as err:  # noqa: BLE001  (object-store clients raise their own error types)
+        raise ConfigError(f"cannot read {location!r}: {type(err).__name__}: {err}") from None

@@ -3,7 +3,8 @@
 The driver scans each file once in binary (no parsing), tracking quote parity so that a newline
 inside a quoted cell does not end a record (RFC 4180: an escaped quote `""` keeps the parity).
 Workers then seek to a chunk and parse it record by record: one malformed record is one rejected
-row, never a lost chunk.
+row, never a lost chunk. Index files may be local or s3:// / gs:// URIs (read through `storage`,
+whose remote streams are seekable: a chunk costs one ranged read).
 
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "i.csv")
@@ -20,6 +21,8 @@ import csv
 import io
 from dataclasses import dataclass
 from typing import Generator, Iterable, Iterator
+
+from ..core import storage
 
 
 class IndexFileError(ValueError):
@@ -111,25 +114,29 @@ def _parse(raw: bytes) -> list[str]:
 
 
 def read_header(path: str) -> list[str]:
-    with open(path, "rb") as stream:
-        for _, raw in _iter_records(stream):
-            try:
-                header = _parse(raw)
-            except (csv.Error, UnicodeDecodeError) as err:
-                raise IndexFileError(f"{path}: header does not parse: {err}") from err
-            if len(set(header)) != len(header) or not all(header):
-                raise IndexFileError(f"{path}: header has empty or duplicate column names: {header}")
-            return header
+    with storage.open_read(path) as stream:
+        return _header(path, _iter_records(stream))
+
+
+def _header(path: str, records: Iterator[tuple[int, bytes]]) -> list[str]:
+    """The first record parsed as the header (checked), taken from `records`."""
+    for _, raw in records:
+        try:
+            header = _parse(raw)
+        except (csv.Error, UnicodeDecodeError) as err:
+            raise IndexFileError(f"{path}: header does not parse: {err}") from err
+        if len(set(header)) != len(header) or not all(header):
+            raise IndexFileError(f"{path}: header has empty or duplicate column names: {header}")
+        return header
     raise IndexFileError(f"{path}: empty index file (no header)")
 
 
 def plan_chunks(path: str, index_id: int, rows_per_chunk: int) -> tuple[list[str], list[Chunk]]:
     """The header and the chunks of an index file, from one binary scan."""
-    header = read_header(path)
     chunks: list[Chunk] = []
-    with open(path, "rb") as stream:
+    with storage.open_read(path) as stream:
         records = _iter_records(stream)
-        next(records)  # the header
+        header = _header(path, records)
         start = end = None
         count = 0
         row = 0
@@ -149,7 +156,7 @@ def plan_chunks(path: str, index_id: int, rows_per_chunk: int) -> tuple[list[str
 
 def read_chunk(chunk: Chunk) -> Iterator[Record]:
     """Parses the chunk's records; a bad one comes back with `cells=None` and the reason."""
-    with open(chunk.path, "rb") as stream:
+    with storage.open_read(chunk.path) as stream:
         stream.seek(chunk.start)
         data = stream.read(chunk.end - chunk.start)
     for number, (_, raw) in enumerate(_iter_records(io.BufferedReader(io.BytesIO(data))), chunk.first_row):
@@ -165,5 +172,5 @@ def read_chunk(chunk: Chunk) -> Iterator[Record]:
 
 
 def count_rows(path: str) -> int:
-    with open(path, "rb") as stream:
+    with storage.open_read(path) as stream:
         return max(0, sum(1 for _ in _iter_records(stream)) - 1)

@@ -6,12 +6,13 @@ paid once per few thousand rows. Records go straight to disk; what the DoFn emit
 to a small Arrow file per chunk and split, which the launcher turns into TFDV statistics, and the
 content hashes of the leakage check to a digest file per chunk and split, which the launcher
 checks in bounded memory. Only O(1) metadata per chunk travels through Beam, whatever the rows.
-Workers never import TensorFlow, which keeps their start-up short.
+Workers never import TensorFlow, which keeps their start-up short. Every file a worker writes goes
+through `storage` into the staging location (a local folder or an object-store prefix): workers
+need nothing but that storage, never the launcher's disk.
 """
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -34,25 +35,26 @@ class IngestPlan:
 
     columns: tuple[ColumnSpec, ...]
     data_root: str
-    staging_dir: str
+    staging_dir: str  # local path or URI: scratch files (parts, rejects, columns, digests, markers)
+    publish_root: str  # where shards are written (OutputDir.publish_root: staging locally, final remotely)
     index_splits: tuple[str | None, ...]  # per index id; None means split by hashing
     split_weights: tuple[tuple[str, int], ...]
     split_key_positions: tuple[int, ...]
 
     def part_path(self, split: str, chunk: Chunk) -> str:
-        return os.path.join(self.staging_dir, "parts", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.tfrecord")
+        return storage.join(self.staging_dir, "parts", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.tfrecord")
 
     def rejects_path(self, chunk: Chunk) -> str:
-        return os.path.join(self.staging_dir, "rejects", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.jsonl")
+        return storage.join(self.staging_dir, "rejects", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.jsonl")
 
     def column_file(self, split: str, chunk: Chunk) -> str:
-        return os.path.join(self.staging_dir, "columns", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.arrow")
+        return storage.join(self.staging_dir, "columns", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.arrow")
 
     def digest_file(self, split: str, chunk: Chunk) -> str:
-        return os.path.join(self.staging_dir, "digests", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.npy")
+        return storage.join(self.staging_dir, "digests", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.npy")
 
     def done_marker(self, chunk: Chunk) -> str:
-        return os.path.join(self.staging_dir, "done", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}")
+        return storage.join(self.staging_dir, "done", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}")
 
 
 @dataclass

@@ -12,26 +12,23 @@ import pickle
 import shutil
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any, Callable
-
-import tensorflow_data_validation as tfdv
 
 from .. import __version__
 from ..core import storage
 from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
-from ..core.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
+from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
 from .columns import ColumnSpec, detect_columns
 from .config import ConfigError, ExampleGenConfig
-from .csv_index import Chunk, count_rows, plan_chunks, read_chunk, read_header
+from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
 from .encode_chunks import ChunkResult, IngestPlan
 from .leakage import find_leaks
 from .pipeline import RESULT_NAME, IngestChunks
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
-from .statistics import infer_schema, write_statistics
+from .statistics import infer_schema, write_schema, write_statistics
 
 SAMPLE_ROWS = 50
 OWNED = ("Split-*", "statistics")  # rejects.jsonl and schema.pbtxt are rewritten by every run
@@ -48,16 +45,18 @@ def _rows_per_chunk(config: ExampleGenConfig, total_rows: int) -> int:
 
 
 def _plan_indexes(config: ExampleGenConfig) -> tuple[list[str], list[Chunk]]:
-    header = read_header(config.indexes[0].path)
-    for index in config.indexes[1:]:
-        if read_header(index.path) != header:
-            raise ConfigError(f"index {index.path!r} has header {read_header(index.path)}, expected {header}")
+    """The common header and the chunks of every index: two scans of each (count, then plan)."""
     total = sum(count_rows(i.path) for i in config.indexes)
     per_chunk = _rows_per_chunk(config, total)
+    header: list[str] | None = None
     chunks: list[Chunk] = []
     for index_id, index in enumerate(config.indexes):
-        chunks.extend(plan_chunks(index.path, index_id, per_chunk)[1])
-    return header, chunks
+        index_header, index_chunks = plan_chunks(index.path, index_id, per_chunk)
+        if header is not None and index_header != header:
+            raise ConfigError(f"index {index.path!r} has header {index_header}, expected {header}")
+        header = header or index_header
+        chunks.extend(index_chunks)
+    return header or [], chunks
 
 
 def _sample(chunks: list[Chunk]) -> list[list[str]]:
@@ -69,7 +68,7 @@ def _sample(chunks: list[Chunk]) -> list[list[str]]:
     return samples[:SAMPLE_ROWS]
 
 
-def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[ColumnSpec], staging: Path) -> IngestPlan:
+def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[ColumnSpec], out: OutputDir) -> IngestPlan:
     if config.split_key is not None:
         if config.split_key not in header:
             raise ConfigError(f"--split-key {config.split_key!r} is not a column of the index ({header})")
@@ -78,8 +77,9 @@ def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[Colu
         key_positions = tuple(c.position for c in columns if c.is_file) or tuple(range(len(header)))
     return IngestPlan(
         columns=tuple(columns),
-        data_root=os.path.realpath(config.data_root),
-        staging_dir=str(staging),
+        data_root=config.data_root if storage.is_remote(config.data_root) else os.path.realpath(config.data_root),
+        staging_dir=out.staging,
+        publish_root=out.publish_root,
         index_splits=tuple(i.split for i in config.indexes),
         split_weights=config.split_weights,
         split_key_positions=key_positions,
@@ -91,23 +91,20 @@ def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, ec
     options = pipeline_options(config.beam_args, total_rows, num_chunks=len(chunks))
     sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
     echo(f"example-gen: {total_rows:,} rows in {len(chunks)} chunks on {describe_runner(options)}")
-    with ProgressReporter(Path(plan.staging_dir) / "done", total_rows, config.progress_seconds, echo):
+    with ProgressReporter(storage.join(plan.staging_dir, "done"), total_rows, config.progress_seconds, echo):
         with make_pipeline(options) as pipeline:
             _ = pipeline | "Ingest" >> IngestChunks(chunks, plan, sizing)
     close_dask_client(pipeline)
-    with open(os.path.join(plan.staging_dir, RESULT_NAME), "rb") as source:
-        return pickle.load(source), describe_runner(options)
+    return pickle.loads(storage.read_bytes(storage.join(plan.staging_dir, RESULT_NAME))), describe_runner(options)
 
 
-def _merge_rejects(chunks: list[Chunk], plan: IngestPlan, out_dir: Path) -> Path:
-    """Concatenates the per-chunk reject files in row order, then renames into place."""
-    target = out_dir / "rejects.jsonl"
-    tmp = Path(plan.staging_dir) / "rejects.jsonl"
-    with open(tmp, "wb") as out:
+def _merge_rejects(chunks: list[Chunk], plan: IngestPlan, root: str) -> str:
+    """Concatenates the per-chunk reject files in row order into `<root>/rejects.jsonl`, whole or not at all."""
+    target = storage.join(root, "rejects.jsonl")
+    with storage.open_write(target) as out:
         for chunk in chunks:
-            with open(plan.rejects_path(chunk), "rb") as source:
+            with storage.open_read(plan.rejects_path(chunk)) as source:
                 shutil.copyfileobj(source, out)
-    os.replace(tmp, target)
     return target
 
 
@@ -151,6 +148,7 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
     With span patterns in the index paths, ingests the window's new spans into the span store and
     writes a union manifest (see span_ingest).
     """
+    config.check_locations()
     if config.uses_spans:
         from .span_ingest import run_spans
 
@@ -159,8 +157,8 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
     header, chunks = _plan_indexes(config)
     columns = detect_columns(header, _sample(chunks), config)
     out = output_location(config.output)
-    with out.staged_run() as staging:
-        plan = _ingest_plan(config, header, columns, staging)
+    with out.staged_run():
+        plan = _ingest_plan(config, header, columns, out)
         result, runner = _execute(config, chunks, plan, echo)
         return _finish(config, chunks, columns, plan, result, runner, started, echo)
 
@@ -172,7 +170,7 @@ def output_location(root: str) -> OutputDir:
 
 def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnSpec], plan: IngestPlan,
             result: dict[str, Any], runner: str, started: float, echo: Callable[[str], None]) -> Manifest:
-    out_dir = Path(config.output)
+    out = output_location(config.output)
     results: list[ChunkResult] = sorted(result["chunks"], key=lambda r: (r.index_id, r.chunk_no))
     rows = sum(r.rows for r in results)
     planned = sum(c.num_rows for c in chunks)
@@ -180,7 +178,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
         raise RuntimeError(f"rows do not reconcile: {rows} processed in {len(results)} chunks, {planned} planned in {len(chunks)}")
     reasons = sum((r.reject_codes for r in results), Counter())
     rejected = sum(reasons.values())
-    rejects_file = _merge_rejects(chunks, plan, out_dir)
+    rejects_file = _merge_rejects(chunks, plan, out.root)
     if rows and rejected / rows > config.max_reject_fraction:
         raise TooManyRejectsError(
             f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
@@ -190,12 +188,12 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
-    write_statistics(column_files, tuple(columns), os.path.join(plan.staging_dir, "statistics"))
-    output_location(config.output).publish([f"Split-{s}" for s in config.split_names] + ["statistics"])
-    schema_path = out_dir / "schema.pbtxt"
+    write_statistics(column_files, tuple(columns), out.staged("statistics"))
+    out.publish([f"Split-{s}" for s in config.split_names] + ["statistics"])
+    schema_path = storage.join(out.root, "schema.pbtxt")
     storage.remove(schema_path)
     train = "train" if "train" in splits else next(iter(splits))
-    tfdv.write_schema_text(infer_schema(str(out_dir / "statistics" / f"{train}.pb"), tuple(columns)), str(schema_path))
+    write_schema(infer_schema(storage.join(out.root, "statistics", f"{train}.pb"), tuple(columns)), schema_path)
     manifest = Manifest(
         features={c.name: c.feature_spec() for c in columns},
         splits=splits,
@@ -216,6 +214,6 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             "seconds": round(time.time() - started, 3),
         },
     )
-    storage.write_json(out_dir / MANIFEST_NAME, manifest.to_json())
+    out.mark_complete(manifest.to_json())
     echo(summary_text(manifest, time.time() - started))
     return manifest

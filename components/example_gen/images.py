@@ -1,12 +1,15 @@
 """Reading one image file safely: path containment, format and size checks, decode, convert, resize.
 
-Every failure raises `BadCell` with a short `code` (for counting) and a readable reason.
+Every failure raises `BadCell` with a short `code` (for counting) and a readable reason. The data
+root is a local folder (`DataRoot`: symlink-aware, O_NOFOLLOW fast path) or an object-store prefix
+(`RemoteDataRoot`: `uri.contained_key` decides containment); `open_data_root` picks one.
 
->>> root = DataRoot("/data")
->>> try:
-...     root.resolve("../etc/passwd")
-... except BadCell as err:
-...     print(err.code, "|", err.reason)
+>>> for root in (open_data_root("/data"), open_data_root("s3://bkt/data")):
+...     try:
+...         root.resolve("../etc/passwd")
+...     except BadCell as err:
+...         print(err.code, "|", err.reason)
+path_escapes_root | path escapes the data root: ../etc/passwd
 path_escapes_root | path escapes the data root: ../etc/passwd
 """
 from __future__ import annotations
@@ -22,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
+
+from ..core import storage, uri
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 JPEG_MAGIC = b"\xff\xd8\xff"
@@ -40,6 +45,16 @@ class BadCell(ValueError):
         self.reason = reason
 
 
+def _escapes(cell: str) -> BadCell:
+    return BadCell("path_escapes_root", f"path escapes the data root: {cell}")
+
+
+def _non_empty(cell: str, data: bytes) -> bytes:
+    if not data:
+        raise BadCell("empty_file", f"zero-byte file: {cell}")
+    return data
+
+
 class DataRoot:
     """Resolves index cells to files strictly inside the data root (symlinks included)."""
 
@@ -55,7 +70,7 @@ class DataRoot:
         if real is None or os.path.islink(candidate):
             real = os.path.realpath(candidate)
         if not real.startswith(self._prefix):
-            raise BadCell("path_escapes_root", f"path escapes the data root: {cell}")
+            raise _escapes(cell)
         return real
 
     def _via_folder(self, cell: str) -> str | None:
@@ -118,9 +133,41 @@ class DataRoot:
             raise BadCell("unreadable_file", f"unreadable file {cell}: {err.strerror or err}") from err
         finally:
             os.close(fd)
-        if not data:
-            raise BadCell("empty_file", f"zero-byte file: {cell}")
-        return data
+        return _non_empty(cell, data)
+
+
+class RemoteDataRoot:
+    """Resolves index cells to objects strictly below an s3:// or gs:// prefix (`uri.contained_key`).
+
+    A cell is a key relative to the root, or an absolute URI below it; `..` (also percent-encoded),
+    other buckets or prefixes and local absolute paths are refused before anything is read.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root.rstrip("/")
+
+    def resolve(self, cell: str) -> str:
+        key = uri.contained_key(self.root, cell)
+        if key is None:
+            raise _escapes(cell)
+        return key
+
+    def read(self, cell: str) -> bytes:
+        location = self.resolve(cell)
+        try:
+            data = storage.read_bytes(location)
+        except FileNotFoundError as err:
+            if storage.is_dir(location):  # only on the failure path: one more listing
+                raise BadCell("is_directory", f"is a directory, not a file: {cell}") from err
+            raise BadCell("missing_file", f"missing file: {cell}") from err
+        except Exception as err:  # noqa: BLE001  (the store's client raises its own error types)
+            raise BadCell("unreadable_file", f"unreadable file {cell}: {type(err).__name__}") from err
+        return _non_empty(cell, data)
+
+
+def open_data_root(root: str) -> DataRoot | RemoteDataRoot:
+    """The data root of a local folder or of an object-store prefix."""
+    return RemoteDataRoot(root) if uri.is_remote(root) else DataRoot(root)
 
 
 @dataclass(frozen=True)

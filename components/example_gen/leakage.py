@@ -15,11 +15,16 @@ of hash values, so it reads only that range of each file and its memory is bound
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import math
-from typing import Any, Sequence
+import os
+import tempfile
+from typing import Any, Iterator, Sequence
 
 import numpy as np
+
+from ..core import storage
 
 MAX_EXAMPLES = 5
 BUCKET_DIGESTS = 1 << 19  # ~4 MB of hashes per bucket (a few working copies of it at most)
@@ -61,8 +66,30 @@ def _occurrences(files: list[tuple[str, int, str]], digest: int) -> list[dict[st
     return sorted(found, key=lambda o: (o["split"], o["row"], o["index_id"]))
 
 
+@contextlib.contextmanager
+def _local(files: list[tuple[str, int, str]]) -> Iterator[list[tuple[str, int, str]]]:
+    """`files` with remote digest files replaced by local copies (removed afterwards)."""
+    if not any(storage.is_remote(path) for _, _, path in files):
+        yield files
+        return
+    with tempfile.TemporaryDirectory(prefix="shardflow-digests-") as folder:
+        local = []
+        for number, (split, index_id, path) in enumerate(files):
+            copy = os.path.join(folder, f"{number:06d}.npy")
+            storage.copy_file(path, copy)
+            local.append((split, index_id, copy))
+        yield local
+
+
 def find_leaks(files: list[tuple[str, int, str]]) -> dict[str, Any]:
     """`files` holds (split, index id, digest file) per chunk and split; returns count and a few examples."""
+    if len({split for split, _, _ in files}) < 2:
+        return {"count": 0, "examples": []}
+    with _local(files) as local:
+        return _find_leaks(local)
+
+
+def _find_leaks(files: list[tuple[str, int, str]]) -> dict[str, Any]:
     by_split: dict[str, list[str]] = {}
     for split, _, path in files:
         by_split.setdefault(split, []).append(path)

@@ -1,5 +1,8 @@
 """ExampleGen's Beam graph: chunks → part files (and column files for statistics) → shards, a result file.
 
+Parts and the result go to the staging location, shards to `plan.publish_root` (see OutputDir), all
+through `storage`: local or object store alike.
+
     with make_pipeline(options) as p:
         _ = p | IngestChunks(chunks, plan, sizing)
 
@@ -7,7 +10,6 @@ Everything the driver needs afterwards lands in `<staging>/result.pickle`, writt
 """
 from __future__ import annotations
 
-import os
 import pickle
 from typing import Any
 
@@ -29,11 +31,11 @@ def _part_pairs(result: ChunkResult) -> list[tuple[str, Part]]:
 def _write_result(shards: list, chunk_results: list[ChunkResult], path: str) -> None:
     # Both lists hold O(1) metadata per chunk or shard (hashes and values stay in files).
     payload: dict[str, Any] = {"chunks": chunk_results, "shards": shards}
-    storage.write_bytes(path, pickle.dumps(payload))  # a unique temp name: Dask may run this twice
+    storage.write_bytes(path, pickle.dumps(payload), durable=False)  # whole or absent: Dask may run this twice
 
 
 class IngestChunks(beam.PTransform):
-    """Chunk descriptors in; shards, statistics and the result file written under the staging dir."""
+    """Chunk descriptors in; shards under the publish root, the result file in staging."""
 
     def __init__(self, chunks: list[Chunk], plan: IngestPlan, sizing: ShardSizing) -> None:
         super().__init__()
@@ -50,7 +52,7 @@ class IngestChunks(beam.PTransform):
         shards = (
             results
             | "PartsOfChunk" >> beam.FlatMap(_part_pairs)
-            | "WriteShards" >> WriteShards(staging, self.sizing)
+            | "WriteShards" >> WriteShards(self.plan.publish_root, self.sizing)
             | "GatherShards" >> beam.combiners.ToList()
         )
         gathered = results | "GatherChunkResults" >> beam.combiners.ToList()
@@ -59,5 +61,5 @@ class IngestChunks(beam.PTransform):
         return shards | "WriteResult" >> beam.Map(
             _write_result,
             chunk_results=beam.pvalue.AsSingleton(gathered),
-            path=os.path.join(staging, RESULT_NAME),
+            path=storage.join(staging, RESULT_NAME),
         )

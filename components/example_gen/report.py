@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..core.cloud_env import redact_args
 from ..core.hashing import sha256_of  # noqa: F401  (re-exported)
 from ..core.manifest import Manifest
 from .columns import ColumnSpec
@@ -11,8 +12,10 @@ from .config import ExampleGenConfig
 
 
 def options_json(config: ExampleGenConfig) -> dict[str, Any]:
+    """The run's options for the manifest: no credentials (Beam's secret flags are redacted)."""
     options = dataclasses.asdict(config)
     options.pop("indexes")
+    options["beam_args"] = redact_args(config.beam_args)
     return options
 
 

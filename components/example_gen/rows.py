@@ -11,7 +11,7 @@ from typing import Any
 from ..core.example_proto import encode_example
 from .columns import ColumnSpec, parse_value
 from .csv_index import Record
-from .images import BadCell, DataRoot, decode_image, encode_image, image_layout
+from .images import BadCell, decode_image, encode_image, image_layout, open_data_root
 from .splitting import SplitAssigner
 
 
@@ -47,7 +47,7 @@ def content_digest(data: bytes) -> int:
 class RowEncoder:
     def __init__(self, columns: list[ColumnSpec], data_root: str, assigner: SplitAssigner) -> None:
         self.columns = columns
-        self.root = DataRoot(data_root)
+        self.root = open_data_root(data_root)
         self.assigner = assigner
         primary = [c for c in columns if c.role == "image"]
         self.primary = primary[0] if primary else None

@@ -4,7 +4,8 @@ A span's output lives in the span store under a key made of the span, the SHA-25
 files' bytes and ExampleGen's options: rerunning with the same span, data and options finds the
 complete output there (its manifest exists) and reuses it; changed data or options get a new key.
 The window's output directory holds only a union manifest whose shard paths point into the store
-(absolute paths), so Transform, Trainer and Evaluator read all spans' shards with no copying.
+(absolute paths or URIs), so Transform, Trainer and Evaluator read all spans' shards with no copying.
+Patterns, data roots, the store and the output may each be local or s3:// / gs://.
 
     manifest = run_spans(config)   # config.indexes hold {SPAN}; config.spans, config.span_store set
     manifest.extra["spans"]        # [{"span": "1", "dir": ..., "reused": True, ...}, ...]
@@ -16,11 +17,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import time
-from pathlib import Path
 from typing import Callable
 
-from ..core import storage
+from ..core import storage, uri
 from ..core.errors import ConfigError
 from ..core.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest
 from .config import ExampleGenConfig
@@ -35,33 +36,36 @@ def span_digest(span: Span, config: ExampleGenConfig) -> str:
                if k not in ("data_root", "output", "beam_args", "progress_seconds", "spans", "span_store")}
     digest.update(json.dumps(options, sort_keys=True, default=str).encode())
     for index in span.indexes:
-        digest.update(f"{index.split}={Path(index.path).name}".encode())
-        digest.update(Path(index.path).read_bytes())
+        digest.update(f"{index.split}={uri.basename(index.path)}".encode())
+        digest.update(storage.read_bytes(index.path))
     return digest.hexdigest()
+
+
+def _absolute(location: str) -> str:
+    """A local path made absolute (symlinks resolved), a URI as it is."""
+    return location if uri.is_remote(location) else os.path.realpath(uri.local_path(location))
 
 
 def run_spans(config: ExampleGenConfig, ingest: Callable[[ExampleGenConfig, Callable], Manifest],
               echo: Callable[[str], None] = print) -> Manifest:
     """Ingests the window's missing spans with `ingest` (ExampleGen's run), then writes the union manifest."""
     started = time.time()
-    store = Path(config.span_store).resolve()
+    store = _absolute(str(config.span_store))
     window = resolve_spans(config.indexes, config.data_root, config.spans)
     entries = []
     for span in window:
-        target = store / f"span-{span.key}-{span_digest(span, config)[:16]}"
-        reused = (target / MANIFEST_NAME).is_file()
+        target = storage.join(store, f"span-{span.key}-{span_digest(span, config)[:16]}")
+        reused = storage.is_file(storage.join(target, MANIFEST_NAME))
         if reused:
             echo(f"example-gen: span {span.key} already ingested with these options: reusing {target}")
         else:
             echo(f"example-gen: span {span.key}: ingesting into {target}")
-            ingest(dataclasses.replace(config, indexes=span.indexes, data_root=span.data_root, output=str(target),
+            ingest(dataclasses.replace(config, indexes=span.indexes, data_root=span.data_root, output=target,
                                        spans=1, span_store=None), echo)
-        entries.append({"span": span.key, "dir": str(target), "reused": reused})
+        entries.append({"span": span.key, "dir": target, "reused": reused})
     manifest = union_manifest([read_manifest(e["dir"]) for e in entries], entries)
     manifest.extra["seconds"] = round(time.time() - started, 3)
-    out = Path(config.output)
-    out.mkdir(parents=True, exist_ok=True)
-    storage.write_json(out / MANIFEST_NAME, manifest.to_json())
+    storage.write_json(storage.join(config.output, MANIFEST_NAME), manifest.to_json())
     counts = {s: i.num_examples for s, i in manifest.splits.items()}
     echo(f"example-gen: window of spans {[e['span'] for e in entries]} "
          f"({sum(e['reused'] for e in entries)} reused): {counts}")
@@ -83,7 +87,7 @@ def union_manifest(manifests: list[Manifest], entries: list[dict]) -> Manifest:
             info = manifest.splits.get(name)
             if info is None:
                 raise ConfigError(f"span {entry['span']} has no split {name!r} (has {sorted(manifest.splits)})")
-            shards += [ShardInfo(str(Path(entry["dir"]) / s.path), s.num_examples, s.bytes) for s in info.shards]
+            shards += [ShardInfo(storage.join(entry["dir"], s.path), s.num_examples, s.bytes) for s in info.shards]
             for label, values in info.label_counts.items():
                 merged = counts.setdefault(label, {})
                 for value, count in values.items():

@@ -12,10 +12,12 @@ Users drop new data into numbered or dated folders; a pattern names them all and
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import re
 from dataclasses import dataclass
 
+from ..core import storage, uri
 from ..core.errors import ConfigError
 
 SPAN_PATTERN = re.compile(r"\{(SPAN|YYYY|MM|DD)\}")
@@ -40,8 +42,28 @@ def has_span_pattern(text: str) -> bool:
 
 
 def pattern_matches(pattern: str) -> list[str]:
-    """Every existing path the pattern may name (its tokens as wildcards), sorted."""
-    return sorted(glob.glob(SPAN_PATTERN.sub("*", pattern)))
+    """Every existing path or object the pattern may name (its tokens as wildcards), sorted.
+
+    Local patterns glob; s3:// and gs:// patterns walk the prefix one level at a time with
+    `storage.list_names`, matching each wildcard segment (a wildcard never spans a "/").
+    """
+    wildcard = SPAN_PATTERN.sub("*", pattern)
+    if not uri.is_remote(wildcard):
+        return sorted(glob.glob(wildcard))
+    bucket, key = uri.split_bucket(wildcard)
+    found = [f"{uri.scheme(wildcard)}://{bucket}"]
+    segments = key.split("/")
+    for depth, segment in enumerate(segments):
+        last = depth == len(segments) - 1
+        if not glob.has_magic(segment):
+            found = [uri.join(p, segment) for p in found]
+            found = [p for p in found if storage.is_file(p)] if last else found
+            continue
+        found = [uri.join(p, name) for p in found for name in storage.list_names(p)
+                 if fnmatch.fnmatchcase(name, segment)]
+        if last:
+            found = [p for p in found if storage.is_file(p)]
+    return sorted(found)
 
 
 def _check_tokens(pattern: str) -> None:

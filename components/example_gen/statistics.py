@@ -9,12 +9,11 @@ byte sizes for them, which are patched from the real payload sizes.
 """
 from __future__ import annotations
 
-import os
-
 import apache_beam as beam
 import pyarrow.compute as pc
 import tensorflow_data_validation as tfdv
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 
 from ..core import storage
@@ -64,7 +63,7 @@ def _patch_bytes_stats(stats: statistics_pb2.DatasetFeatureStatisticsList, paths
 def write_statistics(paths_by_split: dict[str, list[str]], columns: tuple[ColumnSpec, ...], out_dir: str) -> dict[str, str]:
     """Writes `<out_dir>/<split>.pb` for every split (an empty split gets zero examples)."""
     options = stats_options(columns)
-    written = {split: os.path.join(out_dir, f"{split}.pb") for split in paths_by_split}
+    written = {split: storage.join(out_dir, f"{split}.pb") for split in paths_by_split}
     with beam.Pipeline(runner=FnApiRunner()) as pipeline:
         for split, paths in paths_by_split.items():
             _ = (
@@ -75,7 +74,7 @@ def write_statistics(paths_by_split: dict[str, list[str]], columns: tuple[Column
                 | f"Write[{split}]" >> beam.Map(lambda s, path=written[split]: storage.write_bytes(path, s.SerializeToString()))
             )
     for split, paths in paths_by_split.items():
-        if os.path.exists(written[split]):
+        if storage.is_file(written[split]):
             stats = load(written[split])
         else:  # no examples in this split
             stats = statistics_pb2.DatasetFeatureStatisticsList(datasets=[statistics_pb2.DatasetFeatureStatistics()])
@@ -85,8 +84,12 @@ def write_statistics(paths_by_split: dict[str, list[str]], columns: tuple[Column
 
 
 def load(path: str) -> statistics_pb2.DatasetFeatureStatisticsList:
-    with open(path, "rb") as source:
-        return statistics_pb2.DatasetFeatureStatisticsList.FromString(source.read())
+    return statistics_pb2.DatasetFeatureStatisticsList.FromString(storage.read_bytes(path))
+
+
+def write_schema(schema: schema_pb2.Schema, path: str) -> None:
+    """The schema as protobuf text (what `tfdv.write_schema_text` writes), through `storage`."""
+    storage.write_text(path, text_format.MessageToString(schema))
 
 
 def infer_schema(train_stats_path: str, columns: tuple[ColumnSpec, ...]) -> schema_pb2.Schema:
