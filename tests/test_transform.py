@@ -24,8 +24,8 @@ from shardflow.core.hashing import sha256_of
 from shardflow.transform import ConfigError, OutOfRangeError, TransformConfig, run
 from shardflow.transform.materialize import check_range
 from shardflow.transform.output_features import output_feature
-from shardflow.transform.statistics import load_statistics
-from shardflow.transform.user_module import load_function
+from shardflow.core.statistics_io import read_statistics
+from shardflow.core.user_module import load_function
 
 from helpers_images import write_csv, write_png
 
@@ -159,7 +159,7 @@ def test_manifest_statistics_and_layout(rgb: Path, rgb_out: Path) -> None:
     assert not (rgb_out / ".staging").exists()
     means = {}
     for split in ("train", "eval"):
-        stats = load_statistics(str(rgb_out / manifest.extra["statistics"][split])).datasets[0]
+        stats = read_statistics(str(rgb_out / manifest.extra["statistics"][split])).datasets[0]
         assert stats.num_examples == manifest.splits[split].num_examples
         x = next(f for f in stats.features if f.path.step == ["x"])
         means[split] = x.num_stats.mean

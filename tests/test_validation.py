@@ -238,12 +238,16 @@ def test_cli_exit_codes(clean: Path, drifted: Path, tmp_path: Path, capsys: pyte
     ({"fail_on_anomalies": "no"}, "fail_on_anomalies must be True or False, got 'no'"),
 ])
 def test_config_errors_name_the_bad_value(clean: Path, tmp_path: Path, options: dict, message: str) -> None:
+    # Value checks fail in the config, file checks (split names, schema file) when run() starts.
     with pytest.raises(ConfigError, match=re.escape(message)):
-        ValidationConfig(examples=str(clean), output=str(tmp_path), **options)
+        run(ValidationConfig(examples=str(clean), output=str(tmp_path / "out"), **options), echo=lambda _: None)
+    assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
 def test_config_refuses_incomplete_examples_and_overlapping_output(clean: Path, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="has no manifest.json"):
-        ValidationConfig(examples=str(tmp_path), output=str(tmp_path / "out"))
+        run(ValidationConfig(examples=str(tmp_path / "empty"), output=str(tmp_path / "out")), echo=lambda _: None)
+    assert not (tmp_path / "out").exists()
     with pytest.raises(ConfigError, match="must be a directory apart from examples"):
         ValidationConfig(examples=str(clean), output=str(clean / "validation"))

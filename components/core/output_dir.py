@@ -8,7 +8,7 @@ component's summary) is written last, so its presence means the output is whole:
 2. The run writes what it will publish under `staged(name)`, and scratch files under `staging`.
 3. `publish(names)` puts the staged items in place and removes owned items from earlier runs that
    this run did not produce (no stale split survives a rerun).
-4. `mark_complete(obj)` writes the marker, atomically.
+4. `mark_complete(obj)` writes the marker, atomically (`complete(names, obj)` does 3 and 4).
 
 Local filesystems stage under `<root>/.staging/` and publish with atomic renames. Object stores have
 no rename: there `staged(name)` is the final name itself, `prepare()` deletes the owned items of the
@@ -19,7 +19,7 @@ run leaves no marker on either.
 >>> out = OutputDir(tempfile.mkdtemp(), owned=("Split-*", "statistics"))
 >>> staging = out.prepare()
 >>> storage.write_text(storage.join(out.staged("Split-train"), "a.txt"), "x")
->>> out.publish(["Split-train"]); out.mark_complete({"ok": True}); out.discard()
+>>> out.complete(["Split-train"], {"ok": True}); out.discard()
 >>> storage.list_names(out.root), out.is_complete()
 (['Split-train', 'manifest.json'], True)
 """
@@ -43,6 +43,9 @@ class OutputDir:
     root: str
     marker: str = MANIFEST_NAME
     owned: tuple[str, ...] = ()  # glob patterns of the names this component publishes
+    # Alternative completion markers, one of which a run writes instead of `marker` (the Evaluator's
+    # BLESSED / NOT_BLESSED): removed first with it, and each one means "complete".
+    other_markers: tuple[str, ...] = ()
 
     @property
     def staging(self) -> str:
@@ -67,7 +70,8 @@ class OutputDir:
 
     def prepare(self) -> str:
         """Invalidates the output (marker first) and returns a fresh staging location."""
-        storage.remove(self.marker_path)
+        for name in (self.marker, *self.other_markers):
+            storage.remove(storage.join(self.root, name))
         storage.remove(self.staging)
         if storage.is_remote(self.root):  # staged == final there: clear the previous run's items now
             for name in self._owned_names():
@@ -88,12 +92,27 @@ class OutputDir:
             if storage.exists(staged):
                 storage.move(staged, storage.join(self.root, name))
 
-    def mark_complete(self, obj: Any) -> None:
-        """Writes the completion marker, last and atomically."""
-        storage.write_json(self.marker_path, obj)
+    def mark_complete(self, obj: Any, name: str | None = None) -> None:
+        """Writes the completion marker (or the one of `other_markers` named), last and atomically.
+
+        A str is written as text, anything else as JSON.
+        """
+        name = name or self.marker
+        if name not in (self.marker, *self.other_markers):
+            raise ValueError(f"{name!r} is not a completion marker of {self.root}")
+        path = storage.join(self.root, name)
+        if isinstance(obj, str):
+            storage.write_text(path, obj)
+        else:
+            storage.write_json(path, obj)
+
+    def complete(self, names: Iterable[str], obj: Any) -> None:
+        """The end of every run: `publish(names)`, then the marker `obj` — last, so it lists only what is there."""
+        self.publish(names)
+        self.mark_complete(obj)
 
     def is_complete(self) -> bool:
-        return storage.is_file(self.marker_path)
+        return any(storage.is_file(storage.join(self.root, n)) for n in (self.marker, *self.other_markers))
 
     @contextlib.contextmanager
     def staged_run(self) -> Iterator[str]:

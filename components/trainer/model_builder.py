@@ -58,7 +58,7 @@ def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
 
 
 def _user_hook(reference: str) -> Callable:
-    from ..transform.user_module import load_function  # Beam's pickler: only needed for user code
+    from ..core.user_module import load_function  # Beam's pickler: only needed for user code
 
     module, function = reference.rsplit(":", 1)
     return load_function(module, function)

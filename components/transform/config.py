@@ -1,6 +1,6 @@
 """Transform's options: one frozen dataclass that checks itself and names the bad value.
 
->>> cfg = TransformConfig(examples="runs/examples", output="runs/transform")   # doctest: +SKIP
+>>> cfg = TransformConfig(examples="runs/examples", output="runs/transform")
 >>> cfg.unseen_labels, cfg.analyze_split
 ('oov', 'train')
 """
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-from ..core.manifest import MANIFEST_NAME
 from ..core.errors import ConfigError
+from ..core.uri import overlaps
 
 UNSEEN_LABEL_POLICIES = ("oov", "fail")
 COMPRESSIONS = ("", "GZIP")
-_PREPROCESSING = re.compile(r"^(?P<module>[^:]+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
+# The module part may be a URI (s3://b/prep.py): the function is after the last colon.
+_PREPROCESSING = re.compile(r"^(?P<module>.+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
 
 __all__ = ["ConfigError", "TransformConfig", "UNSEEN_LABEL_POLICIES"]
 
@@ -26,12 +26,14 @@ class TransformConfig:
 
     `mask_classes` maps a mask feature to its number of classes (ids must lie in [0, K));
     a mask without an entry takes train's largest id + 1. `compression` None keeps the input's.
-    `min_shards` None keeps the `min_shards` ExampleGen was run with.
+    `min_shards` None keeps the `min_shards` ExampleGen was run with. `examples`, `output` and a
+    preprocessing module file may be local paths or URIs (s3://, gs://); what they hold is checked
+    when the run starts, not here.
     """
 
     examples: str
     output: str
-    preprocessing: str | None = None  # "path/to/mod.py:fn" or "package.module:fn"; None: the default
+    preprocessing: str | None = None  # "path/to/mod.py:fn", "s3://b/mod.py:fn" or "package.module:fn"; None: default
     analyze_split: str = "train"
     mask_classes: tuple[tuple[str, int], ...] = ()
     unseen_labels: str = "oov"  # oov: an extra id, counted and reported; fail: the run fails
@@ -44,7 +46,11 @@ class TransformConfig:
     progress_seconds: float = 15.0
 
     def __post_init__(self) -> None:
-        self._check_paths()
+        for name in ("examples", "output"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ConfigError(f"{name} must be a path or URI, got {getattr(self, name)!r}")
+        if overlaps(self.examples, self.output):
+            raise ConfigError(f"output {self.output!r} must be a directory apart from examples {self.examples!r}")
         if self.preprocessing is not None and not _PREPROCESSING.match(self.preprocessing):
             raise ConfigError(f"preprocessing must be MODULE:FUNCTION (a file path.py or an importable module), "
                               f"got {self.preprocessing!r}")
@@ -63,14 +69,6 @@ class TransformConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-
-    def _check_paths(self) -> None:
-        examples = Path(self.examples)
-        if not (examples / MANIFEST_NAME).is_file():
-            raise ConfigError(f"examples {self.examples!r} has no {MANIFEST_NAME}: not a complete ExampleGen output")
-        source, out = examples.resolve(), Path(self.output).resolve()
-        if out == source or source.is_relative_to(out) or out.is_relative_to(source):
-            raise ConfigError(f"output {self.output!r} must be a directory apart from examples {self.examples!r}")
 
     @property
     def preprocessing_parts(self) -> tuple[str, str] | None:

@@ -5,33 +5,34 @@
 >>> manifest.features["x"].dtype                                                 # doctest: +SKIP
 'float32'
 
-Crash safety as in ExampleGen: the old manifest is removed first, everything is written under
-`<output>/.staging/`, then the splits, statistics and transform graph are moved into place and
-the manifest is written last, atomically. A run killed at any point leaves no manifest.
+Crash safety as in ExampleGen, through the same `OutputDir` life cycle: the old manifest is removed
+first; scratch files go under `<output>/.staging/`; splits, statistics and the transform graph are
+written at `OutputDir.staged(name)` (locally under the staging area, moved into place on publish;
+on an object store at their final names); the manifest is written last. A run killed at any point
+leaves no manifest. `examples`, `output` and a preprocessing module file may be paths or URIs.
 """
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 from typing import Callable
 
 from .. import __version__
 from ..core import storage
 from ..core.beam_setup import describe_runner, make_pipeline, pipeline_options
-from ..core.manifest import MANIFEST_NAME, FeatureSpec, Manifest, SplitInfo, read_manifest
+from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.manifest import MANIFEST_NAME, FeatureSpec, IncompleteOutputError, Manifest, SplitInfo, read_manifest
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
 from ..core.errors import ConfigError
 from ..core.progress import ProgressReporter
 from ..core.hashing import sha256_of
+from ..core.user_module import load_function
 from .config import TransformConfig
 from .pipeline import TRANSFORM_GRAPH, TransformPlan, build_transform, load_result
 from .preprocessing import PreprocessingFn, make_preprocessing_fn, vocabulary_labels
 from .raw_input import default_batch_size
 from .report import (UnseenLabelsError, mask_classes, options_json, split_infos, summary_text, unseen_labels,
                      unseen_message, vocabulary_info)
-from .user_module import load_function
 
 
 def choose_preprocessing(config: TransformConfig, source: Manifest) -> PreprocessingFn:
@@ -44,7 +45,7 @@ def choose_preprocessing(config: TransformConfig, source: Manifest) -> Preproces
     return load_function(*parts)
 
 
-def _plan(config: TransformConfig, source: Manifest, staging: Path) -> TransformPlan:
+def _plan(config: TransformConfig, source: Manifest, out: OutputDir) -> TransformPlan:
     if config.analyze_split not in source.splits:
         raise ConfigError(f"analyze split {config.analyze_split!r} is not in the examples (has {sorted(source.splits)})")
     if source.splits[config.analyze_split].num_examples == 0:
@@ -57,7 +58,8 @@ def _plan(config: TransformConfig, source: Manifest, staging: Path) -> Transform
         min_shards=config.min_shards or int(options.get("min_shards") or 1),
     )
     return TransformPlan(
-        examples_dir=config.examples, staging_dir=str(staging), source=source, splits=tuple(source.splits),
+        examples_dir=config.examples, scratch_dir=out.staging, publish_dir=out.publish_root, source=source,
+        splits=tuple(source.splits),
         analyze_split=config.analyze_split, batch_size=config.batch_size or default_batch_size(source), sizing=sizing,
     )
 
@@ -82,22 +84,37 @@ def _execute(config: TransformConfig, plan: TransformPlan, fn: PreprocessingFn,
     options = pipeline_options(beam_args_for(config), total + plan.source.splits[plan.analyze_split].num_examples)
     echo(f"transform: {total:,} examples in {len(plan.splits)} splits, analyzers on {plan.analyze_split!r}, "
          f"batches of {plan.batch_size}, on {describe_runner(options)}")
-    with ProgressReporter(Path(plan.staging_dir) / "done", total, config.progress_seconds, echo):
+    with ProgressReporter(storage.join(plan.scratch_dir, "done"), total, config.progress_seconds, echo):
         with make_pipeline(options) as pipeline:
             features = build_transform(pipeline, plan, fn)
     return features, describe_runner(options)
 
 
+def read_source(config: TransformConfig) -> tuple[Manifest, str]:
+    """The checks that read files, at the start of run(): the examples must be a complete output.
+
+    Returns the source manifest and the SHA-256 of its file (hashed first: provenance of what was read).
+    """
+    try:
+        source_sha256 = sha256_of(storage.join(config.examples, MANIFEST_NAME))
+        return read_manifest(config.examples), source_sha256
+    except (FileNotFoundError, IncompleteOutputError):
+        raise ConfigError(f"examples {config.examples!r} has no {MANIFEST_NAME}: "
+                          "not a complete ExampleGen output") from None
+
+
 def run(config: TransformConfig, echo: Callable[[str], None] = print) -> Manifest:
     """Transforms every split of `config.examples` into `config.output`; returns the manifest written last."""
     started = time.time()
-    source_sha256 = sha256_of(os.path.join(config.examples, MANIFEST_NAME))  # before reading: provenance
-    source = read_manifest(config.examples)
+    source, source_sha256 = read_source(config)
     fn = choose_preprocessing(config, source)
-    with output_location(config.output).staged_run() as staging:
-        plan = _plan(config, source, staging)
+    out = output_location(config.output)
+    enable_tensorflow_filesystems([out.root])  # TFT writes and reads the transform graph with tf.io.gfile
+    with out.staged_run():
+        plan = _plan(config, source, out)
         features, runner = _execute(config, plan, fn, echo)
-        return _finish(config, plan, features, {"runner": runner, "source_sha256": source_sha256}, started, echo)
+        return _finish(config, out, plan, features, {"runner": runner, "source_sha256": source_sha256}, started,
+                       echo)
 
 
 def output_location(root: str) -> OutputDir:
@@ -105,16 +122,10 @@ def output_location(root: str) -> OutputDir:
     return OutputDir(root, owned=("Split-*", "statistics", TRANSFORM_GRAPH))
 
 
-def _publish(out_dir: Path, plan: TransformPlan) -> None:
-    """Splits and statistics (as ExampleGen), then the transform graph; the manifest comes after."""
-    names = [f"Split-{s}" for s in plan.splits] + ["statistics", TRANSFORM_GRAPH]
-    output_location(str(out_dir)).publish(names)
-
-
-def _finish(config: TransformConfig, plan: TransformPlan, features: dict[str, FeatureSpec], run_facts: dict,
-            started: float, echo: Callable[[str], None]) -> Manifest:
-    out_dir, staged_graph = Path(config.output), Path(plan.staging_dir) / TRANSFORM_GRAPH
-    result = load_result(plan.staging_dir)
+def _finish(config: TransformConfig, out: OutputDir, plan: TransformPlan, features: dict[str, FeatureSpec],
+            run_facts: dict, started: float, echo: Callable[[str], None]) -> Manifest:
+    staged_graph = out.staged(TRANSFORM_GRAPH)
+    result = load_result(plan.scratch_dir)
     splits = split_infos(plan.source, plan.splits, result["shards"], result["batches"])
     labels = vocabulary_labels(plan.source.features) if config.preprocessing is None else []
     vocabularies = vocabulary_info(staged_graph, [n for n in labels if n in features])
@@ -122,19 +133,19 @@ def _finish(config: TransformConfig, plan: TransformPlan, features: dict[str, Fe
     if unseen and config.unseen_labels == "fail":
         raise UnseenLabelsError(unseen_message(unseen, plan.analyze_split) + "; unseen_labels=fail, no manifest written")
     masks = mask_classes(staged_graph, [n for n, f in features.items() if f.role == "mask"])
-    _publish(out_dir, plan)
     manifest = _manifest(config, plan, features, splits, run_facts.pop("source_sha256"), {
         "vocabularies": vocabularies, "unseen_labels": unseen, "mask_classes": masks, **run_facts,
         "seconds": round(time.time() - started, 3),
     })
-    storage.write_json(out_dir / MANIFEST_NAME, manifest.to_json())
+    # Splits and statistics (as ExampleGen), then the transform graph; the manifest last.
+    out.complete([f"Split-{s}" for s in plan.splits] + ["statistics", TRANSFORM_GRAPH], manifest.to_json())
     echo(summary_text(manifest, time.time() - started))
     return manifest
 
 
 def _manifest(config: TransformConfig, plan: TransformPlan, features: dict[str, FeatureSpec],
               splits: dict[str, SplitInfo], source_sha256: str, facts: dict) -> Manifest:
-    source_manifest = os.path.join(config.examples, MANIFEST_NAME)
+    source_manifest = storage.join(config.examples, MANIFEST_NAME)
     return Manifest(features=features, splits=splits, compression=plan.sizing.compression, extra={
         "component": "transform",
         "shardflow_version": __version__,

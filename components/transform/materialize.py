@@ -1,7 +1,7 @@
 """Writing transformed record batches as `tf.train.Example` part files, in input order, memory-flat.
 
 One transformed batch becomes one part file named by the split position of its first example
-(`parts/<split>/<position:012d>.tfrecord`), so sorting part paths restores the input order and a
+(`<scratch>/parts/<split>/<position:012d>.tfrecord`, a path or URI), so sorting part paths restores the input order and a
 recomputed batch rewrites the same file. Only the part's metadata leaves the DoFn; `WriteShards`
 then cuts the parts into shards exactly as for ExampleGen.
 
@@ -9,12 +9,11 @@ Every integer value is checked before it is written: against the feature's int d
 transformed schema (e.g. a mask's [0, K-1]) and against its storage dtype. A bad value fails the
 run with the split, the example position, the feature and the value.
 
-    batches | beam.ParDo(WritePartsFn("train", staging, features), domains=AsSingleton(domains))
+    batches | beam.ParDo(WritePartsFn("train", out.staging, features), domains=AsSingleton(domains))
 """
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -110,14 +109,14 @@ def label_counts(columns: dict[str, list[list]], features: Sequence[FeatureSpec]
 class WritePartsFn(beam.DoFn):
     """A transformed record batch of one split → one part file; yields its BatchResult."""
 
-    def __init__(self, split: str, staging_dir: str, features: tuple[FeatureSpec, ...]) -> None:
-        self.split, self.staging_dir, self.features = split, staging_dir, features
+    def __init__(self, split: str, scratch_dir: str, features: tuple[FeatureSpec, ...]) -> None:
+        self.split, self.scratch_dir, self.features = split, scratch_dir, features
         self.examples_counter = beam.metrics.Metrics.counter("transform", f"examples_{split}")
 
     def process(self, batch: pa.RecordBatch, domains: dict[str, tuple[int, int]]) -> Iterator[BatchResult]:
         first = positions_of(batch)
         columns = {s.name: stored_values(batch, s, domains.get(s.name), self.split, first) for s in self.features}
-        writer = PartWriter(os.path.join(self.staging_dir, "parts", self.split, f"{first:012d}.tfrecord"))
+        writer = PartWriter(storage.join(self.scratch_dir, "parts", self.split, f"{first:012d}.tfrecord"))
         try:
             for row in range(batch.num_rows):
                 writer.write(encode_example({name: values[row] for name, values in columns.items()}))
@@ -125,6 +124,7 @@ class WritePartsFn(beam.DoFn):
             writer.abort()
             raise
         part = writer.close()
-        storage.write_text(os.path.join(self.staging_dir, "done", f"{self.split}-{first:012d}"), str(batch.num_rows))
+        storage.write_text(storage.join(self.scratch_dir, "done", f"{self.split}-{first:012d}"), str(batch.num_rows),
+                           durable=False)
         self.examples_counter.inc(batch.num_rows)
         yield BatchResult(self.split, part, label_counts(columns, self.features))

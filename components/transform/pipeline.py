@@ -7,19 +7,23 @@ The analyze split is read twice (once for the analyzers, once to be transformed)
 kept between the two: a local runner would otherwise hold the whole split in memory while the
 analyzers finish. Every other PCollection carries either Arrow batches that stream through one
 fused stage, or small metadata. Everything the driver needs afterwards lands in
-`<staging>/result.pickle`, written by the last step.
+`<scratch>/result.pickle`, written by the last step.
+
+Every location is a path or URI: scratch files (parts, done markers, TFT's temp, the result) go
+under `scratch_dir`, what is published (Split-*, statistics, transform graph) under `publish_dir`
+(`OutputDir.publish_root`). Nothing assumes a worker sees the launcher's disk.
 """
 from __future__ import annotations
 
-import os
 import pickle
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import apache_beam as beam
 import tensorflow_transform.beam as tft_beam
 
+from ..core import storage
+from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.manifest import FeatureSpec, Manifest, ShardInfo
 from ..core.shard_writer import ShardSizing, WriteShards
 from .materialize import BatchResult, WritePartsFn
@@ -36,7 +40,8 @@ class TransformPlan:
     """What the graph reads and where it writes (decided by the driver)."""
 
     examples_dir: str
-    staging_dir: str
+    scratch_dir: str  # parts, done markers, TFT's temp files, the result pickle
+    publish_dir: str  # Split-*, statistics/, transform_graph/ (OutputDir.publish_root)
     source: Manifest
     splits: tuple[str, ...]
     analyze_split: str
@@ -44,20 +49,17 @@ class TransformPlan:
     sizing: ShardSizing
 
     def read(self, split: str) -> ReadRecordBatches:
-        ranges = plan_ranges(Path(self.examples_dir), self.source, split, self.batch_size)
+        ranges = plan_ranges(self.examples_dir, self.source, split, self.batch_size)
         return ReadRecordBatches(ranges, raw_schema(self.source), self.batch_size)
 
 
 def _write_result(shards: list[tuple[str, ShardInfo]], batches: list[BatchResult], path: str) -> None:
-    with open(path + ".tmp", "wb") as out:
-        pickle.dump({"shards": shards, "batches": batches}, out)
-    os.replace(path + ".tmp", path)
+    storage.write_bytes(path, pickle.dumps({"shards": shards, "batches": batches}), durable=False)
 
 
-def load_result(staging_dir: str | Path) -> dict[str, Any]:
+def load_result(scratch_dir: str) -> dict[str, Any]:
     """{"shards": [(split, ShardInfo)], "batches": [BatchResult]} as the pipeline left them."""
-    with open(os.path.join(staging_dir, RESULT_NAME), "rb") as source:
-        return pickle.load(source)
+    return pickle.loads(storage.read_bytes(storage.join(scratch_dir, RESULT_NAME)))
 
 
 def _transform_split(pipeline: beam.Pipeline, plan: TransformPlan, split: str, transform_fn: Any,
@@ -68,21 +70,22 @@ def _transform_split(pipeline: beam.Pipeline, plan: TransformPlan, split: str, t
     transformed, _ = ((raw, adapter), transform_fn) | f"Transform[{split}]" >> tft_beam.TransformDataset(
         output_record_batches=True)
     batches = transformed | f"Batches[{split}]" >> beam.Map(lambda pair: pair[0])
-    statistics = os.path.join(plan.staging_dir, "statistics", f"{split}.pb")
+    statistics = storage.join(plan.publish_dir, "statistics", f"{split}.pb")
     _ = batches | f"Statistics[{split}]" >> SplitStatistics(statistics)
     return batches | f"WriteParts[{split}]" >> beam.ParDo(
-        WritePartsFn(split, plan.staging_dir, tuple(features.values())), domains=beam.pvalue.AsSingleton(domains))
+        WritePartsFn(split, plan.scratch_dir, tuple(features.values())), domains=beam.pvalue.AsSingleton(domains))
 
 
 def build_transform(pipeline: beam.Pipeline, plan: TransformPlan, preprocessing_fn: Callable) -> dict[str, FeatureSpec]:
     """Adds the whole Transform graph to `pipeline`; returns the manifest features of the output."""
     adapter = tensor_adapter_config(raw_schema(plan.source))
-    temp_dir = os.path.join(plan.staging_dir, "tft_tmp")
+    temp_dir = storage.join(plan.scratch_dir, "tft_tmp")
+    enable_tensorflow_filesystems([temp_dir, plan.publish_dir])  # TFT writes its files with tf.io.gfile
     with tft_beam.Context(temp_dir=temp_dir, passthrough_keys={POSITION}):
         analyze_input = pipeline | f"ReadToAnalyze[{plan.analyze_split}]" >> plan.read(plan.analyze_split)
         transform_fn = (analyze_input, adapter) | "Analyze" >> tft_beam.AnalyzeDataset(preprocessing_fn)
         _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(
-            os.path.join(plan.staging_dir, TRANSFORM_GRAPH))
+            storage.join(plan.publish_dir, TRANSFORM_GRAPH))
         features = output_features(transform_fn[1].dataset_metadata.schema, plan.source.features)
         domains = transform_fn[1].deferred_metadata | "IntDomains" >> beam.Map(lambda m: int_domains(m.schema))
         per_split = [_transform_split(pipeline, plan, s, transform_fn, features, domains) for s in plan.splits]
@@ -90,10 +93,10 @@ def build_transform(pipeline: beam.Pipeline, plan: TransformPlan, preprocessing_
     shards = (
         results
         | "PartOfBatch" >> beam.Map(lambda r: (r.split, r.part))
-        | "WriteShards" >> WriteShards(plan.staging_dir, plan.sizing)
+        | "WriteShards" >> WriteShards(plan.publish_dir, plan.sizing)
         | "GatherShards" >> beam.combiners.ToList()
     )
     gathered = results | "GatherBatches" >> beam.combiners.ToList()
     _ = shards | "WriteResult" >> beam.Map(
-        _write_result, batches=beam.pvalue.AsSingleton(gathered), path=os.path.join(plan.staging_dir, RESULT_NAME))
+        _write_result, batches=beam.pvalue.AsSingleton(gathered), path=storage.join(plan.scratch_dir, RESULT_NAME))
     return features

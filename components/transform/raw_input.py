@@ -1,19 +1,19 @@
 """Reading ExampleGen shards as Arrow record batches for tensorflow-transform, in known order.
 
 Only small range descriptors (file, first and end record) travel through Beam; workers read the
-records themselves and decode a batch at a time with tfx_bsl's C++ decoder. Each batch carries
-a pass-through column with the split-wide position of every record, so the transformed output can
+records themselves through `storage` (local, s3://, gs://: no TensorFlow, no Beam FileSystems) and
+decode a batch at a time with tfx_bsl's C++ decoder. Each batch carries a pass-through column with the split-wide position of every record, so the transformed output can
 be written back in the input's order (and a record is never confused with another).
 
-    ranges = plan_ranges(Path("runs/examples"), manifest, "train", batch_size=1024)
+    ranges = plan_ranges("s3://bucket/runs/examples", manifest, "train", batch_size=1024)
     batches = pipeline | ReadRecordBatches(ranges, schema, batch_size=1024)
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO, Iterator
 
 import apache_beam as beam
@@ -24,6 +24,7 @@ from tensorflow_transform.tf_metadata import schema_utils
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
 from tfx_bsl.public import tfxio
 
+from ..core import storage
 from ..core.manifest import Manifest
 from ..core.reader import feature_spec
 from ..core.tfrecord import iter_frames
@@ -66,20 +67,28 @@ def default_batch_size(manifest: Manifest) -> int:
     return max(1, min(MAX_BATCH_SIZE, TARGET_BATCH_BYTES // max(1, per_example)))
 
 
-def plan_ranges(root: Path, manifest: Manifest, split: str, batch_size: int) -> list[RecordRange]:
-    """The split cut into ranges of a few batches each, in shard order."""
+def plan_ranges(root: str, manifest: Manifest, split: str, batch_size: int) -> list[RecordRange]:
+    """The split cut into ranges of a few batches each, in shard order (`root`: a path or URI)."""
     per_range = batch_size * BATCHES_PER_RANGE
     ranges, offset = [], 0
     for shard in manifest.splits[split].shards:
+        path = storage.join(root, *shard.path.split("/"))
         for start in range(0, shard.num_examples, per_range):
             end = min(shard.num_examples, start + per_range)
-            ranges.append(RecordRange(split, str(root / shard.path), manifest.compression, offset, start, end))
+            ranges.append(RecordRange(split, path, manifest.compression, offset, start, end))
         offset += shard.num_examples
     return ranges
 
 
-def _open(path: str, compression: str) -> BinaryIO:
-    return gzip.open(path, "rb") if compression == "GZIP" else open(path, "rb")  # type: ignore[return-value]
+@contextlib.contextmanager
+def _open(path: str, compression: str) -> Iterator[BinaryIO]:
+    """The shard's uncompressed bytes, read through `storage` (any filesystem, one kept client)."""
+    with storage.open_read(path) as raw:
+        if compression == "GZIP":
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unpacked:
+                yield unpacked  # type: ignore[misc]
+        else:
+            yield raw
 
 
 def read_range(record_range: RecordRange) -> Iterator[bytes]:

@@ -1,18 +1,18 @@
 """What Transform records beside the shards: per-split totals, vocabularies, unseen labels, the summary.
 
     splits = split_infos(source, result["shards"], result["batches"])
-    vocabularies = vocabulary_info(graph_dir, ["label"])
+    vocabularies = vocabulary_info(out.staged("transform_graph"), ["label"])   # a path or URI
     unseen = unseen_labels(splits, vocabularies)        # {"eval": {"label": 3}}
 """
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import tensorflow_transform as tft
 
+from ..core import storage
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from .config import TransformConfig
 from .materialize import BatchResult
@@ -44,22 +44,22 @@ def split_infos(source: Manifest, splits: tuple[str, ...], shards: list[tuple[st
     return infos
 
 
-def vocabulary_info(graph_dir: Path, labels: list[str]) -> dict[str, dict[str, Any]]:
+def vocabulary_info(graph_dir: str, labels: list[str]) -> dict[str, dict[str, Any]]:
     """For each vocabulary-mapped label: the asset file (relative to the output), size and OOV id."""
-    output = tft.TFTransformOutput(str(graph_dir))
+    output = tft.TFTransformOutput(graph_dir)
     info = {}
     for label in labels:
         name = vocabulary_name(label)
         size = int(output.vocabulary_size_by_name(name))
-        asset = Path(output.vocabulary_file_by_name(name)).relative_to(graph_dir)
-        info[label] = {"file": f"{graph_dir.name}/{asset}", "size": size, "num_oov_buckets": NUM_OOV_BUCKETS,
-                       "oov_id": size, "num_classes": size + NUM_OOV_BUCKETS}
+        asset = storage.relative_to(output.vocabulary_file_by_name(name), graph_dir)
+        info[label] = {"file": f"{storage.basename(graph_dir)}/{asset}", "size": size,
+                       "num_oov_buckets": NUM_OOV_BUCKETS, "oov_id": size, "num_classes": size + NUM_OOV_BUCKETS}
     return info
 
 
-def mask_classes(graph_dir: Path, masks: list[str]) -> dict[str, int]:
+def mask_classes(graph_dir: str, masks: list[str]) -> dict[str, int]:
     """The number of classes of each mask, from its int domain in the transformed schema."""
-    domains = int_domains(tft.TFTransformOutput(str(graph_dir)).transformed_metadata.schema)
+    domains = int_domains(tft.TFTransformOutput(graph_dir).transformed_metadata.schema)
     return {name: domains[name][1] + 1 for name in masks if name in domains}
 
 

@@ -3,16 +3,15 @@
 The batches are the ones being written, so the statistics describe exactly the stored values
 (images as float lists: their mean/std show the standardization; masks and labels as ids).
 
-    transformed_batches | SplitStatistics(os.path.join(staging, "statistics", "train.pb"))
+    transformed_batches | SplitStatistics(storage.join(out.staged("statistics"), "train.pb"))
 """
 from __future__ import annotations
 
 import apache_beam as beam
 import pyarrow as pa
 import tensorflow_data_validation as tfdv
-from tensorflow_metadata.proto.v0 import statistics_pb2
 
-from ..core import storage
+from ..core.statistics_io import write_statistics
 from .raw_input import POSITION
 
 
@@ -22,12 +21,8 @@ def without_positions(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([batch.column(i) for i in keep], [batch.schema.names[i] for i in keep])
 
 
-def write_statistics(stats: statistics_pb2.DatasetFeatureStatisticsList, path: str) -> None:
-    storage.write_bytes(path, stats.SerializeToString())
-
-
 class SplitStatistics(beam.PTransform):
-    """Transformed record batches → TFDV statistics written to `path`."""
+    """Transformed record batches → TFDV statistics written to `path` (a path or URI)."""
 
     def __init__(self, path: str, options: tfdv.StatsOptions | None = None) -> None:
         super().__init__()
@@ -43,7 +38,3 @@ class SplitStatistics(beam.PTransform):
         )
         return beam.pvalue.PDone(batches.pipeline)
 
-
-def load_statistics(path: str) -> statistics_pb2.DatasetFeatureStatisticsList:
-    with open(path, "rb") as source:
-        return statistics_pb2.DatasetFeatureStatisticsList.FromString(source.read())

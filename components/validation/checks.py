@@ -15,21 +15,24 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import tensorflow_data_validation as tfdv
-from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
 from ..core.errors import ConfigError
+from ..core.statistics_io import UnreadableProtoError, read_schema
 
 L_INFTY = "L_INFTY"
 JENSEN_SHANNON = "JENSEN_SHANNON_DIVERGENCE"
 _STRING_DOMAINS = ("domain", "string_domain")
 
 
-def load_schema(path: str) -> schema_pb2.Schema:
+def load_schema(location: str) -> schema_pb2.Schema:
+    """The schema at `location` (path or URI); a missing or unreadable file is the user's ConfigError."""
     try:
-        return tfdv.load_schema_text(path)
-    except (text_format.ParseError, UnicodeDecodeError) as err:
-        raise ConfigError(f"schema {path!r} is not a readable schema.pbtxt: {err}") from err
+        return read_schema(location)
+    except FileNotFoundError:
+        raise ConfigError(f"schema {location!r} is not a file") from None
+    except UnreadableProtoError as err:
+        raise ConfigError(f"schema {location!r}: {err}") from None
 
 
 def _curated_comparator(feature: schema_pb2.Feature) -> dict[str, Any]:

@@ -5,49 +5,72 @@
 >>> result.passed                                                                       # doctest: +SKIP
 True
 
-Outputs in `config.output`: report.md, report.html, anomalies.json (written last), and tfdv/ with
+Outputs in `config.output` (a path or URI): report.md, report.html, anomalies.json (the completion
+marker, written last through `OutputDir`), and tfdv/ with
 the schema the checks ran with and TFDV's Anomalies per split (text protos, for tfdv.display_anomalies).
 Anomalies raise DataValidationError after the reports are written, unless fail_on_anomalies is off.
 """
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Callable
 
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2
 
 from ..core import storage
-from ..core.manifest import read_manifest
+from ..core.errors import ConfigError
+from ..core.manifest import MANIFEST_NAME, IncompleteOutputError, Manifest, read_manifest
+from ..core.output_dir import OutputDir
+from ..core.statistics_io import write_schema
 from .anomalies import anomaly_records, drift_measurements
 from .checks import load_schema, set_drift_comparators, validate_splits
-from .config import ValidationConfig
+from .config import SCHEMA_NAME, ValidationConfig
 from .inputs import load_split_statistics
-from .report import JSON_NAME, verdict, write_reports
+from .report import HTML_NAME, JSON_NAME, MARKDOWN_NAME, report_json, verdict, write_reports
 from .result import DataValidationError, ValidationResult
 
 TFDV_DIR = "tfdv"
 
 
-def _write_protos(out_dir: Path, schema: schema_pb2.Schema, found: dict[str, anomalies_pb2.Anomalies]) -> None:
+def output_location(root: str) -> OutputDir:
+    """Validation's output and what it owns there; anomalies.json is the completion marker."""
+    return OutputDir(root, marker=JSON_NAME, owned=(TFDV_DIR, MARKDOWN_NAME, HTML_NAME))
+
+
+def check_inputs(config: ValidationConfig) -> Manifest:
+    """The checks that read files, before anything is written: complete examples, baseline split, schema."""
+    try:
+        manifest = read_manifest(config.examples)
+    except IncompleteOutputError:
+        raise ConfigError(f"examples {config.examples!r} has no {MANIFEST_NAME}: "
+                          "not a complete ExampleGen output") from None
+    if config.baseline_split not in manifest.splits:
+        raise ConfigError(f"baseline_split {config.baseline_split!r} is not a split of {config.examples!r} "
+                          f"(has {sorted(manifest.splits)})")
+    if not storage.is_file(config.schema_path):
+        if config.schema is not None:
+            raise ConfigError(f"schema {config.schema!r} is not a file")
+        raise ConfigError(f"examples {config.examples!r} has no {SCHEMA_NAME}: pass a schema")
+    return manifest
+
+
+def _write_protos(out: OutputDir, schema: schema_pb2.Schema, found: dict[str, anomalies_pb2.Anomalies]) -> None:
     """The effective schema and the raw Anomalies, so TFDV's own tools can display them."""
-    target = out_dir / TFDV_DIR
-    storage.remove(target)  # no Anomalies of a split from an earlier run may survive
-    storage.write_text(target / "schema.pbtxt", text_format.MessageToString(schema))
+    target = out.staged(TFDV_DIR)
+    write_schema(schema, storage.join(target, SCHEMA_NAME))
     for split, anomalies in found.items():
-        storage.write_text(target / f"anomalies_{split}.pbtxt", text_format.MessageToString(anomalies))
+        storage.write_text(storage.join(target, f"anomalies_{split}.pbtxt"), text_format.MessageToString(anomalies))
 
 
-def check(config: ValidationConfig, out_dir: Path) -> ValidationResult:
-    """Runs the checks on every split; writes the TFDV protos; returns the plain result (no reports yet)."""
-    manifest = read_manifest(config.examples)
+def check(config: ValidationConfig, manifest: Manifest, out: OutputDir) -> ValidationResult:
+    """Runs the checks on every split; stages the TFDV protos; returns the plain result (no reports yet)."""
     stats = load_split_statistics(config.examples, manifest, config.baseline_split)
-    schema = load_schema(str(config.schema_path))
+    schema = load_schema(config.schema_path)
     files = [name for name, feature in manifest.features.items() if feature.is_file]
     comparators = set_drift_comparators(schema, files, float(config.drift_threshold), config.drift_exclude)
     found = validate_splits(stats, schema, config.baseline_split)
-    _write_protos(out_dir, schema, found)
+    _write_protos(out, schema, found)
     return ValidationResult(
         splits={split: manifest.splits[split].num_examples for split in stats},
         baseline_split=config.baseline_split,
@@ -60,13 +83,17 @@ def check(config: ValidationConfig, out_dir: Path) -> ValidationResult:
 
 
 def run(config: ValidationConfig, echo: Callable[[str], None] = print) -> ValidationResult:
-    """Validates every split; writes the reports; raises DataValidationError on anomalies if asked to."""
-    out_dir = Path(config.output)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / JSON_NAME).unlink(missing_ok=True)  # a failed run must not leave an earlier verdict behind
-    result = check(config, out_dir)
-    result = dataclasses.replace(result, reports=write_reports(result, out_dir, config.examples,
-                                                                str(config.schema_path)))
+    """Validates every split; writes the reports; raises DataValidationError on anomalies if asked to.
+
+    The earlier verdict (anomalies.json) is removed first, so a failed run never leaves one behind.
+    """
+    manifest = check_inputs(config)
+    out = output_location(config.output)
+    with out.staged_run():
+        result = check(config, manifest, out)
+        result = dataclasses.replace(result, reports=write_reports(result, out))
+        out.publish([TFDV_DIR, MARKDOWN_NAME, HTML_NAME])
+        out.mark_complete(report_json(result, config.examples, config.schema_path))
     echo(f"validate: {verdict(result)}")
     if result.passed:
         return result

@@ -1,19 +1,20 @@
 """The validation reports: anomalies.json for machines, report.md and report.html for people.
 
-    paths = write_reports(result, Path("runs/validation"), examples="runs/examples", schema="...")
+    paths = write_reports(result, OutputDir("s3://bucket/runs/validation"))   # staged; anomalies.json last:
+    out.mark_complete(report_json(result, examples="runs/examples", schema="..."))
     # anomalies.json: {"passed": false, "splits": {"eval": {"anomalies": [...], "drift": [...]}}, ...}
 
 The markdown and HTML say the same thing: a one-line verdict, a table of anomalies per split, the
 drift measured against the baseline and the comparator each feature was checked with. The KFP UI
-shows either as a run artifact. anomalies.json is written last (it is what the pipeline reads).
+shows either as a run artifact. anomalies.json is the completion marker, written last (the pipeline reads it).
 """
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from typing import Any
 
 from ..core import storage
+from ..core.output_dir import OutputDir
 from .result import ValidationResult
 
 JSON_NAME, MARKDOWN_NAME, HTML_NAME = "anomalies.json", "report.md", "report.html"
@@ -107,10 +108,9 @@ def render_html(result: ValidationResult) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_reports(result: ValidationResult, out_dir: Path, examples: str, schema: str) -> dict[str, str]:
-    """Writes the three reports atomically, anomalies.json last; returns kind -> path."""
-    paths = {"markdown": out_dir / MARKDOWN_NAME, "html": out_dir / HTML_NAME, "json": out_dir / JSON_NAME}
-    storage.write_text(paths["markdown"], render_markdown(result))
-    storage.write_text(paths["html"], render_html(result))
-    storage.write_json(paths["json"], report_json(result, examples, schema))
-    return {kind: str(path) for kind, path in paths.items()}
+def write_reports(result: ValidationResult, out: OutputDir) -> dict[str, str]:
+    """Stages report.md and report.html; returns kind -> final location (anomalies.json is the marker)."""
+    storage.write_text(out.staged(MARKDOWN_NAME), render_markdown(result))
+    storage.write_text(out.staged(HTML_NAME), render_html(result))
+    return {kind: storage.join(out.root, name) for kind, name in
+            (("markdown", MARKDOWN_NAME), ("html", HTML_NAME), ("json", JSON_NAME))}

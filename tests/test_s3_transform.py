@@ -1,0 +1,140 @@
+"""Validation and Transform with every input and output on a real S3 server (moto, loopback).
+
+One tiny dataset (16 gray 8x8 PNGs with 3-class masks and string labels; two eval rows say "fish",
+never seen in train) goes through ExampleGen twice: to a local folder and to s3://. Validation and
+Transform then read s3:// and write s3:// from an empty working directory; the transformed shards
+must equal those of the same run on local disk, byte for byte.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow_transform as tft
+
+from shardflow.cli import main as cli_main
+from shardflow.core import storage
+from shardflow.core.manifest import read_manifest
+from shardflow.example_gen import ExampleGenConfig, IndexSpec
+from shardflow.example_gen import run as example_gen
+from shardflow.transform import TransformConfig, run
+
+from helpers_images import write_csv, write_png
+
+TRAIN, EVAL = 12, 4
+USER_MODULE = '''
+import tensorflow as tf
+
+def preprocessing_fn(inputs):
+    return {"letters": tf.cast(tf.strings.length(inputs["label"]), tf.int64)}
+'''
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root, rng = tmp_path_factory.mktemp("s3data"), np.random.default_rng(7)
+    rows = []
+    for i in range(TRAIN + EVAL):
+        write_png(root / f"img/{i}.png", rng.integers(0, 256, size=(8, 8, 1), dtype=np.uint8))
+        write_png(root / f"seg/{i}.png", rng.integers(0, 3, size=(8, 8, 1), dtype=np.uint8))
+        rows.append([f"img/{i}.png", f"seg/{i}.png", "fish" if i >= TRAIN + EVAL - 2 else ["cat", "dog"][i % 2]])
+    write_csv(root / "train.csv", ["image", "mask", "label"], rows[:TRAIN])
+    write_csv(root / "eval.csv", ["image", "mask", "label"], rows[TRAIN:])
+    return root
+
+
+def _example_gen(data: Path, output: str) -> str:
+    indexes = tuple(IndexSpec(str(data / f"{s}.csv"), s) for s in ("train", "eval"))
+    example_gen(ExampleGenConfig(indexes=indexes, data_root=str(data), output=output, storage=(("image", "png"),)),
+                echo=lambda _: None)
+    return output
+
+
+@pytest.fixture(scope="module")
+def local_runs(data: Path) -> tuple[str, str]:
+    """ExampleGen and Transform on local disk: the reference."""
+    examples = _example_gen(data, str(data.parent / "local_examples"))
+    transformed = str(data.parent / "local_transform")
+    run(TransformConfig(examples=examples, output=transformed), echo=lambda _: None)
+    return examples, transformed
+
+
+@pytest.fixture(scope="module")
+def bucket(s3_server) -> str:  # noqa: ANN001  (the session's S3Server)
+    return s3_server.bucket()
+
+
+@pytest.fixture(scope="module")
+def s3_examples(data: Path, bucket: str) -> str:
+    return _example_gen(data, f"s3://{bucket}/examples")
+
+
+@pytest.fixture
+def empty_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+def _shards(root: str) -> dict[str, bytes]:
+    manifest = read_manifest(root)
+    return {f"{split}/{shard.path.rsplit('/', 1)[1]}": storage.read_bytes(storage.join(root, *shard.path.split("/")))
+            for split, info in manifest.splits.items() for shard in info.shards}
+
+
+def test_validate_and_transform_on_s3_equal_the_local_run(s3_examples: str, local_runs: tuple[str, str], bucket: str,
+                                                          s3_server, empty_cwd: Path) -> None:  # noqa: ANN001
+    validation, transformed = f"s3://{bucket}/validation", f"s3://{bucket}/transform"
+    assert cli_main(["validate", "--examples", s3_examples, "--output", validation, "--warn-only"]) == 0
+    report = storage.read_json(storage.join(validation, "anomalies.json"))
+    assert report["passed"] is False  # "fish" is outside train's label domain
+    assert any(a["feature"] == "label" for a in report["splits"]["eval"]["anomalies"])
+    assert s3_server.keys(bucket, "validation/") == [
+        "validation/anomalies.json", "validation/report.html", "validation/report.md",
+        "validation/tfdv/anomalies_eval.pbtxt", "validation/tfdv/anomalies_train.pbtxt", "validation/tfdv/schema.pbtxt"]
+
+    assert cli_main(["transform", "--examples", s3_examples, "--output", transformed]) == 0
+    assert os.listdir(empty_cwd) == []  # nothing written locally
+    keys = s3_server.keys(bucket, "transform/")
+    assert "transform/manifest.json" in keys and not [k for k in keys if "/.staging" in k or ".tmp" in k]
+    assert _shards(transformed) == _shards(local_runs[1])  # byte-identical to the local run
+    manifest = read_manifest(transformed)
+    assert manifest.extra["unseen_labels"] == {"eval": {"label": 2}}
+    assert manifest.extra["inputs"][0]["path"] == f"{s3_examples}/manifest.json"
+    graph = tft.TFTransformOutput(f"{transformed}/transform_graph")  # what the Trainer loads
+    assert sorted(graph.transformed_feature_spec()) == ["image", "label", "mask"]
+    assert sorted(v.decode() for v in graph.vocabulary_by_name("vocab_label")) == ["cat", "dog"]
+    assert storage.read_text(storage.join(transformed, manifest.extra["vocabularies"]["label"]["file"])).split()
+
+
+def test_rerun_with_a_module_from_s3_replaces_every_split(s3_examples: str, bucket: str, s3_server,  # noqa: ANN001
+                                                          empty_cwd: Path) -> None:
+    out = f"s3://{bucket}/rerun"
+    run(TransformConfig(examples=s3_examples, output=out, num_shards=3), echo=lambda _: None)
+    assert len(s3_server.keys(bucket, "rerun/Split-train/")) == 3
+    storage.write_text(f"{out}/Split-stale/data-00000-of-00001.tfrecord", "from a run with another split")
+    module = f"s3://{bucket}/code/prep.py"
+    storage.write_text(module, USER_MODULE)
+    run(TransformConfig(examples=s3_examples, output=out, preprocessing=f"{module}:preprocessing_fn", num_shards=1),
+        echo=lambda _: None)
+    manifest = read_manifest(out)
+    assert list(manifest.features) == ["letters"]
+    listed = {storage.join(out, *s.path.split("/")) for info in manifest.splits.values() for s in info.shards}
+    stored = {f"s3://{bucket}/{k}" for k in s3_server.keys(bucket, "rerun/Split-")}
+    assert listed == stored and len(stored) == 2  # one shard per split, no stale shard or split
+    assert os.listdir(empty_cwd) == []
+
+
+def test_failed_rerun_leaves_no_manifest(s3_examples: str, bucket: str, s3_server, empty_cwd: Path,  # noqa: ANN001
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = f"s3://{bucket}/failing"
+    run(TransformConfig(examples=s3_examples, output=out), echo=lambda _: None)
+    assert storage.is_file(f"{out}/manifest.json")
+    code = cli_main(["transform", "--examples", s3_examples, "--output", out, "--unseen-labels", "fail"])
+    assert code == 1 and "split eval: 2 examples of 'label'" in capsys.readouterr().err
+    keys = s3_server.keys(bucket, "failing/")
+    assert "failing/manifest.json" not in keys and not [k for k in keys if "/.staging" in k]
+    assert os.listdir(empty_cwd) == []
