@@ -1,5 +1,4 @@
-import sys
-
 from .cli import main
+from .core.cloud_env import exit_process
 
-sys.exit(main())
+exit_process(main())  # not sys.exit: tensorflow-io aborts in interpreter teardown after s3 use

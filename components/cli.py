@@ -79,4 +79,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .core.cloud_env import exit_process
+
+    exit_process(main())  # not sys.exit: tensorflow-io aborts in interpreter teardown after s3 use

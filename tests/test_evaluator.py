@@ -254,8 +254,11 @@ def test_options_are_parsed_and_bad_values_named(bands: Path, tmp_path: Path) ->
         EvaluatorConfig(output=str(tmp_path / "o"), batch_size=0, **common)
     with pytest.raises(ConfigError, match="must be a directory apart from examples"):
         EvaluatorConfig(output=str(bands / "eval_out"), **common)
-    with pytest.raises(ConfigError, match="has no manifest.json"):
-        EvaluatorConfig(model="m", examples=str(tmp_path), output=str(tmp_path / "o"))
+    with pytest.raises(ConfigError, match="must be a directory apart from model"):
+        EvaluatorConfig(model="s3://bkt/runs/m", examples=str(bands), output="s3://bkt/runs/m/eval")
+    with pytest.raises(ConfigError, match="has no manifest.json"):  # checked when the run starts
+        run(EvaluatorConfig(model="m", examples=str(tmp_path / "empty"), output=str(tmp_path / "o")))
+    assert not (tmp_path / "o").exists()
 
 
 def test_metric_of_the_other_task_is_a_config_error(tmp_path: Path, bands: Path, models: dict) -> None:

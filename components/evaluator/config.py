@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..core import storage
 from ..core.errors import ConfigError
 from ..core.manifest import MANIFEST_NAME
 from . import classification, segmentation
@@ -153,13 +154,24 @@ class EvaluatorConfig:
         self._check_paths()
 
     def _check_paths(self) -> None:
-        if not (Path(self.examples) / MANIFEST_NAME).is_file():
-            raise ConfigError(f"examples {self.examples!r} has no {MANIFEST_NAME}: not a complete ExampleGen output")
-        out = Path(self.output).resolve()
+        """The output must not overlap an input (pure: compares the locations, touches nothing)."""
         inputs = {"examples": self.examples, "model": self.model, "baseline": self.baseline}
-        for option, path in inputs.items():
-            if path is None:
-                continue
-            source = Path(path).resolve()
-            if out == source or source.is_relative_to(out) or out.is_relative_to(source):
-                raise ConfigError(f"output {self.output!r} must be a directory apart from {option} {path!r}")
+        for option, location in inputs.items():
+            if location is not None and _overlap(self.output, location):
+                raise ConfigError(f"output {self.output!r} must be a directory apart from {option} {location!r}")
+
+    def check_inputs(self) -> None:
+        """Checks that touch storage, at the start of a run: the examples must be a complete output."""
+        if not storage.is_file(storage.join(self.examples, MANIFEST_NAME)):
+            raise ConfigError(f"examples {self.examples!r} has no {MANIFEST_NAME}: not a complete ExampleGen output")
+
+
+def _overlap(first: str, second: str) -> bool:
+    """True when one location is the other or lies below it (local paths resolved, URIs compared as text)."""
+    if storage.is_remote(first) != storage.is_remote(second):
+        return False
+    if storage.is_remote(first):
+        a, b = first.rstrip("/"), second.rstrip("/")
+        return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+    a, b = Path(first).resolve(), Path(second).resolve()
+    return a == b or a.is_relative_to(b) or b.is_relative_to(a)

@@ -7,21 +7,23 @@
 >>> outcome.blessing.blessed, outcome.metrics["overall"]["accuracy"]                        # doctest: +SKIP
 (True, 0.953)
 
-Outputs in `config.output`: metrics.json, confusion_matrix.png, blessing.json and, last, BLESSED
-or NOT_BLESSED (one reason per line). A run first removes all of them (the markers first), then
-writes each atomically in that order: an interrupted or failed run leaves no marker, so nobody
-mistakes an old or partial result for this run's verdict.
+Outputs in `config.output` (a local path or an s3:// / gs:// URI): metrics.json,
+confusion_matrix.png, blessing.json and, last, BLESSED or NOT_BLESSED (one reason per line) — the
+completion marker of the one output life cycle (`OutputDir`). A run first removes the markers, then
+the previous run's outputs, and publishes its own before the marker: an interrupted or failed run
+leaves no marker, so nobody mistakes an old or partial result for this run's verdict.
 """
 from __future__ import annotations
 
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
 from ..core import storage
+from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.output_dir import OutputDir
 from .blessing import Blessing, bless
 from .config import EvaluatorConfig, check_metric_names
 from .loaded_model import LoadedModel, check_same_labels, load_model
@@ -34,9 +36,12 @@ PLOT = "confusion_matrix.png"
 BLESSING = "blessing.json"
 BLESSED = "BLESSED"
 NOT_BLESSED = "NOT_BLESSED"
-# Removal order at the start of a run: the verdict markers first, so a run stopped at any point never
-# leaves a marker beside outputs that are not its own.
-OUTPUTS = (BLESSED, NOT_BLESSED, BLESSING, METRICS, PLOT)
+PUBLISHED = (METRICS, PLOT, BLESSING)
+
+
+def output_dir(root: str) -> OutputDir:
+    """The Evaluator's output: the verdict file is the completion marker, the reports are published before it."""
+    return OutputDir(root, marker=BLESSED, other_markers=(NOT_BLESSED,), owned=PUBLISHED)
 
 
 @dataclass(frozen=True)
@@ -45,12 +50,10 @@ class Evaluation:
     blessing: Blessing
 
 
-def _invalidate(out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUTS:
-        storage.remove(out_dir / name)
-        for leftover in out_dir.glob(f".{name}.tmp-*"):  # temp files of a killed atomic write
-            storage.remove(leftover)
+def _invalidate(out: OutputDir) -> None:
+    """After the markers (prepare): the previous run's reports too, so a failed run leaves none of them."""
+    for name in PUBLISHED:
+        storage.remove(storage.join(out.root, name))
 
 
 def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, started: float
@@ -72,16 +75,18 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
     }
 
 
-def _publish(out_dir: Path, metrics: dict[str, Any], verdict: Blessing) -> None:
+def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing) -> None:
     # Not sorted: classes stay in class-id order and slices in value order.
-    storage.write_text(out_dir / METRICS, json.dumps(json_safe(metrics), indent=2) + "\n")
+    storage.write_text(out.staged(METRICS), json.dumps(json_safe(metrics), indent=2) + "\n")
     overall = metrics["overall"]
     score_text = (f"accuracy {overall['accuracy']:.3f}" if metrics["task"] == "classification"
                   else f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}")
-    title = f"{Path(metrics['model']).name} on {metrics['split']} ({metrics['num_examples']:,} examples): {score_text}"
-    storage.write_bytes(out_dir / PLOT, confusion_matrix_png(metrics["confusion_matrix"], metrics["class_names"], title))
-    storage.write_json(out_dir / BLESSING, verdict.to_json())
-    storage.write_text(out_dir / (BLESSED if verdict.blessed else NOT_BLESSED), verdict.marker_text())
+    title = (f"{storage.basename(metrics['model'])} on {metrics['split']} ({metrics['num_examples']:,} examples): "
+             f"{score_text}")
+    storage.write_bytes(out.staged(PLOT), confusion_matrix_png(metrics["confusion_matrix"], metrics["class_names"], title))
+    storage.write_json(out.staged(BLESSING), verdict.to_json())
+    out.publish(PUBLISHED)
+    out.mark_complete(verdict.marker_text(), BLESSED if verdict.blessed else NOT_BLESSED)
 
 
 def _load(config: EvaluatorConfig) -> dict[str, LoadedModel]:
@@ -101,8 +106,15 @@ def run(config: EvaluatorConfig, echo: Callable[[str], None] = print) -> Evaluat
     or `ConfigError` (split or slice column not in the examples, a metric the task does not have).
     """
     started = time.time()
-    out_dir = Path(config.output)
-    _invalidate(out_dir)
+    config.check_inputs()
+    enable_tensorflow_filesystems(loc for loc in (config.model, config.examples, config.baseline, config.output) if loc)
+    out = output_dir(config.output)
+    with out.staged_run():
+        _invalidate(out)
+        return _evaluate(config, out, started, echo)
+
+
+def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Callable[[str], None]) -> Evaluation:
     models = _load(config)
     plan = plan_scoring(config.examples, config.split, models["candidate"].info, config.slice_by, config.batch_size)
     echo(f"evaluate: {plan.num_examples:,} examples of split {config.split!r} through {len(models)} model(s), "
@@ -111,7 +123,7 @@ def run(config: EvaluatorConfig, echo: Callable[[str], None] = print) -> Evaluat
     metrics = _metrics(config, models["candidate"], result, started)
     verdict = bless(config.thresholds, config.max_regressions, metrics["overall"],
                     metrics["baseline"]["overall"] if metrics["baseline"] else None)
-    _publish(out_dir, metrics, verdict)
+    _publish(out, metrics, verdict)
     echo(f"evaluate: {result.examples:,} examples in {result.seconds:.1f} s "
          f"({metrics['timing']['examples_per_second']:,.0f}/s); "
          f"{'BLESSED' if verdict.blessed else 'NOT BLESSED'}: {'; '.join(verdict.reasons)}")

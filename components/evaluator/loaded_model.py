@@ -1,6 +1,6 @@
 """Loading an exported model (see `shardflow.core.model_info`) and checking it keeps the contract.
 
-    model = load_model("runs/train/model", role="model")
+    model = load_model("runs/train/model", role="model")   # or "s3://bucket/runs/train/model"
     model.info.task, model.info.num_classes      # from shardflow_model.json
     model.signature(examples=records)            # {"probabilities": ..., "class_ids": ...}
 
@@ -16,6 +16,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, read_model_info
 from .config import EvaluationError
 
@@ -60,6 +61,7 @@ def _check_signature(path: str, role: str, signature: Any, info: ModelInfo) -> N
 def load_model(path: str, role: str = "model") -> LoadedModel:
     """The model in `path` with its info and serving signature, checked against the contract."""
     info = _read_info(path, role)
+    enable_tensorflow_filesystems([path])  # an s3:// model: before TensorFlow opens it
     try:
         module = tf.saved_model.load(path)
     except (OSError, ValueError, tf.errors.OpError) as err:

@@ -20,6 +20,7 @@ from typing import Callable, Iterator
 import numpy as np
 import tensorflow as tf
 
+from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ConfigError
 from ..core.manifest import Manifest, read_manifest
 from ..core.model_info import ModelInfo
@@ -89,6 +90,7 @@ def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str
         files = shard_files(examples, manifest, split)
     except (FileNotFoundError, ValueError) as err:
         raise EvaluationError(f"split {split!r} of {examples}: {err}") from err
+    enable_tensorflow_filesystems(files)  # s3:// shards: before TensorFlow opens them
     return ScoringPlan(examples, split, files, manifest, info, tuple(slice_by), batch_size)
 
 

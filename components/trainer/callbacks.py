@@ -5,9 +5,7 @@
 """
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import tf_keras as keras
 
@@ -82,12 +80,12 @@ class TrainTimer(keras.callbacks.Callback):
 
 
 class HistoryFile(keras.callbacks.Callback):
-    """history.json, rewritten atomically after every epoch and kept across resumed runs."""
+    """history.json (a local path or a URI), rewritten whole after every epoch and kept across resumed runs."""
 
-    def __init__(self, path: str | Path, write: bool) -> None:
+    def __init__(self, path: str, write: bool) -> None:
         super().__init__()
-        self.path, self.write = Path(path), write
-        self.entries: list[dict] = json.loads(self.path.read_text())["epochs"] if self.path.is_file() else []
+        self.path, self.write = path, write
+        self.entries: list[dict] = storage.read_json(path)["epochs"] if storage.is_file(path) else []
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         entry = {"epoch": epoch + 1, "optimizer_steps": int(self.model.optimizer.iterations.numpy()),

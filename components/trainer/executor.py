@@ -5,16 +5,19 @@
     result = run(TrainerConfig(examples="runs/digits/transform", output="runs/digits/model", epochs=5))
     result["history"][-1]["val_accuracy"]
 
-Outputs in `config.output`: `model/` (SavedModel + shardflow_model.json, appears atomically),
-`history.json`, `curves.png`, `input_report.json`, `training.json` (the summary, written last), and
-`checkpoints/` while a run is unfinished: rerunning with the same output resumes from it.
+Outputs in `config.output` (a local path or an s3:// / gs:// URI): `model/` (SavedModel +
+shardflow_model.json), `history.json`, `curves.png`, `input_report.json`, `workers/` and
+`training.json` (the summary, the completion marker: written last), and `checkpoints/` while a run
+is unfinished: rerunning with the same output resumes from it. One life cycle (`OutputDir`): the
+marker is removed first; locally the model and reports are staged and renamed into place, on an
+object store they are written in place after the previous run's are deleted.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import time
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -23,7 +26,9 @@ import tf_keras as keras
 
 from .. import __version__
 from ..core import storage
+from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.model_info import ModelInfo
+from ..core.output_dir import OutputDir
 from .callbacks import HistoryFile, StepAndEpochBackup, StopAtStep, TrainTimer
 from .config import TrainerConfig
 from .distribution import Placement, choose_strategy, cluster_from_env
@@ -35,38 +40,66 @@ from .reports import plot_curves, probe_input_rate, write_input_report
 from .task import TrainingTask, resolve_task
 
 SUMMARY_NAME = "training.json"
+HISTORY_NAME = "history.json"
+CHECKPOINTS = "checkpoints"
+# Published by a finished run, before the marker. history.json and checkpoints/ are not: they must
+# outlive a killed run for the rerun to resume; workers/ is written by each worker itself.
+PUBLISHED = ("model", "input_report.json", "curves.png")
+
+
+def output_dir(root: str) -> OutputDir:
+    return OutputDir(root, marker=SUMMARY_NAME, owned=PUBLISHED)
 
 
 def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     started = time.time()
+    enable_tensorflow_filesystems(l for l in (config.examples, config.transform, config.output, config.warm_start) if l)
     task = resolve_task(config)
     check_enough_shards(task, config.train_split, cluster_from_env()[0])  # before workers connect
     placement = choose_strategy()
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
-    out = Path(config.output)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / SUMMARY_NAME).unlink(missing_ok=True)  # present only once this run has finished
+    out = output_dir(config.output)
     global_batch = config.batch_size * placement.replicas
     to_model = RawToModel(task, _tft_layer(task))
     streams = build_streams(task, config, global_batch, placement.num_workers, to_model)
     with placement.strategy.scope():
-        model = build_model(task, config)
+        model = build_model(task, config)  # warm-started before the output is touched: it may be this output's model
+    with _chief_run(out, placement):
+        return _train(config, task, placement, out, model, to_model, streams, started, echo)
+
+
+@contextlib.contextmanager
+def _chief_run(out: OutputDir, placement: Placement):  # noqa: ANN202 (a context manager)
+    """The chief owns the output's life cycle; other workers only write their own files into it."""
+    if not placement.is_chief:
+        yield
+        return
+    if out.is_complete():  # the last run finished: this one starts anew, with a history of its own
+        storage.remove(storage.join(out.root, HISTORY_NAME))
+        storage.remove(storage.join(out.root, CHECKPOINTS))  # left only when killed right after the marker
+    with out.staged_run():  # the marker goes first; a killed run leaves none
+        yield
+
+
+def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
+           to_model: RawToModel, streams: Streams, started: float, echo: Callable[[str], None]) -> dict:
+    global_batch = config.batch_size * placement.replicas
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
         input_rate = probe_input_rate(streams.train, config.input_probe_batches, global_batch)
     echo(f"train: {task.kind} of {task.target!r} from {task.input_name!r}, {task.num_classes} classes, "
          f"{streams.train_examples} examples, {streams.steps_per_epoch} steps/epoch of {global_batch} "
          f"({placement.kind}, {placement.replicas} replica(s)); input alone {input_rate:,.0f} ex/s")
-    timer, history = TrainTimer(global_batch), HistoryFile(out / "history.json", write=placement.is_chief)
+    timer = TrainTimer(global_batch)
+    history = HistoryFile(storage.join(out.root, HISTORY_NAME), write=placement.is_chief)
     epochs = config.epochs or math.ceil(config.steps / streams.steps_per_epoch)
-    callbacks = [StepAndEpochBackup(str(out / "checkpoints"), save_freq=config.checkpoint_every), timer, history]
-    if config.steps:
-        callbacks.append(StopAtStep(config.steps))
+    backup = StepAndEpochBackup(storage.join(out.root, CHECKPOINTS), save_freq=config.checkpoint_every)
+    callbacks = [backup, timer, history] + ([StopAtStep(config.steps)] if config.steps else [])
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
         model.fit(_as_dict_input(streams.train, task), epochs=epochs, steps_per_epoch=streams.steps_per_epoch,
                   validation_data=_as_dict_input(streams.eval, task) if streams.eval is not None else None,
                   callbacks=callbacks, verbose=2)
-    return _finish(config, task, placement, model, to_model, streams, timer, history, input_rate, started, echo)
+    return _finish(config, task, placement, out, model, to_model, timer, history, input_rate, started, echo)
 
 
 def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
@@ -81,31 +114,31 @@ def _as_dict_input(dataset: tf.data.Dataset, task: TrainingTask) -> tf.data.Data
     return dataset.map(lambda image, target: ({task.input_name: image}, target))
 
 
-def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, model: keras.Model,
-            to_model: RawToModel, streams: Streams, timer: TrainTimer, history: HistoryFile,
-            input_rate: float, started: float, echo: Callable[[str], None]) -> dict:
-    out = Path(config.output)
+def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
+            to_model: RawToModel, timer: TrainTimer, history: HistoryFile, input_rate: float, started: float,
+            echo: Callable[[str], None]) -> dict:
     steps = int(model.optimizer.iterations.numpy())
     info = _model_info(config, task, placement, steps)
-    export_model(model, to_model, task, info, out / "model", placement.is_chief)
+    export_model(model, to_model, task, info, out.staged("model"), placement.is_chief)
     digest = weights_digest(model)
-    storage.write_json(out / "workers" / f"worker-{placement.worker_index}.json",
-                      {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})
+    storage.write_json(storage.join(out.root, "workers", f"worker-{placement.worker_index}.json"),
+                       {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})
     if not placement.is_chief:
         return {"optimizer_steps": steps, "weights_sha256": digest}
-    report = write_input_report(out / "input_report.json", input_rate, timer.steady_rate(), {
+    report = write_input_report(out.staged("input_report.json"), input_rate, timer.steady_rate(), {
         "global_batch": config.batch_size * placement.replicas,
         "probe_batches": config.input_probe_batches, "epochs": timer.epochs, "strategy": placement.kind})
     if history.entries:
-        plot_curves(history.entries, out / "curves.png")
+        plot_curves(history.entries, out.staged("curves.png"))
+    model_dir = storage.join(out.root, "model")
     summary = {"optimizer_steps": steps, "resumed_from_step": timer.resumed_from_step, "weights_sha256": digest,
-               "history": history.entries, "input_report": report, "model": str(out / "model"),
+               "history": history.entries, "input_report": report, "model": model_dir,
                "seconds": round(time.time() - started, 1), **info.extra}
-    storage.write_json(out / SUMMARY_NAME, summary)
-    storage.remove(out / "checkpoints")  # finished: a rerun with this output trains anew
+    out.complete(PUBLISHED, summary)  # training.json last
+    storage.remove(storage.join(out.root, CHECKPOINTS))  # finished: a rerun with this output trains anew
     last = history.entries[-1] if history.entries else {}
     echo(f"train: done, {steps} optimizer steps, " + ", ".join(f"{k} {v:.4f}" for k, v in last.items()
-         if k not in ("epoch", "optimizer_steps")) + f"; input {report['verdict']}; model in {out / 'model'}")
+         if k not in ("epoch", "optimizer_steps")) + f"; input {report['verdict']}; model in {model_dir}")
     return summary
 
 

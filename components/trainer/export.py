@@ -2,10 +2,11 @@
 
 The signature parses the ExampleGen-format records, applies the same `RawToModel` preprocessing as
 training (the tf.Transform graph when there is one) and returns `probabilities` and `class_ids`
-(the contract in `shardflow.core.model_info`). The directory appears atomically: it is written
-under a temporary name, `shardflow_model.json` last, then renamed to `MOUT/model`.
+(the contract in `shardflow.core.model_info`). It is written where the Trainer's `OutputDir` stages
+`model` (locally `MOUT/.staging/model`, renamed into place when published; on an object store the
+final `MOUT/model/` prefix itself, trusted once `training.json` is written), `shardflow_model.json` last.
 
-    export_model(model, to_model, task, info, "MOUT/model", is_chief=True)
+    export_model(model, to_model, task, info, out.staged("model"), is_chief=True)
     served = tf.saved_model.load("MOUT/model").signatures["serving_default"]
     served(examples=tf.constant([record_bytes]))["class_ids"]
 """
@@ -14,12 +15,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from pathlib import Path
 
 import tensorflow as tf
 import tf_keras as keras
 
 from ..core import storage
+from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, write_model_info
 from .features import RawToModel
 from .task import TrainingTask
@@ -40,31 +41,37 @@ def serving_function(model: keras.Model, to_model: RawToModel, task: TrainingTas
 
 
 def export_model(model: keras.Model, to_model: RawToModel, task: TrainingTask, info: ModelInfo,
-                 model_dir: str | Path, is_chief: bool) -> None:
-    """Saves on every worker (saving is collective under MultiWorkerMirroredStrategy); only the chief keeps it."""
-    model_dir = Path(model_dir)
+                 model_dir: str | os.PathLike, is_chief: bool) -> None:
+    """Saves on every worker (saving is collective under MultiWorkerMirroredStrategy); only the chief keeps it.
+
+    The chief writes `model_dir` (a local path or a URI) from scratch; other workers save to a local
+    scratch directory of their own that is deleted right away (they share nothing but the outputs).
+    """
     model.raw_to_model = to_model  # tracked, so the transform graph's assets and tables are saved with it
     signatures = {SERVING_SIGNATURE: serving_function(model, to_model, task)}
-    target = Path(tempfile.mkdtemp(prefix=".model-", dir=model_dir.parent)) if is_chief else \
-        Path(tempfile.mkdtemp(prefix="shardflow-worker-model-"))
+    if is_chief:
+        model_dir = os.fspath(model_dir)
+        storage.remove(model_dir)  # a killed earlier export's objects must not mix with this one
+        enable_tensorflow_filesystems([model_dir])
+        model.save(model_dir, save_format="tf", include_optimizer=False, signatures=signatures)
+        write_model_info(model_dir, info)
+        return
+    scratch = tempfile.mkdtemp(prefix="shardflow-worker-model-")
     try:
-        model.save(str(target), save_format="tf", include_optimizer=False, signatures=signatures)
-        if is_chief:
-            write_model_info(target, info)
-            storage.remove(model_dir)
-            os.replace(target, model_dir)
+        model.save(scratch, save_format="tf", include_optimizer=False, signatures=signatures)
     finally:
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def warm_start(model: keras.Model, model_dir: str | Path) -> None:
-    """Initializes `model`'s weights from an earlier export; an error when the architectures differ."""
-    prefix = Path(model_dir) / WEIGHTS_PREFIX
-    if not Path(f"{prefix}.index").is_file():
+def warm_start(model: keras.Model, model_dir: str | os.PathLike) -> None:
+    """Initializes `model`'s weights from an earlier export (local or URI); an error when the architectures differ."""
+    model_dir = os.fspath(model_dir)
+    prefix = storage.join(model_dir, *WEIGHTS_PREFIX.split("/"))
+    enable_tensorflow_filesystems([model_dir])
+    if not storage.is_file(f"{prefix}.index"):
         raise FileNotFoundError(f"warm start: {model_dir} is not a SavedModel exported by shardflow train "
                                 f"(no {WEIGHTS_PREFIX}.index)")
-    status = model.load_weights(str(prefix))
+    status = model.load_weights(prefix)
     try:
         # Every weight of an uncompiled model must come from the file; a model its hook compiled
         # also has optimizer variables the export does not hold, so only a non-trivial match is asked.

@@ -9,8 +9,8 @@ training actually reached, i.e. the accelerator could go faster than the input c
 """
 from __future__ import annotations
 
+import io
 import time
-from pathlib import Path
 
 import tensorflow as tf
 
@@ -37,7 +37,7 @@ def input_verdict(input_rate: float, training_rate: float | None) -> str:
     return "input-bound" if input_rate < HEADROOM * training_rate else "not input-bound"
 
 
-def write_input_report(path: str | Path, input_rate: float, training_rate: float | None, details: dict) -> dict:
+def write_input_report(path: str, input_rate: float, training_rate: float | None, details: dict) -> dict:
     report = {
         "input_examples_per_second": round(input_rate, 1),
         "training_examples_per_second": round(training_rate, 1) if training_rate else None,
@@ -50,8 +50,8 @@ def write_input_report(path: str | Path, input_rate: float, training_rate: float
     return report
 
 
-def plot_curves(entries: list[dict], path: str | Path) -> None:
-    """Loss and the first metric per epoch, train and validation, as a PNG."""
+def plot_curves(entries: list[dict], path: str) -> None:
+    """Loss and the first metric per epoch, train and validation, as a PNG at `path` (a local path or a URI)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -69,7 +69,7 @@ def plot_curves(entries: list[dict], path: str | Path) -> None:
         axis.legend()
         axis.grid(alpha=0.3)
     figure.tight_layout()
-    temp = Path(path).with_suffix(".tmp.png")
-    figure.savefig(temp, dpi=100)
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=100)
     plt.close(figure)
-    temp.replace(path)
+    storage.write_bytes(path, png.getvalue())  # whole or absent, the storage layer's one temp scheme

@@ -12,8 +12,8 @@ Three inputs are possible:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
+from ..core import storage
 from ..core.errors import ConfigError
 from ..core.manifest import FeatureSpec, Manifest, read_manifest
 from .config import TrainerConfig
@@ -51,12 +51,12 @@ def resolve_task(config: TrainerConfig) -> TrainingTask:
     if manifest.extra.get("component") == "transform":
         if config.transform is not None:
             raise ConfigError(f"examples {config.examples!r} are already transformed; drop --transform")
-        graph = str(Path(config.examples) / manifest.extra["transform_graph"])
-        raw_dir = str(Path(manifest.extra["inputs"][0]["path"]).parent)
+        graph = storage.join(config.examples, manifest.extra["transform_graph"])
+        raw_dir = storage.parent(manifest.extra["inputs"][0]["path"])
         return _task(config, manifest, read_manifest(raw_dir), raw_dir, graph, materialized=True)
     if config.transform is not None:
         transformed = read_manifest(config.transform)
-        graph = str(Path(config.transform) / transformed.extra["transform_graph"])
+        graph = storage.join(config.transform, transformed.extra["transform_graph"])
         return _task(config, transformed, manifest, config.examples, graph, materialized=False)
     return _task(config, manifest, manifest, config.examples, None, materialized=False)
 
@@ -102,8 +102,8 @@ def _vocabulary(manifest: Manifest, target: str, graph: str) -> list[str] | None
     info = manifest.extra.get("vocabularies", {}).get(target)
     if info is None:
         return None
-    path = Path(graph).parent / info["file"]
-    return [line.rstrip("\n") for line in path.read_text().splitlines()][: info["size"]]
+    path = storage.join(storage.parent(graph), *info["file"].split("/"))
+    return [line.rstrip("\n") for line in storage.read_text(path).splitlines()][: info["size"]]
 
 
 def _raw_vocabulary(raw: Manifest, target: str, config: TrainerConfig) -> list[str] | None:

@@ -1,0 +1,40 @@
+"""`PusherConfig`: what to push where, checked when it is built (values only; storage is read by `run`).
+
+    config = PusherConfig(model="runs/train/model", evaluation="runs/eval", serving_dir="runs/serving",
+                          source={"data_fingerprint": "ab12..."})
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import ConfigError
+
+LATEST = "latest"
+
+
+@dataclass(frozen=True)
+class PusherConfig:
+    """`model`: an exported model directory; `evaluation`: the Evaluator's output that blessed it (or
+    not); `serving_dir`: where versions `<N>/` and the pointer CURRENT.json live. Each is a local path
+    or a URI. `source`: provenance recorded in the pointer (e.g. the artifact URI, the data fingerprint)."""
+
+    model: str
+    evaluation: str
+    serving_dir: str
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("model", "evaluation", "serving_dir"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+        if self.model == LATEST:
+            raise ConfigError(f"model must be a model directory, not {LATEST!r} (that is what is being replaced)")
+        reserved = sorted({"version", "model", "pushed_at"} & set(self.source))
+        if reserved:
+            raise ConfigError(f"source may not set {reserved}: the pointer's own fields")
+        _inside = self.serving_dir.rstrip("/") + "/"
+        if self.model.rstrip("/") + "/" == _inside or self.model.startswith(_inside):
+            raise ConfigError(f"model {self.model!r} lies in the serving directory {self.serving_dir!r}: "
+                              "push a model from its training output")
