@@ -8,6 +8,7 @@ True
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,10 +83,18 @@ class Manifest:
     extra: dict[str, Any] = field(default_factory=dict)  # rejected, inputs, options, version, ...
 
     def shard_paths(self, root: str | Path, split: str) -> list[str]:
-        """Shard locations below `root` (a local path or a URI)."""
+        """Shard locations: relative entries below `root` (a local path or a URI), absolute ones as they are.
+
+        A span window's union manifest lists the spans' shards by absolute path or URI.
+
+        >>> m = Manifest({}, {"t": SplitInfo(2, [ShardInfo("Split-t/a", 1, 9), ShardInfo("s3://b/span/x", 1, 9)])}, "")
+        >>> m.shard_paths("s3://b/out", "t")
+        ['s3://b/out/Split-t/a', 's3://b/span/x']
+        """
         if split not in self.splits:
             raise KeyError(f"split {split!r} not in manifest (has {sorted(self.splits)})")
-        return [storage.join(root, *s.path.split("/")) for s in self.splits[split].shards]
+        return [s.path if storage.is_remote(s.path) or os.path.isabs(s.path) else storage.join(root, *s.path.split("/"))
+                for s in self.splits[split].shards]
 
     def to_json(self) -> dict[str, Any]:
         return {
