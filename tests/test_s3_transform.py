@@ -79,15 +79,24 @@ def empty_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return work
 
 
+@pytest.fixture(scope="module")
+def s3_transformed(s3_examples: str, bucket: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[str]]:
+    """`shardflow transform` from s3:// to s3://, run in an empty working directory; (output, what it left there)."""
+    work, out = tmp_path_factory.mktemp("cwd"), f"s3://{bucket}/transform"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        assert cli_main(["transform", "--examples", s3_examples, "--output", out]) == 0
+    return out, os.listdir(work)
+
+
 def _shards(root: str) -> dict[str, bytes]:
     manifest = read_manifest(root)
     return {f"{split}/{shard.path.rsplit('/', 1)[1]}": storage.read_bytes(storage.join(root, *shard.path.split("/")))
             for split, info in manifest.splits.items() for shard in info.shards}
 
 
-def test_validate_and_transform_on_s3_equal_the_local_run(s3_examples: str, local_runs: tuple[str, str], bucket: str,
-                                                          s3_server, empty_cwd: Path) -> None:  # noqa: ANN001
-    validation, transformed = f"s3://{bucket}/validation", f"s3://{bucket}/transform"
+def test_validate_on_s3(s3_examples: str, bucket: str, s3_server, empty_cwd: Path) -> None:  # noqa: ANN001
+    validation = f"s3://{bucket}/validation"
     assert cli_main(["validate", "--examples", s3_examples, "--output", validation, "--warn-only"]) == 0
     report = storage.read_json(storage.join(validation, "anomalies.json"))
     assert report["passed"] is False  # "fish" is outside train's label domain
@@ -95,9 +104,13 @@ def test_validate_and_transform_on_s3_equal_the_local_run(s3_examples: str, loca
     assert s3_server.keys(bucket, "validation/") == [
         "validation/anomalies.json", "validation/report.html", "validation/report.md",
         "validation/tfdv/anomalies_eval.pbtxt", "validation/tfdv/anomalies_train.pbtxt", "validation/tfdv/schema.pbtxt"]
-
-    assert cli_main(["transform", "--examples", s3_examples, "--output", transformed]) == 0
     assert os.listdir(empty_cwd) == []  # nothing written locally
+
+
+def test_transform_on_s3_equals_the_local_run(s3_examples: str, s3_transformed: tuple[str, list[str]],
+                                              local_runs: tuple[str, str], bucket: str, s3_server) -> None:  # noqa: ANN001
+    transformed, left_in_cwd = s3_transformed
+    assert left_in_cwd == []  # nothing written locally
     keys = s3_server.keys(bucket, "transform/")
     assert "transform/manifest.json" in keys and not [k for k in keys if "/.staging" in k or ".tmp" in k]
     assert _shards(transformed) == _shards(local_runs[1])  # byte-identical to the local run
@@ -110,12 +123,12 @@ def test_validate_and_transform_on_s3_equal_the_local_run(s3_examples: str, loca
     assert storage.read_text(storage.join(transformed, manifest.extra["vocabularies"]["label"]["file"])).split()
 
 
-def test_rerun_with_a_module_from_s3_replaces_every_split(s3_examples: str, bucket: str, s3_server,  # noqa: ANN001
-                                                          empty_cwd: Path) -> None:
+def test_rerun_with_a_module_from_s3_replaces_every_split(s3_examples: str, s3_transformed: tuple[str, list[str]],
+                                                          bucket: str, s3_server, empty_cwd: Path) -> None:  # noqa: ANN001
     out = f"s3://{bucket}/rerun"
-    run(TransformConfig(examples=s3_examples, output=out, num_shards=3), echo=lambda _: None)
-    assert len(s3_server.keys(bucket, "rerun/Split-train/")) == 3
+    storage.copy_tree(s3_transformed[0], out)  # a complete earlier output, plus items no rerun writes:
     storage.write_text(f"{out}/Split-stale/data-00000-of-00001.tfrecord", "from a run with another split")
+    storage.write_text(f"{out}/Split-train/data-00007-of-00009.tfrecord", "from a run with more shards")
     module = f"s3://{bucket}/code/prep.py"
     storage.write_text(module, USER_MODULE)
     run(TransformConfig(examples=s3_examples, output=out, preprocessing=f"{module}:preprocessing_fn", num_shards=1),
@@ -125,13 +138,14 @@ def test_rerun_with_a_module_from_s3_replaces_every_split(s3_examples: str, buck
     listed = {storage.join(out, *s.path.split("/")) for info in manifest.splits.values() for s in info.shards}
     stored = {f"s3://{bucket}/{k}" for k in s3_server.keys(bucket, "rerun/Split-")}
     assert listed == stored and len(stored) == 2  # one shard per split, no stale shard or split
+    assert not storage.exists(f"{out}/transform_graph/transform_fn/assets/vocab_label")  # the old graph is gone
     assert os.listdir(empty_cwd) == []
 
 
-def test_failed_rerun_leaves_no_manifest(s3_examples: str, bucket: str, s3_server, empty_cwd: Path,  # noqa: ANN001
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_failed_rerun_leaves_no_manifest(s3_examples: str, s3_transformed: tuple[str, list[str]], bucket: str,
+                                         s3_server, empty_cwd: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
     out = f"s3://{bucket}/failing"
-    run(TransformConfig(examples=s3_examples, output=out), echo=lambda _: None)
+    storage.copy_tree(s3_transformed[0], out)  # a complete earlier output, rerun into
     assert storage.is_file(f"{out}/manifest.json")
     code = cli_main(["transform", "--examples", s3_examples, "--output", out, "--unseen-labels", "fail"])
     assert code == 1 and "split eval: 2 examples of 'label'" in capsys.readouterr().err
