@@ -95,3 +95,24 @@ def test_tensorflow_reads_and_writes_s3_through_the_aws_variables(s3_bucket: str
             writer.write(f"record-{i}".encode())
     assert [r.decode() for r in tf.data.TFRecordDataset(path).as_numpy_iterator()] == ["record-0", "record-1", "record-2"]
     assert storage.size(path) == sum(16 + len(f"record-{i}") for i in range(3))
+
+
+@pytest.mark.parametrize("ending, status", [("sys.exit(3)", 3), ("raise RuntimeError('boom')", 1), ("pass", 0)])
+def test_exit_status_survives_tensorflow_io_teardown(s3_server, s3_bucket: str, tmp_path, ending: str, status: int) -> None:
+    """tensorflow-io aborts in teardown after s3 use (exit 134); the process keeps its real status."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "step.py"
+    script.write_text(
+        "import sys\n"
+        "from shardflow.core.cloud_env import enable_tensorflow_filesystems\n"
+        f"enable_tensorflow_filesystems(['s3://{s3_bucket}/x'])\n"
+        "import tensorflow as tf\n"
+        f"tf.io.gfile.GFile('s3://{s3_bucket}/x/done.txt', 'w').write('ok')\n"
+        f"{ending}\n")
+    env = {**os.environ, **s3_server.env, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, timeout=120)
+    assert done.returncode == status, done.stderr.decode()[-2000:]
+    assert storage.read_text(f"s3://{s3_bucket}/x/done.txt") == "ok"

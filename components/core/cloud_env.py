@@ -14,6 +14,8 @@ module maps one onto the other before TensorFlow first touches an s3:// path.
 """
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import sys
 from typing import Iterable, Mapping
@@ -47,6 +49,7 @@ def enable_tensorflow_filesystems(locations: Iterable[str]) -> None:
         return
     for name, value in tensorflow_s3_settings(os.environ).items():
         os.environ.setdefault(name, value)
+    _install_exit_guard()
     import tensorflow_io  # noqa: F401  (registers the s3:// filesystem plugin with TensorFlow)
 
 
@@ -54,16 +57,42 @@ def used_tensorflow_io() -> bool:
     return "tensorflow_io" in sys.modules
 
 
-def exit_process(code: int) -> None:
-    """Exits with `code`. After tensorflow-io was loaded, skips interpreter teardown.
+_exit_status = [0]
 
-    tensorflow-io 0.37's plugin aborts during teardown ("pure virtual method called", exit 134),
-    after all work is done; flushing and `os._exit` keep the real exit status.
+
+def _install_exit_guard() -> None:
+    """Keeps the process's real exit status although tensorflow-io aborts in interpreter teardown.
+
+    tensorflow-io 0.37's s3 plugin aborts in C++ static destruction after any s3 use ("pure virtual
+    method called", exit 134), after all work is done — which would fail a finished KFP step or CLI
+    run. A last atexit handler records how Python was exiting (`sys.exit(code)`, or an uncaught
+    exception) and leaves with `os._exit`, skipping the C++ teardown.
     """
-    if used_tensorflow_io():
+    if getattr(sys, "_shardflow_exit_guard", False):
+        return
+    sys._shardflow_exit_guard = True  # type: ignore[attr-defined]
+    original_exit, original_hook = sys.exit, sys.excepthook
+
+    def recording_exit(code: object = None) -> None:
+        _exit_status[0] = code if isinstance(code, int) else (0 if code is None else 1)
+        original_exit(code)
+
+    def recording_hook(*exc_info: object) -> None:
+        _exit_status[0] = 1
+        original_hook(*exc_info)  # type: ignore[arg-type]
+
+    def leave() -> None:
+        logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(code)
+        os._exit(_exit_status[0])
+
+    sys.exit, sys.excepthook = recording_exit, recording_hook  # type: ignore[assignment]
+    atexit.register(leave)
+
+
+def exit_process(code: int) -> None:
+    """Exits with `code` (also after tensorflow-io was loaded: see `_install_exit_guard`)."""
     sys.exit(code)
 
 
