@@ -14,6 +14,7 @@ pixel by its brightness band.
 """
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -76,3 +77,14 @@ def threshold_model(shape: tuple[int, int, int], cuts: tuple[float, float]) -> k
     bias = 50.0 * np.array([0, -low, -(low + high), -10], np.float32)
     model.layers[-1].set_weights([kernel, bias])
     return model
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free TCP ports on 127.0.0.1 (all bound at once, so none repeats): a TF_CONFIG cluster."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports

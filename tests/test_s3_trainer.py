@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from shardflow.trainer import TrainerConfig
 from shardflow.trainer import run as train
 
 from helpers_images import write_csv, write_png
+from helpers_models import free_ports
 
 TRAIN, EVAL, CLASSES = 48, 16, 3
 
@@ -191,20 +191,10 @@ def test_killed_training_on_s3_resumes_to_the_same_step_count(s3_examples: str, 
     assert list(work.iterdir()) == []
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def test_two_workers_sharing_only_s3_train_together(s3_examples: str, bucket: str, s3_server,
                                                     tmp_path: Path) -> None:  # noqa: ANN001
     output, steps = f"s3://{bucket}/multi", 12
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     workers, dirs = [], []
     for index in range(2):
         work = tmp_path / f"worker{index}" / "cwd"

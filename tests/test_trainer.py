@@ -1,8 +1,8 @@
 """The Trainer on real shards: accuracy on digits, serving = training, resume after SIGKILL, corruption.
 
-The digits demo set goes through ExampleGen (2 train shards) and Transform once per module. Two
-tests run `shardflow train` in subprocesses (kill-and-resume); the two-worker test is in
-test_trainer_multi_worker.py.
+The digits demo set goes through ExampleGen (2 train shards) and Transform once per module. The
+kill-and-resume and two-worker tests run `shardflow train` in subprocesses; their s3:// twins are
+in test_s3_trainer.py.
 """
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ from shardflow.core.errors import ConfigError
 from shardflow.trainer.input_pipeline import CorruptShardError, TooFewShardsError
 from shardflow.transform import TransformConfig
 from shardflow.transform import run as transform
+
+from helpers_models import free_ports
 
 STATED_ACCURACY = 0.9  # digits, LeNet, 240 steps of 64: ~0.95-0.97 measured
 
@@ -164,21 +166,9 @@ def test_too_few_shards_for_the_workers_is_a_clear_error(digits: Path, tmp_path:
         run(TrainerConfig(examples=str(digits), output=str(tmp_path / "m"), steps=1), echo=lambda _: None)
 
 
-def _free_ports(count: int) -> list[int]:
-    import socket
-
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def test_two_workers_train_together_and_end_with_the_same_weights(digits: Path, tmp_path: Path) -> None:
     out, steps = tmp_path / "model", 20
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     workers = []
     for index in range(2):
         env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
