@@ -95,7 +95,8 @@ def _shards(root: str) -> dict[str, bytes]:
             for split, info in manifest.splits.items() for shard in info.shards}
 
 
-def test_validate_on_s3(s3_examples: str, bucket: str, s3_server, empty_cwd: Path) -> None:  # noqa: ANN001
+def test_validate_on_s3(s3_examples: str, bucket: str, s3_server, empty_cwd: Path,  # noqa: ANN001
+                        capsys: pytest.CaptureFixture[str]) -> None:
     validation = f"s3://{bucket}/validation"
     assert cli_main(["validate", "--examples", s3_examples, "--output", validation, "--warn-only"]) == 0
     report = storage.read_json(storage.join(validation, "anomalies.json"))
@@ -104,6 +105,16 @@ def test_validate_on_s3(s3_examples: str, bucket: str, s3_server, empty_cwd: Pat
     assert s3_server.keys(bucket, "validation/") == [
         "validation/anomalies.json", "validation/report.html", "validation/report.md",
         "validation/tfdv/anomalies_eval.pbtxt", "validation/tfdv/anomalies_train.pbtxt", "validation/tfdv/schema.pbtxt"]
+    # A curated schema on s3 that admits "fish": the same data passes; a missing one is a one-line error.
+    schema = storage.read_text(f"{s3_examples}/schema.pbtxt").replace('value: "dog"', 'value: "dog"\n    value: "fish"')
+    storage.write_text(f"s3://{bucket}/curated/schema.pbtxt", schema)
+    assert cli_main(["validate", "--examples", s3_examples, "--output", f"s3://{bucket}/validation2",
+                     "--schema", f"s3://{bucket}/curated/schema.pbtxt", "--no-drift", "label"]) == 0
+    assert storage.read_json(f"s3://{bucket}/validation2/anomalies.json")["passed"] is True
+    assert cli_main(["validate", "--examples", s3_examples, "--output", f"s3://{bucket}/validation3",
+                     "--schema", f"s3://{bucket}/curated/nope.pbtxt"]) == 2
+    assert f"schema 's3://{bucket}/curated/nope.pbtxt' is not a file" in capsys.readouterr().err
+    assert s3_server.keys(bucket, "validation3/") == []
     assert os.listdir(empty_cwd) == []  # nothing written locally
 
 
