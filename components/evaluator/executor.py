@@ -83,7 +83,8 @@ def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing) -> None
                   else f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}")
     title = (f"{storage.basename(metrics['model'])} on {metrics['split']} ({metrics['num_examples']:,} examples): "
              f"{score_text}")
-    storage.write_bytes(out.staged(PLOT), confusion_matrix_png(metrics["confusion_matrix"], metrics["class_names"], title))
+    png = confusion_matrix_png(metrics["confusion_matrix"], metrics["class_names"], title)
+    storage.write_bytes(out.staged(PLOT), png)
     storage.write_json(out.staged(BLESSING), verdict.to_json())
     out.publish(PUBLISHED)
     out.mark_complete(verdict.marker_text(), BLESSED if verdict.blessed else NOT_BLESSED)

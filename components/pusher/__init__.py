@@ -8,7 +8,8 @@
     resolve_latest("s3://b/serving")      # 's3://b/serving/3' ('' when nothing was pushed yet)
 """
 from .config import LATEST, PusherConfig
-from .executor import PushResult, SERVING_POINTER, push_model, read_pointer, resolve_latest, resolve_model_reference, run
+from .executor import (SERVING_POINTER, PushResult, push_model, read_pointer, resolve_latest, resolve_model_reference,
+                       run)
 
 __all__ = ["LATEST", "PushResult", "PusherConfig", "SERVING_POINTER", "push_model", "read_pointer", "resolve_latest",
            "resolve_model_reference", "run"]

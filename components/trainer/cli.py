@@ -63,14 +63,15 @@ def config_from_args(args: argparse.Namespace) -> TrainerConfig:
 
 
 def main(args: argparse.Namespace, _: list[str]) -> int:
-    """Trains; a corrupt shard or too few shards for the workers is a user-facing failure (exit 1)."""
+    """Trains; a corrupt shard, too few shards for the workers or an incomplete input: a one-line failure (exit 1)."""
     config = config_from_args(args)
     from .executor import run  # TensorFlow only when the command runs
+    from ..core.manifest import IncompleteOutputError
     from .input_pipeline import CorruptShardError, TooFewShardsError
 
     try:
         run(config)
-    except (CorruptShardError, TooFewShardsError) as err:
+    except (CorruptShardError, TooFewShardsError, IncompleteOutputError) as err:
         print(f"shardflow train: error: {err}", file=sys.stderr)
         return 1
     return 0

@@ -21,6 +21,7 @@ import tf_keras as keras
 
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.errors import ConfigError
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, write_model_info
 from .features import RawToModel
 from .task import TrainingTask
@@ -69,7 +70,7 @@ def warm_start(model: keras.Model, model_dir: str | os.PathLike) -> None:
     prefix = storage.join(model_dir, *WEIGHTS_PREFIX.split("/"))
     enable_tensorflow_filesystems([model_dir])
     if not storage.is_file(f"{prefix}.index"):
-        raise FileNotFoundError(f"warm start: {model_dir} is not a SavedModel exported by shardflow train "
+        raise ConfigError(f"warm start: {model_dir} is not a SavedModel exported by shardflow train "
                                 f"(no {WEIGHTS_PREFIX}.index)")
     status = model.load_weights(prefix)
     try:
