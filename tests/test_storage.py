@@ -110,7 +110,7 @@ def test_exit_status_survives_tensorflow_io_teardown(s3_server, s3_bucket: str, 
         "from shardflow.core.cloud_env import enable_tensorflow_filesystems\n"
         f"enable_tensorflow_filesystems(['s3://{s3_bucket}/x'])\n"
         "import tensorflow as tf\n"
-        f"tf.io.gfile.GFile('s3://{s3_bucket}/x/done.txt', 'w').write('ok')\n"
+        f"with tf.io.gfile.GFile('s3://{s3_bucket}/x/done.txt', 'w') as out:\n    out.write('ok')\n"
         f"{ending}\n")
     env = {**os.environ, **s3_server.env, "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, timeout=120)
