@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import math
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -53,7 +53,8 @@ def output_dir(root: str) -> OutputDir:
 
 def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     started = time.time()
-    enable_tensorflow_filesystems(l for l in (config.examples, config.transform, config.output, config.warm_start) if l)
+    locations = (config.examples, config.transform, config.output, config.warm_start)
+    enable_tensorflow_filesystems(loc for loc in locations if loc)
     task = resolve_task(config)
     check_enough_shards(task, config.train_split, cluster_from_env()[0])  # before workers connect
     placement = choose_strategy()
@@ -70,7 +71,7 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
 
 
 @contextlib.contextmanager
-def _chief_run(out: OutputDir, placement: Placement):  # noqa: ANN202 (a context manager)
+def _chief_run(out: OutputDir, placement: Placement) -> Iterator[None]:
     """The chief owns the output's life cycle; other workers only write their own files into it."""
     if not placement.is_chief:
         yield
