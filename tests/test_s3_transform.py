@@ -71,14 +71,6 @@ def s3_examples(data: Path, bucket: str) -> str:
     return _example_gen(data, f"s3://{bucket}/examples")
 
 
-@pytest.fixture
-def empty_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    work = tmp_path / "cwd"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    return work
-
-
 @pytest.fixture(scope="module")
 def s3_transformed(s3_examples: str, bucket: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[str]]:
     """`shardflow transform` from s3:// to s3://, run in an empty working directory; (output, what it left there)."""

@@ -26,10 +26,12 @@ def _mask_classes(text: str) -> tuple[str, int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--examples", required=True, help="ExampleGen output directory (with manifest.json)")
-    add("--output", required=True, help="output directory: transform_graph/, Split-*/, statistics/, manifest.json")
+    add("--examples", required=True, help="ExampleGen output directory (with manifest.json): a path or s3:// / gs:// URI")
+    add("--output", required=True,
+        help="output directory (path or URI): transform_graph/, Split-*/, statistics/, manifest.json")
     add("--preprocessing", metavar="MODULE:FUNCTION",
-        help="a tf.Transform preprocessing_fn replacing the default: path/to/file.py:fn or package.module:fn")
+        help="a tf.Transform preprocessing_fn replacing the default: path/to/file.py:fn, s3://bucket/file.py:fn "
+             "or package.module:fn")
     add("--analyze-split", default="train", help="split the analyzers run on (default train)")
     add("--mask-classes", action="append", default=[], metavar="MASK=K",
         help="number of classes of a mask (default: largest id in the analyze split + 1); ids >= K fail the run")

@@ -17,13 +17,14 @@ from .result import DataValidationError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--examples", required=True, help="ExampleGen output directory (manifest.json, statistics/, schema.pbtxt)")
-    add("--output", required=True, help="output directory: report.md, report.html, anomalies.json, tfdv/")
+    add("--examples", required=True,
+        help="ExampleGen output directory (manifest.json, statistics/, schema.pbtxt): a path or s3:// / gs:// URI")
+    add("--output", required=True, help="output directory (path or URI): report.md, report.html, anomalies.json, tfdv/")
     add("--drift-threshold", type=float, default=0.1,
         help="largest allowed drift of a split against the baseline: L-infinity distance for string features, "
              "Jensen-Shannon divergence for numeric ones (default 0.1)")
     add("--baseline-split", default="train", help="split the others are compared with (default train)")
-    add("--schema", help="a curated schema.pbtxt instead of the one ExampleGen inferred on train")
+    add("--schema", help="a curated schema.pbtxt (path or URI) instead of the one ExampleGen inferred on train")
     add("--no-drift", action="append", default=[], metavar="FEATURE",
         help="do not compare this feature for drift (ids, timestamps); repeatable")
     add("--warn-only", action="store_true", help="report anomalies as warnings and exit 0")
