@@ -162,10 +162,10 @@ def _kill_when_staged(args: list[str], s3_server, out: str, log_path: Path) -> N
 
 
 def test_killed_s3_run_leaves_no_manifest_and_rerun_lists_no_stale_shard(s3_server, s3_bucket, tmp_path) -> None:
-    rows = 200
+    rows = 120
     root = upload_tree(s3_server, _dataset(tmp_path / "data", rows), s3_bucket, "data")
     out = f"s3://{s3_bucket}/out"
-    flags = ("--rows-per-chunk", "20")
+    flags = ("--rows-per-chunk", "10")
     assert shardflow_main(_args(f"{root}/all.csv", root, out, *flags, "--num-shards", "3")) == 0
     assert sorted(list_keys(s3_server, f"{out}/Split-train")) == [f"data-0000{i}-of-00003.tfrecord" for i in range(3)]
     _kill_when_staged(_args(f"{root}/all.csv", root, out, *flags, "--num-shards", "2"), s3_server, out,
@@ -185,7 +185,9 @@ def test_s3_rerun_with_fewer_shards_leaves_none_stale(s3_server, s3_bucket, tmp_
     out = f"s3://{s3_bucket}/out"
     assert shardflow_main(_args(f"{root}/all.csv", root, out, "--num-shards", "4", "--gzip")) == 0
     assert len(list_keys(s3_server, f"{out}/Split-train")) == 4
-    assert shardflow_main(_args(f"{root}/all.csv", root, out, "--num-shards", "1", "--split", "train=1")) == 0
+    # Two worker processes: each builds its own S3 client from the environment, nothing else.
+    workers = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")
+    assert shardflow_main(_args(f"{root}/all.csv", root, out, "--num-shards", "1", "--split", "train=1", *workers)) == 0
     manifest = json.loads(get_bytes(s3_server, f"{out}/manifest.json"))
     assert list(manifest["splits"]) == ["train"]
     assert [k for k in list_keys(s3_server, out) if k.startswith("Split-")] == ["Split-train/data-00000-of-00001.tfrecord"]
@@ -202,3 +204,37 @@ def test_missing_s3_inputs_are_one_line_errors(s3_server, s3_bucket, tmp_path, c
         f"shardflow example-gen: error: index file '{root}/nope.csv' does not exist",
         f"shardflow example-gen: error: data_root 's3://{s3_bucket}/empty' is not a prefix with objects below it"]
     assert list_keys(s3_server, out) == []
+
+
+def test_spans_on_s3_are_matched_ingested_once_and_reused(s3_server, s3_bucket, tmp_path) -> None:
+    for span in (1, 2):
+        _dataset(tmp_path / "data" / f"span-{span}", 10 * span)
+    _dataset(tmp_path / "data" / "span-x", 5)  # not a span number: never matched
+    upload_tree(s3_server, tmp_path / "data", s3_bucket, "data")
+    base = f"s3://{s3_bucket}/data/span-{{SPAN}}"
+    args = ["example-gen", "--index", f"{base}/all.csv", "--data-root", base, "--output", f"s3://{s3_bucket}/out",
+            "--span-store", f"s3://{s3_bucket}/store", "--spans", "2"]
+    assert shardflow_main(args) == 0
+    manifest = json.loads(get_bytes(s3_server, f"s3://{s3_bucket}/out/manifest.json"))
+    assert [(s["span"], s["reused"]) for s in manifest["spans"]] == [("1", False), ("2", False)]
+    assert manifest["rows"] == 30
+    for split in manifest["splits"].values():  # union paths are URIs into the store, and exist
+        for shard in split["shards"]:
+            assert shard["path"].startswith(f"s3://{s3_bucket}/store/span-")
+            assert len(get_bytes(s3_server, shard["path"])) == shard["bytes"]
+    assert shardflow_main(args) == 0
+    manifest = json.loads(get_bytes(s3_server, f"s3://{s3_bucket}/out/manifest.json"))
+    assert [(s["span"], s["reused"]) for s in manifest["spans"]] == [("1", True), ("2", True)]
+
+
+def test_aborted_s3_part_never_appears_even_when_its_stream_is_closed_later(s3_server, s3_bucket) -> None:
+    from shardflow.core.shard_writer import PartWriter
+
+    done, aborted = PartWriter(f"s3://{s3_bucket}/p/done.tfrecord"), PartWriter(f"s3://{s3_bucket}/p/aborted.tfrecord")
+    for writer in (done, aborted):
+        writer.write(b"x" * 100)
+    assert done.close().num_records == 1
+    aborted.abort()
+    aborted._stream.close()  # what the garbage collector does with the stream later: must not complete the upload
+    assert list_keys(s3_server, f"s3://{s3_bucket}/p") == ["done.tfrecord"]
+    assert _records("done.tfrecord", get_bytes(s3_server, f"s3://{s3_bucket}/p/done.tfrecord")) == [b"x" * 100]

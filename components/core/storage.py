@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import json
 import os
 import shutil
@@ -88,7 +89,11 @@ def open_write(location: str, durable: bool = False) -> Iterator[BinaryIO]:
     """A binary stream whose content appears at `location` only when the block ends without error."""
     if is_remote(location):
         stream = _io(location).open(location, "wb")
-        yield stream
+        try:
+            yield stream
+        except BaseException:
+            _abandon(stream)
+            raise
         if scheme(location) == "s3" and stream.tell() == 0:
             _put_empty_s3(location, stream)
             return
@@ -107,6 +112,17 @@ def open_write(location: str, durable: bool = False) -> Iterator[BinaryIO]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _abandon(stream: BinaryIO) -> None:
+    """Marks a failed upload's stream closed without completing it.
+
+    Closing it normally would complete the upload and publish a partial object, and so would the
+    garbage collector's close; the incomplete upload stays invisible (buckets expire those).
+    """
+    raw = getattr(stream, "raw", None)
+    if isinstance(raw, io.RawIOBase):
+        io.RawIOBase.close(raw)  # the base close: skips the uploader's finish
 
 
 def _put_empty_s3(location: str, stream: BinaryIO) -> None:
