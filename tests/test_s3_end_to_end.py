@@ -1,0 +1,83 @@
+"""The whole chain on s3:// only: example-gen → validate → transform → train → evaluate → push.
+
+Inputs (the digits demo's CSVs and PNGs) live in a bucket of a real S3 server on loopback (moto),
+configured only through the AWS variables; every output goes to the bucket. The chain runs from an
+empty working directory, which must stay empty. The same chain on local disk, with the same
+options and a deterministic input order, gives the accuracy the served model must match.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from shardflow.cli import main as cli_main
+from shardflow.core import storage
+from shardflow.demo_data import write_digits
+from shardflow.pusher import PusherConfig
+from shardflow.pusher import run as push
+
+from helpers_s3 import list_keys, upload_tree
+
+TRAIN_ARGS = ["--epochs", "3", "--batch-size", "32", "--deterministic", "--seed", "1", "--input-probe-batches", "2"]
+
+
+def _chain(data: str, out: str) -> dict:
+    """Runs every step through the CLI, as a user would; returns the evaluation's metrics and the push."""
+    steps = [
+        ["example-gen", "--index", f"train={data}/train.csv", "--index", f"eval={data}/eval.csv",
+         "--data-root", data, "--output", f"{out}/examples"],
+        ["validate", "--examples", f"{out}/examples", "--output", f"{out}/validation"],
+        ["transform", "--examples", f"{out}/examples", "--output", f"{out}/transform"],
+        ["train", "--examples", f"{out}/transform", "--output", f"{out}/train", *TRAIN_ARGS],
+        ["evaluate", "--model", f"{out}/train/model", "--examples", f"{out}/examples",
+         "--output", f"{out}/evaluation", "--threshold", "accuracy>=0.8"],
+    ]
+    for argv in steps:
+        assert cli_main(argv) == 0, f"shardflow {argv[0]} failed"
+    pushed = push(PusherConfig(model=f"{out}/train/model", evaluation=f"{out}/evaluation",
+                               serving_dir=f"{out}/serving"))
+    return {"metrics": storage.read_json(f"{out}/evaluation/metrics.json"), "pushed": pushed}
+
+
+def _accuracy(metrics: dict) -> float:
+    found = metrics["overall"].get("accuracy")
+    assert isinstance(found, float), f"no accuracy in metrics.json: {sorted(metrics)}"
+    return found
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("digits")
+    write_digits(root)
+    return root
+
+
+def test_whole_chain_on_s3_matches_local_and_writes_nothing_locally(
+        s3_server, s3_bucket: str, digits: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    local = _chain(str(digits), str(tmp_path / "local_run"))
+
+    data = upload_tree(s3_server, digits, s3_bucket, "digits")
+    workdir = tmp_path / "empty_cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    remote = _chain(data, f"s3://{s3_bucket}/run")
+
+    assert list(workdir.iterdir()) == [], "the s3 chain wrote into the working directory"
+    assert remote["pushed"].pushed and remote["pushed"].version == 1
+    assert remote["pushed"].location == f"s3://{s3_bucket}/run/serving/1"
+    print(f"eval accuracy: s3 chain {_accuracy(remote['metrics']):.4f}, local chain {_accuracy(local['metrics']):.4f}")
+    assert _accuracy(remote["metrics"]) >= 0.8
+    assert abs(_accuracy(remote["metrics"]) - _accuracy(local["metrics"])) <= 0.01, (remote["metrics"], local["metrics"])
+    keys = list_keys(s3_server, f"s3://{s3_bucket}/run")
+    for expected in ("examples/manifest.json", "validation/anomalies.json", "transform/manifest.json",
+                     "train/training.json", "train/model/saved_model.pb", "evaluation/BLESSED",
+                     "serving/CURRENT.json", "serving/1/saved_model.pb"):
+        assert expected in keys, f"{expected} missing from the bucket"
+    assert not [k for k in keys if "/.staging/" in k or ".tmp-" in k], "staging or temporary objects left behind"
+    pointer = storage.read_json(f"s3://{s3_bucket}/run/serving/CURRENT.json")
+    assert pointer["version"] == 1 and pointer["model"] == f"s3://{s3_bucket}/run/serving/1"
+    assert os.environ["AWS_SECRET_ACCESS_KEY"] not in "".join(
+        storage.read_text(f"s3://{s3_bucket}/run/{name}") for name in
+        ("examples/manifest.json", "transform/manifest.json", "train/training.json", "evaluation/metrics.json"))
