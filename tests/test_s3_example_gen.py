@@ -1,4 +1,4 @@
-"""ExampleGen with its index, data root, images and output on S3 (the moto server on loopback).
+"""ExampleGen with its index, data root, images and output on S3 (the moto server on loopback), and once on gs://.
 
 Every run goes through the real `shardflow example-gen` command; the bucket is inspected with the
 test's own boto3 client, independent of shardflow's storage layer.
@@ -21,6 +21,7 @@ import pytest
 from helpers_images import png_bytes, random_pixels, write_csv, write_png
 from helpers_s3 import get_bytes, list_keys, put_bytes, upload_tree
 from s3_server import ACCESS_KEY, SECRET_KEY
+from test_gcs_storage import gcs_server  # noqa: F401  (the module's fake-gcs-server fixture)
 from shardflow.cli import main as shardflow_main
 from shardflow.core.tfrecord import iter_records
 
@@ -77,19 +78,16 @@ def _assert_listed_equals_stored(s3_server, out: str, manifest: dict, rows: int)
     assert not [k for k in list_keys(s3_server, out) if k.startswith(".staging") or ".tmp" in k]
 
 
-def test_example_gen_all_on_s3_equals_local_run(s3_server, s3_bucket, tmp_path, monkeypatch) -> None:
+def test_example_gen_all_on_s3_equals_local_run(s3_server, s3_bucket, tmp_path, empty_cwd) -> None:
     data = _dataset(tmp_path / "data", 40, [["img/missing.png", 1, 40], ["img/000.png", "not-int", 41]])
     local_out = tmp_path / "local_out"
     flags = ("--gzip", "--num-shards", "2", "--rows-per-chunk", "8", "--max-reject-fraction", "0.1")
     assert shardflow_main(_args(str(data / "all.csv"), str(data), str(local_out), *flags)) == 0
     root = upload_tree(s3_server, data, s3_bucket, "data")
     out = f"s3://{s3_bucket}/runs/out"
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
     secret_flag = f"--s3_secret_access_key={SECRET_KEY}"  # a Beam flag a user might pass: never recorded
     assert shardflow_main(_args(f"{root}/all.csv", root, out, *flags, secret_flag)) == 0
-    assert list(cwd.iterdir()) == []  # no ./s3:/... folder, no scratch files
+    assert list(empty_cwd.iterdir()) == []  # no ./s3:/... folder, no scratch files
 
     manifest_text = get_bytes(s3_server, f"{out}/manifest.json").decode()
     assert SECRET_KEY not in manifest_text and ACCESS_KEY not in manifest_text
@@ -238,3 +236,25 @@ def test_aborted_s3_part_never_appears_even_when_its_stream_is_closed_later(s3_s
     aborted._stream.close()  # what the garbage collector does with the stream later: must not complete the upload
     assert list_keys(s3_server, f"s3://{s3_bucket}/p") == ["done.tfrecord"]
     assert _records("done.tfrecord", get_bytes(s3_server, f"s3://{s3_bucket}/p/done.tfrecord")) == [b"x" * 100]
+
+
+def test_example_gen_on_gcs_equals_local_run(tmp_path, empty_cwd, request) -> None:
+    """The same on gs:// (fake-gcs-server): index, data root and output in a bucket, shards as on disk."""
+    from google.cloud import storage as gcs
+
+    server = request.getfixturevalue("gcs_server")
+    data = _dataset(tmp_path / "data", 24)
+    bucket = server.bucket()
+    client = gcs.Client()
+    for path in sorted(p for p in data.rglob("*") if p.is_file()):
+        client.bucket(bucket).blob(f"data/{path.relative_to(data).as_posix()}").upload_from_filename(str(path))
+    root, out, local_out = f"gs://{bucket}/data", f"gs://{bucket}/out", tmp_path / "local_out"
+    assert shardflow_main(_args(str(data / "all.csv"), str(data), str(local_out), "--gzip")) == 0
+    assert shardflow_main(_args(f"{root}/all.csv", root, out, "--gzip")) == 0
+    assert list(empty_cwd.iterdir()) == []
+    manifest = json.loads(client.bucket(bucket).blob("out/manifest.json").download_as_bytes())
+    assert manifest["splits"] == json.loads((local_out / "manifest.json").read_text())["splits"]
+    stored = [k[len("out/"):] for k in server.keys(bucket, "out/Split-")]
+    assert sorted(stored) == sorted(s["path"] for split in manifest["splits"].values() for s in split["shards"])
+    for name in stored:
+        assert client.bucket(bucket).blob(f"out/{name}").download_as_bytes() == (local_out / name).read_bytes()
