@@ -1,4 +1,4 @@
-"""Validation and Transform with every input and output on a real S3 server (moto, loopback).
+"""Validation and Transform with every input and output on a real S3 server (moto, loopback), and on gs://.
 
 One tiny dataset (16 gray 8x8 PNGs with 3-class masks and string labels; two eval rows say "fish",
 never seen in train) goes through ExampleGen twice: to a local folder and to s3://. Validation and
@@ -22,6 +22,7 @@ from shardflow.example_gen import run as example_gen
 from shardflow.transform import TransformConfig, run
 
 from helpers_images import write_csv, write_png
+from test_gcs_storage import gcs_server  # noqa: F401  (the fake-gcs-server fixture)
 
 TRAIN, EVAL = 12, 4
 USER_MODULE = '''
@@ -155,3 +156,13 @@ def test_failed_rerun_leaves_no_manifest(s3_examples: str, s3_transformed: tuple
     keys = s3_server.keys(bucket, "failing/")
     assert "failing/manifest.json" not in keys and not [k for k in keys if "/.staging" in k]
     assert os.listdir(empty_cwd) == []
+
+
+def test_examples_on_gcs(gcs_server, local_runs: tuple[str, str], tmp_path: Path) -> None:  # noqa: ANN001
+    """gs:// takes the same code path; TensorFlow's gs:// cannot reach an emulator, so the graph stays local."""
+    examples = f"gs://{gcs_server.bucket()}/examples"
+    storage.copy_tree(local_runs[0], examples)
+    assert cli_main(["validate", "--examples", examples, "--output", f"{examples}-validation", "--warn-only"]) == 0
+    assert storage.read_json(f"{examples}-validation/anomalies.json")["num_anomalies"] > 0  # the "fish" labels
+    run(TransformConfig(examples=examples, output=str(tmp_path / "from_gcs")), echo=lambda _: None)
+    assert _shards(str(tmp_path / "from_gcs")) == _shards(local_runs[1])
