@@ -8,7 +8,7 @@ tensorflow-io for s3://). The protos come from tensorflow-metadata, imported on 
 >>> import tempfile
 >>> from tensorflow_metadata.proto.v0 import schema_pb2
 >>> path = storage.join(tempfile.mkdtemp(), "schema.pbtxt")
->>> write_schema(path, schema_pb2.Schema(feature=[schema_pb2.Feature(name="x", type=schema_pb2.INT)]))
+>>> write_schema(schema_pb2.Schema(feature=[schema_pb2.Feature(name="x", type=schema_pb2.INT)]), path)
 >>> [f.name for f in read_schema(path).feature]
 ['x']
 """
@@ -38,8 +38,8 @@ def read_statistics(location: str) -> "statistics_pb2.DatasetFeatureStatisticsLi
         raise UnreadableProtoError(f"{location} is not a TFDV DatasetFeatureStatisticsList: {err}") from None
 
 
-def write_statistics(location: str, stats: "statistics_pb2.DatasetFeatureStatisticsList") -> None:
-    """Writes the statistics whole or not at all."""
+def write_statistics(stats: "statistics_pb2.DatasetFeatureStatisticsList", location: str) -> None:
+    """Writes the statistics whole or not at all (argument order as TFDV's writers)."""
     storage.write_bytes(location, stats.SerializeToString())
 
 
@@ -55,8 +55,8 @@ def read_schema(location: str) -> "schema_pb2.Schema":
         raise UnreadableProtoError(f"{location} is not a readable schema.pbtxt: {err}") from None
 
 
-def write_schema(location: str, schema: "schema_pb2.Schema") -> None:
-    """Writes the schema as text, whole or not at all."""
+def write_schema(schema: "schema_pb2.Schema", location: str) -> None:
+    """Writes the schema as text (what `tfdv.write_schema_text` writes), whole or not at all."""
     from google.protobuf import text_format
 
     storage.write_text(location, text_format.MessageToString(schema))

@@ -71,8 +71,7 @@ def plan_ranges(root: str, manifest: Manifest, split: str, batch_size: int) -> l
     """The split cut into ranges of a few batches each, in shard order (`root`: a path or URI)."""
     per_range = batch_size * BATCHES_PER_RANGE
     ranges, offset = [], 0
-    for shard in manifest.splits[split].shards:
-        path = storage.join(root, *shard.path.split("/"))
+    for shard, path in zip(manifest.splits[split].shards, manifest.shard_paths(root, split)):
         for start in range(0, shard.num_examples, per_range):
             end = min(shard.num_examples, start + per_range)
             ranges.append(RecordRange(split, path, manifest.compression, offset, start, end))
