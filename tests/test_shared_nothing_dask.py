@@ -2,20 +2,22 @@
 
 The scheduler and two workers are separate processes (tests/dask_cluster.py) with their own empty
 working and temporary directories and HOME; each worker gets the S3 settings only through the AWS_*
-variables, and (where this machine allows mount namespaces) sees the launcher's pytest directory as
-an empty tmpfs. The Dask run's shards must equal, byte for byte, the same run on the local FnApiRunner.
+variables, and (where this machine allows namespaces, as root here) sees the launcher's pytest
+directory as an empty tmpfs and has a network namespace of its own that reaches only the scheduler,
+the S3 server and its peer through relays on 127.0.0.1. The Dask run's shards must equal, byte for byte, the same run on the local FnApiRunner.
 """
 from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import pytest
 
-from dask_cluster import DaskCluster, can_hide_directories
+from dask_cluster import DaskCluster, can_hide_directories, can_isolate_network
 from helpers_images import random_pixels, write_csv, write_png
 from helpers_s3 import get_bytes, list_keys, upload_tree
 from shardflow.cli import main as shardflow_main
@@ -31,7 +33,8 @@ DASK_OWN = ("global.lock", "purge.lock", ".dirlock")
 @pytest.fixture(scope="module")
 def cluster(s3_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaskCluster]:  # noqa: ANN001
     hide = (tmp_path_factory.getbasetemp(),) if can_hide_directories() else ()
-    cluster = DaskCluster(workers=2, env=s3_server.env, hide=hide)
+    cluster = DaskCluster(workers=2, env=s3_server.env, hide=hide, isolate_network=can_isolate_network(),
+                          reachable=(s3_server.port,))
     from distributed import Client
 
     warm_up = Client(cluster.address)
@@ -95,6 +98,9 @@ def test_example_gen_on_a_shared_nothing_cluster_equals_the_local_runner(
     assert list_keys(s3_server, f"s3://{bucket}/dask") == list_keys(s3_server, f"s3://{bucket}/local")
 
     # Nothing assumed a shared disk: the client's cwd and every worker's own folders hold no output.
+    if cluster.isolated:  # each worker's network namespace has its own loopback and nothing else
+        with Client(cluster.address) as client:
+            assert list(client.run(socket.if_nameindex).values()) == [[(1, "lo")], [(1, "lo")]]
     if cluster.hidden:  # and the launcher's pytest folder (data, outputs, this cwd) was empty for them
         with Client(cluster.address) as client:
             assert list(client.run(os.listdir, str(cluster.hidden[0])).values()) == [[], []]
