@@ -228,7 +228,8 @@ def test_spans_on_s3_are_matched_ingested_once_and_reused(s3_server, s3_bucket, 
 def test_aborted_s3_part_never_appears_even_when_its_stream_is_closed_later(s3_server, s3_bucket) -> None:
     from shardflow.core.shard_writer import PartWriter
 
-    done, aborted = PartWriter(f"s3://{s3_bucket}/p/done.tfrecord"), PartWriter(f"s3://{s3_bucket}/p/aborted.tfrecord")
+    done = PartWriter(f"s3://{s3_bucket}/p/done.tfrecord")
+    aborted = PartWriter(f"s3://{s3_bucket}/p/aborted.tfrecord")
     for writer in (done, aborted):
         writer.write(b"x" * 100)
     assert done.close().num_records == 1

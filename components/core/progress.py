@@ -16,7 +16,8 @@ from . import storage
 class ProgressReporter:
     """Prints rows done every `interval` seconds while a run lasts (`with ProgressReporter(...):`)."""
 
-    def __init__(self, done_dir: str | os.PathLike, total_rows: int, interval: float, echo: Callable[[str], None] = print) -> None:
+    def __init__(self, done_dir: str | os.PathLike, total_rows: int, interval: float,
+                 echo: Callable[[str], None] = print) -> None:
         self.done_dir, self.total_rows, self.interval, self.echo = os.fspath(done_dir), total_rows, interval, echo
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)

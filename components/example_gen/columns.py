@@ -110,7 +110,8 @@ def _base_roles(header: list[str], samples: list[list[str]], overrides: dict[str
     return roles
 
 
-def _probe_shape(name: str, cells: list[str], root: DataRoot | RemoteDataRoot, rules: ImageRules) -> tuple[str, tuple[int, ...]]:
+def _probe_shape(name: str, cells: list[str], root: DataRoot | RemoteDataRoot,
+                 rules: ImageRules) -> tuple[str, tuple[int, ...]]:
     """The most common dtype and HxWxC among the column's sampled files that decode.
 
     The majority, not the first file: one odd file early in the index must not make every
