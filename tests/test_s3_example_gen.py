@@ -188,7 +188,8 @@ def test_s3_rerun_with_fewer_shards_leaves_none_stale(s3_server, s3_bucket, tmp_
     assert shardflow_main(_args(f"{root}/all.csv", root, out, "--num-shards", "1", "--split", "train=1", *workers)) == 0
     manifest = json.loads(get_bytes(s3_server, f"{out}/manifest.json"))
     assert list(manifest["splits"]) == ["train"]
-    assert [k for k in list_keys(s3_server, out) if k.startswith("Split-")] == ["Split-train/data-00000-of-00001.tfrecord"]
+    shards = [k for k in list_keys(s3_server, out) if k.startswith("Split-")]
+    assert shards == ["Split-train/data-00000-of-00001.tfrecord"]
     _assert_listed_equals_stored(s3_server, out, manifest, 30)
 
 
