@@ -32,6 +32,8 @@ from shardflow.pusher import PusherConfig, resolve_latest
 from shardflow.pusher import run as push
 from shardflow.trainer import TrainerConfig
 from shardflow.trainer import run as train
+from shardflow.transform import TransformConfig
+from shardflow.transform import run as transform
 
 from helpers_images import write_csv, write_png
 from helpers_models import free_ports
@@ -120,6 +122,19 @@ def test_exported_model_loads_from_s3_and_predicts(trained: tuple[str, dict, Pat
     assert probabilities.shape == (EVAL, CLASSES)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
     np.testing.assert_array_equal(served["class_ids"].numpy(), probabilities.argmax(axis=1))
+
+
+def test_transform_graph_on_s3_is_applied_in_training_and_inside_the_served_model(
+        s3_examples: str, bucket: str, trained: tuple[str, dict, Path], empty_cwd: Path) -> None:
+    graph_dir, output = f"s3://{bucket}/transform", f"s3://{bucket}/model_tft"
+    transform(TransformConfig(examples=s3_examples, output=graph_dir), echo=lambda _: None)
+    summary = train(TrainerConfig(examples=s3_examples, transform=graph_dir, output=output, steps=5, batch_size=8,
+                                  input_probe_batches=1, warm_start=f"{trained[0]}/model"), echo=lambda _: None)
+    assert summary["optimizer_steps"] == 5 and summary["transform_graph"] == f"{graph_dir}/transform_graph"
+    records = _eval_records(s3_examples)
+    served = tf.saved_model.load(f"{output}/model").signatures["serving_default"](examples=tf.constant(records))
+    assert served["probabilities"].shape == (EVAL, CLASSES)
+    assert list(empty_cwd.iterdir()) == []
 
 
 def test_evaluate_and_push_on_s3(trained: tuple[str, dict, Path], s3_examples: str, bucket: str, s3_server,
