@@ -64,14 +64,6 @@ def s3_examples(tmp_path_factory: pytest.TempPathFactory, bucket: str) -> str:
     return output
 
 
-@pytest.fixture
-def empty_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    work = tmp_path / "cwd"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    return work
-
-
 @pytest.fixture(scope="module")
 def trained(s3_examples: str, bucket: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict, Path]:
     """One in-process training run on s3, from an empty working directory."""
