@@ -252,6 +252,7 @@ class DaskCluster:
             log.close()
         for relay in self._relays:
             relay.close()
+        shutil.rmtree(self.root, ignore_errors=True)  # the workers' folders were checked by the tests
 
 
 def _quote(text: object) -> str:

@@ -21,11 +21,9 @@ from dask_cluster import DaskCluster, can_hide_directories, can_isolate_network
 from helpers_images import random_pixels, write_csv, write_png
 from helpers_s3 import get_bytes, list_keys, upload_tree
 from shardflow.cli import main as shardflow_main
+from test_dask_runner import COMPARED_KEYS, DASK_RUNNER
 
-DASK_RUNNER = "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"
 NUM_ROWS = 48
-COMPARED_KEYS = ("features", "splits", "compression", "rows", "accepted", "rejected", "rejected_by_reason",
-                 "leakage", "statistics", "schema", "ingest_ops")
 # What Dask itself keeps in a worker's --local-directory (lock files, an empty worker scratch folder).
 DASK_OWN = ("global.lock", "purge.lock", ".dirlock")
 
