@@ -164,7 +164,7 @@ class DaskCluster:
                 self._connect_namespaces(ports, (self.port, *reachable))
             self._wait_for_workers(workers, timeout=60)
         except BaseException:
-            self.stop()
+            self.stop(remove=False)  # the logs stay for the error message's folder
             raise
 
     def _start(self, name: str, command: list[str], home: Path, extra: dict[str, str], hide: tuple[Path, ...]) -> None:
@@ -236,7 +236,7 @@ class DaskCluster:
                 pass
         return found
 
-    def stop(self) -> None:
+    def stop(self, remove: bool = True) -> None:
         """Kills every process group this cluster started (and the relays)."""
         for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
             for pgid in reversed(self.alive()):  # workers before the scheduler
@@ -252,7 +252,8 @@ class DaskCluster:
             log.close()
         for relay in self._relays:
             relay.close()
-        shutil.rmtree(self.root, ignore_errors=True)  # the workers' folders were checked by the tests
+        if remove:  # the workers' folders were checked by the tests
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def _quote(text: object) -> str:
