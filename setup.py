@@ -18,6 +18,7 @@ setup(
         "shardflow.trainer",
         "shardflow.evaluator",
         "shardflow.validation",
+        "shardflow.pusher",
         "shardflow.pipelines",
     ],
     package_dir={"shardflow": "components", "shardflow.pipelines": "pipelines"},

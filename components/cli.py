@@ -12,6 +12,7 @@ from . import __version__  # noqa: E402
 from .evaluator import cli as evaluator_cli  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
 from .core.errors import ConfigError  # noqa: E402
+from .pusher import cli as pusher_cli  # noqa: E402
 from .pipelines import cli as pipeline_cli  # noqa: E402
 from .pipelines import schedule as schedule_cli  # noqa: E402
 from .pipelines import submit as submit_cli  # noqa: E402
@@ -41,6 +42,8 @@ _COMMANDS = (
     # evaluate reports unknown flags itself (exit 2), so they reach it
     ("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli.add_arguments,
      evaluator_cli.main, True),
+    ("push", "copy a blessed model to a serving directory and repoint CURRENT.json",
+     pusher_cli.add_arguments, pusher_cli.main, False),
     ("compile", "compile the pipeline to KFP v2 IR for a Kubeflow cluster",
      pipeline_cli.add_compile_arguments, pipeline_cli.compile_main, False),
     ("run", "run the whole pipeline on this machine (kfp.local)",

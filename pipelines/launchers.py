@@ -15,9 +15,7 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -28,12 +26,11 @@ from ..core.manifest import read_manifest
 from ..evaluator import cli as evaluator_cli
 from ..example_gen import cli as example_gen_cli
 from ..example_gen.spans import has_span_pattern, pattern_matches
+from ..pusher import push_model, resolve_model_reference  # noqa: F401  (re-exported for the components)
 from ..trainer import cli as trainer_cli
 from ..transform import cli as transform_cli
 from ..validation import cli as validation_cli
 
-SERVING_POINTER = "CURRENT.json"
-LATEST = "latest"
 
 
 class StepFailed(RuntimeError):
@@ -100,7 +97,7 @@ def validate(examples: str, output: str, drift_threshold: float, warn_only: bool
     argv = ["--examples", target, "--output", output, "--drift-threshold", str(drift_threshold)]
     argv += ["--schema", schema] if schema else []
     _shardflow("validate", validation_cli, argv + (["--warn-only"] if warn_only else []))
-    return json.loads((Path(output) / "anomalies.json").read_text())
+    return storage.read_json(storage.join(output, "anomalies.json"))
 
 
 def transform(examples: str, options: list[str], beam_args: list[str], output: str) -> dict:
@@ -108,14 +105,6 @@ def transform(examples: str, options: list[str], beam_args: list[str], output: s
     _shardflow("transform", transform_cli, argv, takes_beam_options=True)
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()}}
-
-
-def resolve_model_reference(reference: str, serving_dir: str) -> str:
-    """`latest` → the model the serving pointer names ('' when nothing was pushed yet); a path as is."""
-    if reference != LATEST:
-        return reference
-    pointer = Path(serving_dir) / SERVING_POINTER
-    return json.loads(pointer.read_text())["model"] if pointer.is_file() else ""
 
 
 def train(examples: str, options: list[str], warm_start: str, output: str) -> dict:
@@ -133,33 +122,19 @@ def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str]
         for value in values:
             argv += [flag, value]
     _shardflow("evaluate", evaluator_cli, argv, takes_beam_options=True)  # it reports unknown flags itself
-    return {"metrics": json.loads((Path(output) / "metrics.json").read_text()),
-            "blessing": json.loads((Path(output) / "blessing.json").read_text())}
+    return {"metrics": storage.read_json(storage.join(output, "metrics.json")),
+            "blessing": storage.read_json(storage.join(output, "blessing.json"))}
 
 
 def push(model_dir: str, serving_dir: str, source: dict[str, Any]) -> str:
-    """Copies a blessed model to `serving_dir/<N>/` (TF Serving's integer versions), then repoints CURRENT.json.
-
-    The copy is made under a temporary name and renamed, and the pointer is replaced atomically, so a
-    server watching `serving_dir` never sees half a model and the pointer never names a missing one.
-    """
-    root = Path(serving_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    versions = [int(p.name) for p in root.iterdir() if p.is_dir() and p.name.isdigit()]
-    version = max(versions, default=0) + 1
-    staging = root / f".pushing-{version}-{os.getpid()}"
-    shutil.copytree(model_dir, staging)
-    os.replace(staging, root / str(version))
-    storage.write_json(root / SERVING_POINTER, {"version": version, "model": str(root / str(version)),
-                                               "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                               **source})
-    return str(root / str(version))
+    """The Pusher's copy to `serving_dir/<N>/` and pointer update (the pipeline's condition checked the blessing)."""
+    return push_model(model_dir, serving_dir, source)[1]
 
 
 def record_outcome(record_dir: str, pipeline_job: str, state: str, failed_task: str, message: str) -> str:
     """One JSON file per run in `record_dir` (the exit handler's job), written atomically."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = Path(record_dir) / f"run-{stamp}-{os.getpid()}.json"
+    path = storage.join(record_dir, f"run-{stamp}-{os.getpid()}.json")
     storage.write_json(path, {"pipeline_job": pipeline_job, "state": state, "failed_task": failed_task,
                              "message": message, "finished_at": stamp})
     return str(path)

@@ -1,0 +1,27 @@
+"""`shardflow push`: translates command-line flags into a PusherConfig. Nothing else.
+
+    shardflow push --model runs/train/model --evaluation runs/evaluation --serving-dir s3://b/serving
+
+Exit status: 0 when pushed, 1 when the evaluation did not bless the model (nothing changes),
+2 on a bad option.
+"""
+from __future__ import annotations
+
+import argparse
+
+from .config import PusherConfig
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--model", required=True, help="the exported model directory (shardflow train's OUTPUT/model)")
+    add("--evaluation", required=True, help="the Evaluator's output that blessed it (BLESSED / NOT_BLESSED)")
+    add("--serving-dir", required=True, help="where versions <N>/ and CURRENT.json live (path or URI)")
+
+
+def main(args: argparse.Namespace, extra: list[str]) -> int:
+    del extra  # registered with passes_beam_args=False: always empty
+    config = PusherConfig(model=args.model, evaluation=args.evaluation, serving_dir=args.serving_dir)
+    from .executor import run
+
+    return 0 if run(config).pushed else 1
