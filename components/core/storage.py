@@ -30,7 +30,9 @@ import shutil
 import uuid
 from typing import Any, BinaryIO, Iterator
 
-from .uri import basename, is_remote, join, local_path, parent, relative_to, scheme
+from .uri import basename, is_remote, join, local_path, parent, relative_to, scheme, split_bucket
+
+SINGLE_PUT_BYTES = 64 << 20  # in-memory payloads below this go up in one request
 
 __all__ = ["basename", "is_remote", "join", "parent", "relative_to", "temp_name", "open_read", "open_write",
            "read_bytes", "write_bytes", "read_text", "write_text", "read_json", "write_json", "exists",
@@ -127,12 +129,15 @@ def _abandon(stream: BinaryIO) -> None:
 
 def _put_empty_s3(location: str, stream: BinaryIO) -> None:
     """S3 refuses to complete a multipart upload without parts: an empty object is one plain PUT."""
-    from .uri import split_bucket
-
-    boto = _io(location).client.client  # Beam's S3 client wraps a boto3 client
+    _put_s3(location, b"")
     bucket, key = split_bucket(location)
-    boto.put_object(Bucket=bucket, Key=key, Body=b"")
-    boto.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=stream.raw._uploader.upload_id)
+    _io(location).client.client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=stream.raw._uploader.upload_id)
+
+
+def _put_s3(location: str, data: bytes) -> None:
+    """One PUT (Beam's stream takes three requests: start, part, complete); atomic like any PUT."""
+    bucket, key = split_bucket(location)
+    _io(location).client.client.put_object(Bucket=bucket, Key=key, Body=data)  # Beam's client wraps boto3's
 
 
 def read_bytes(location: str) -> bytes:
@@ -142,6 +147,9 @@ def read_bytes(location: str) -> bytes:
 
 def write_bytes(location: str, data: bytes, durable: bool = True) -> None:
     """Writes `data` whole or not at all; `durable=False` skips the local fsync (staging files)."""
+    if scheme(location) == "s3" and len(data) < SINGLE_PUT_BYTES:
+        _put_s3(location, data)
+        return
     with open_write(location, durable=durable) as stream:
         stream.write(data)
 
