@@ -14,7 +14,8 @@ import pytest
 
 from gcs_server import GcsServer
 from shardflow.core import storage
-from test_storage import (test_killed_run_leaves_no_marker, test_lifecycle_rerun_replaces_every_split_and_keeps_no_stale_one,
+from test_storage import (test_killed_run_leaves_no_marker,
+                          test_lifecycle_rerun_replaces_every_split_and_keeps_no_stale_one,
                           test_missing_file_is_file_not_found, test_move_and_copy_tree, test_write_read_list_remove)
 
 __all__ = ["test_killed_run_leaves_no_marker", "test_lifecycle_rerun_replaces_every_split_and_keeps_no_stale_one",
@@ -82,7 +83,8 @@ def test_example_gen_writes_its_output_to_gs(gcs_server: GcsServer, tmp_path) ->
     local = json.loads((tmp_path / "local" / "manifest.json").read_text())
     assert manifest["splits"] == local["splits"] and manifest["accepted"] == 12
     shards = [s["path"] for split in local["splits"].values() for s in split["shards"]]
-    assert sorted(k.removeprefix("out/") for k in gcs_server.keys(bucket) if k.startswith("out/Split-")) == sorted(shards)
+    stored = [k.removeprefix("out/") for k in gcs_server.keys(bucket) if k.startswith("out/Split-")]
+    assert sorted(stored) == sorted(shards)
     for shard in shards:
         assert storage.read_bytes(f"gs://{bucket}/out/{shard}") == (tmp_path / "local" / shard).read_bytes()
     assert not [k for k in gcs_server.keys(bucket) if ".staging" in k or ".tmp" in k]

@@ -33,12 +33,14 @@ def proxy(s3_server) -> Iterator[FaultProxy]:  # noqa: ANN001 (S3Server)
         proxy.stop()
 
 
-def test_proxy_forwards_byte_for_byte_and_answers_slow_down(proxy: FaultProxy, s3_server, s3_bucket: str) -> None:  # noqa: ANN001
+def test_proxy_forwards_byte_for_byte_and_answers_slow_down(proxy: FaultProxy, s3_server,  # noqa: ANN001
+                                                            s3_bucket: str) -> None:
     import boto3
     import botocore.config
     import botocore.exceptions
 
-    client = boto3.client("s3", endpoint_url=proxy.endpoint, config=botocore.config.Config(retries={"total_max_attempts": 1}))
+    no_retries = botocore.config.Config(retries={"total_max_attempts": 1})
+    client = boto3.client("s3", endpoint_url=proxy.endpoint, config=no_retries)
     payload = os.urandom(70_000)
     client.put_object(Bucket=s3_bucket, Key="a/b.bin", Body=payload)
     assert client.get_object(Bucket=s3_bucket, Key="a/b.bin", Range="bytes=10-19")["Body"].read() == payload[10:20]
@@ -54,7 +56,8 @@ def test_proxy_forwards_byte_for_byte_and_answers_slow_down(proxy: FaultProxy, s
 
 
 def test_storage_retries_through_slow_downs(proxy: FaultProxy, s3_bucket: str) -> None:
-    proxy.rules += [FaultRule(every=3, limit=6, methods=("PUT", "POST")), FaultRule(every=3, limit=6, methods=("GET", "HEAD"))]
+    proxy.rules += [FaultRule(every=3, limit=6, methods=("PUT", "POST")),
+                    FaultRule(every=3, limit=6, methods=("GET", "HEAD"))]
     root = f"s3://{s3_bucket}/root"
     blobs = {f"p/{i}.bin": os.urandom(1000 * i + 1) for i in range(6)}
     big = os.urandom(9 << 20)  # above Beam's 8 MiB part size: a multipart upload of 2 parts
@@ -82,7 +85,8 @@ def _example_gen(s3_server, data: str, out: str) -> dict:  # noqa: ANN001
     return json.loads(get_bytes(s3_server, f"{out}/manifest.json"))
 
 
-def test_example_gen_through_slow_downs_equals_the_run_without(proxy: FaultProxy, s3_server, s3_bucket: str,  # noqa: ANN001
+def test_example_gen_through_slow_downs_equals_the_run_without(proxy: FaultProxy, s3_server,  # noqa: ANN001
+                                                               s3_bucket: str,
                                                                tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     rows = [[f"img/{i:02d}.png", i % 2, i] for i in range(30)] + [["img/missing.png", 0, 30]]

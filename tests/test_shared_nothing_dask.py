@@ -4,7 +4,8 @@ The scheduler and two workers are separate processes (tests/dask_cluster.py) wit
 working and temporary directories and HOME; each worker gets the S3 settings only through the AWS_*
 variables, and (where this machine allows namespaces, as root here) sees the launcher's pytest
 directory as an empty tmpfs and has a network namespace of its own that reaches only the scheduler,
-the S3 server and its peer through relays on 127.0.0.1. The Dask run's shards must equal, byte for byte, the same run on the local FnApiRunner.
+the S3 server and its peer through relays on 127.0.0.1. The Dask run's shards must equal, byte for
+byte, the same run on the local FnApiRunner.
 """
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def _files(folder: Path) -> list[str]:
 
 
 def test_example_gen_on_a_shared_nothing_cluster_equals_the_local_runner(
-        cluster: DaskCluster, dataset: str, s3_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+        cluster: DaskCluster, dataset: str, s3_server, tmp_path: Path,  # noqa: ANN001
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from distributed import Client, get_task_stream
 
     bucket = s3_server.bucket()
@@ -81,8 +83,8 @@ def test_example_gen_on_a_shared_nothing_cluster_equals_the_local_runner(
     client_cwd.mkdir()
     monkeypatch.chdir(client_cwd)
     with Client(cluster.address) as client, get_task_stream(client) as stream:
-        dask = _ingest(s3_server, dataset, f"s3://{bucket}/dask", [DASK_RUNNER, f"--dask_client_address={cluster.address}",
-                                                       "--dask_npartitions=3"])
+        dask = _ingest(s3_server, dataset, f"s3://{bucket}/dask",
+                       [DASK_RUNNER, f"--dask_client_address={cluster.address}", "--dask_npartitions=3"])
     assert {task["worker"] for task in stream.data} == set(cluster.worker_addresses()), "both workers ran tasks"
     assert "DaskRunner" in dask["runner"] and "FnApiRunner" in local["runner"]
     assert {k: dask[k] for k in COMPARED_KEYS} == {k: local[k] for k in COMPARED_KEYS}
