@@ -60,10 +60,11 @@ def test_storage_retries_through_slow_downs(proxy: FaultProxy, s3_bucket: str) -
                     FaultRule(every=3, limit=6, methods=("GET", "HEAD"))]
     root = f"s3://{s3_bucket}/root"
     blobs = {f"p/{i}.bin": os.urandom(1000 * i + 1) for i in range(6)}
-    big = os.urandom(9 << 20)  # above Beam's 8 MiB part size: a multipart upload of 2 parts
+    big = os.urandom(9 << 20)  # streamed above Beam's 8 MiB part size: a multipart upload of 2 parts
     for name, blob in blobs.items():
         storage.write_bytes(storage.join(root, *name.split("/")), blob)
-    storage.write_bytes(storage.join(root, "big.bin"), big)
+    with storage.open_write(storage.join(root, "big.bin")) as stream:
+        stream.write(big)
     assert all(storage.read_bytes(storage.join(root, *name.split("/"))) == blob for name, blob in blobs.items())
     assert storage.read_bytes(storage.join(root, "big.bin")) == big
     assert storage.list_names(storage.join(root, "p")) == sorted(n.split("/")[1] for n in blobs)
