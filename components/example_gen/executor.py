@@ -28,7 +28,8 @@ from .leakage import find_leaks
 from .pipeline import RESULT_NAME, IngestChunks
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
-from .statistics import infer_schema, write_schema, write_statistics
+from ..core.statistics_io import write_schema
+from .statistics import infer_schema, write_statistics
 
 SAMPLE_ROWS = 50
 OWNED = ("Split-*", "statistics")  # rejects.jsonl and schema.pbtxt are rewritten by every run

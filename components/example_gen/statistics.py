@@ -13,10 +13,9 @@ import apache_beam as beam
 import pyarrow.compute as pc
 import tensorflow_data_validation as tfdv
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 
-from ..core import storage
+from ..core import statistics_io, storage
 from .column_files import as_statistics_batch, read_column_file
 from .columns import ColumnSpec
 
@@ -71,30 +70,21 @@ def write_statistics(paths_by_split: dict[str, list[str]], columns: tuple[Column
                 | f"ColumnFiles[{split}]" >> beam.Create(sorted(paths), reshuffle=False)
                 | f"Read[{split}]" >> beam.Map(lambda p: as_statistics_batch(read_column_file(p), columns))
                 | f"Generate[{split}]" >> tfdv.GenerateStatistics(options)
-                | f"Write[{split}]" >> beam.Map(lambda s, path=written[split]: storage.write_bytes(path, s.SerializeToString()))
+                | f"Write[{split}]" >> beam.Map(lambda s, path=written[split]: statistics_io.write_statistics(s, path))
             )
     for split, paths in paths_by_split.items():
         if storage.is_file(written[split]):
-            stats = load(written[split])
+            stats = statistics_io.read_statistics(written[split])
         else:  # no examples in this split
             stats = statistics_pb2.DatasetFeatureStatisticsList(datasets=[statistics_pb2.DatasetFeatureStatistics()])
         _patch_bytes_stats(stats, paths, columns)
-        storage.write_bytes(written[split], stats.SerializeToString())
+        statistics_io.write_statistics(stats, written[split])
     return written
-
-
-def load(path: str) -> statistics_pb2.DatasetFeatureStatisticsList:
-    return statistics_pb2.DatasetFeatureStatisticsList.FromString(storage.read_bytes(path))
-
-
-def write_schema(schema: schema_pb2.Schema, path: str) -> None:
-    """The schema as protobuf text (what `tfdv.write_schema_text` writes), through `storage`."""
-    storage.write_text(path, text_format.MessageToString(schema))
 
 
 def infer_schema(train_stats_path: str, columns: tuple[ColumnSpec, ...]) -> schema_pb2.Schema:
     """TFDV's inferred schema, with image domains restored on the file features."""
-    schema = tfdv.infer_schema(load(train_stats_path))
+    schema = tfdv.infer_schema(statistics_io.read_statistics(train_stats_path))
     files = {c.name for c in columns if c.is_file}
     for feature in schema.feature:
         if feature.name in files:

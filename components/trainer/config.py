@@ -12,7 +12,7 @@ from ..core.errors import ConfigError
 
 BUILTIN_MODELS = ("auto", "lenet", "unet")
 AUGMENT_OPS = ("flip", "flip_vertical", "rotate", "crop", "brightness", "contrast")
-_MODULE_FN = re.compile(r"^[\w./-]+(\.py)?:[A-Za-z_]\w*$")
+_MODULE_FN = re.compile(r"^([a-z][a-z0-9]*://)?[\w./-]+(\.py)?:[A-Za-z_]\w*$")  # file, URI or module
 
 
 @dataclass(frozen=True)
