@@ -16,24 +16,20 @@ from pathlib import Path
 from google.protobuf import json_format
 from kfp import compiler
 
+from ..core import storage
 from .cluster_options import ClusterOptions, check_image
 from .params import typed_params
 from .pipeline import build_pipeline
 
 
 def compile_pipeline(path: str | Path, image: str, cluster: ClusterOptions = ClusterOptions(),
-                     params: Mapping[str, str] | None = None) -> Path:
-    """Writes the compiled pipeline to `path` atomically and returns it."""
+                     params: Mapping[str, str] | None = None) -> str:
+    """Writes the compiled pipeline to `path` (a local path or a URI) whole or not at all; returns it."""
     pipeline = build_pipeline(check_image(image), cluster)
     defaults = typed_params(json_format.MessageToDict(pipeline.pipeline_spec), params or {}, require_all=False)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".yaml", dir=path.parent)
-    os.close(descriptor)
-    try:
-        compiler.Compiler().compile(pipeline, temp, pipeline_parameters=defaults)
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
-    return path
+    with tempfile.TemporaryDirectory(prefix="shardflow-compile-") as scratch:  # kfp writes to a local file
+        compiled = os.path.join(scratch, "pipeline.yaml")
+        compiler.Compiler().compile(pipeline, compiled, pipeline_parameters=defaults)
+        with open(compiled, "rb") as source:
+            storage.write_bytes(str(path), source.read())
+    return str(path)

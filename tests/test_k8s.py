@@ -59,7 +59,7 @@ def base() -> list[dict]:
 def pipeline_spec(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The compiled shardflow pipeline's IR: what the CronJob's package will be."""
     path = compile_pipeline(tmp_path_factory.mktemp("ir") / "pipeline.yaml", EXAMPLE_IMAGE)
-    return next(yaml.safe_load_all(path.read_text()))
+    return next(yaml.safe_load_all(Path(path).read_text()))
 
 
 def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict]) -> None:

@@ -24,8 +24,8 @@ CLUSTER_FLAGS = ["--mount-pvc", MOUNTS[0], "--mount-pvc", MOUNTS[1], "--node-sel
                  "--toleration", "nvidia.com/gpu:NoSchedule", "--toleration", "dedicated=ml:NoExecute"]
 
 
-def _documents(path: Path) -> tuple[dict, dict]:
-    spec, *platform = yaml.safe_load_all(path.read_text())
+def _documents(path: str | Path) -> tuple[dict, dict]:
+    spec, *platform = yaml.safe_load_all(Path(path).read_text())
     return spec, (platform[0] if platform else {})
 
 

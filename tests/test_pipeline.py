@@ -35,7 +35,7 @@ def _without_version(text: str) -> str:
 
 
 def test_compiled_pipeline_equals_the_golden_yaml(tmp_path: Path) -> None:
-    compiled = compile_pipeline(tmp_path / "pipeline.yaml", GOLDEN_IMAGE).read_text()
+    compiled = Path(compile_pipeline(tmp_path / "pipeline.yaml", GOLDEN_IMAGE)).read_text()
     assert _without_version(compiled) == _without_version(GOLDEN.read_text()), (
         "the compiled pipeline changed: review the diff, then regenerate with `make golden`")
     golden_target = (Path(__file__).parents[1] / "Makefile").read_text().split("\ngolden:")[1].split("\n\n")[0]
