@@ -12,6 +12,7 @@ from typing import Iterator
 
 import pytest
 
+from gcs_server import GcsServer
 from s3_server import S3Server
 
 _exit_status: list[int] = []
@@ -30,6 +31,24 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsServer]:
+    """fake-gcs-server for the session; STORAGE_EMULATOR_HOST points google-cloud-storage at it."""
+    from shardflow.core import storage
+
+    server = GcsServer(tmp_path_factory.mktemp("gcs"))
+    saved = os.environ.get("STORAGE_EMULATOR_HOST")
+    os.environ.update(server.env)
+    storage._object_io.cache_clear()  # a gs:// client made before would not know the emulator
+    yield server
+    storage._object_io.cache_clear()
+    server.stop()
+    if saved is None:
+        os.environ.pop("STORAGE_EMULATOR_HOST", None)
+    else:
+        os.environ["STORAGE_EMULATOR_HOST"] = saved
 
 
 @pytest.fixture

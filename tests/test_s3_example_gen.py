@@ -21,7 +21,6 @@ import pytest
 from helpers_images import png_bytes, random_pixels, write_csv, write_png
 from helpers_s3 import get_bytes, list_keys, put_bytes, upload_tree
 from s3_server import ACCESS_KEY, SECRET_KEY
-from test_gcs_storage import gcs_server  # noqa: F401  (the module's fake-gcs-server fixture)
 from shardflow.cli import main as shardflow_main
 from shardflow.core.tfrecord import iter_records
 
@@ -260,3 +259,4 @@ def test_example_gen_on_gcs_equals_local_run(tmp_path, empty_cwd, request) -> No
     assert sorted(stored) == sorted(s["path"] for split in manifest["splits"].values() for s in split["shards"])
     for name in stored:
         assert client.bucket(bucket).blob(f"out/{name}").download_as_bytes() == (local_out / name).read_bytes()
+    assert not [k for k in server.keys(bucket) if ".staging" in k or ".tmp" in k], "staging objects left behind"

@@ -22,7 +22,6 @@ from shardflow.example_gen import run as example_gen
 from shardflow.transform import TransformConfig, run
 
 from helpers_images import write_csv, write_png
-from test_gcs_storage import gcs_server  # noqa: F401  (the fake-gcs-server fixture)
 
 TRAIN, EVAL = 12, 4
 USER_MODULE = '''
