@@ -11,7 +11,8 @@ import pytest
 from PIL import Image
 
 from helpers_images import write_png
-from shardflow.example_gen.images import BadCell, DataRoot, ImageRules, decode, encode
+from shardflow.example_gen.data_root import BadCell, DataRoot
+from shardflow.example_gen.images import ImageRules, decode, encode
 
 # ---------------------------------------------------------------- images
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from ..core.manifest import FeatureSpec
 from .config import ConfigError, ExampleGenConfig
-from .images import BadCell, DataRoot, ImageRules, RemoteDataRoot, decode, open_data_root
+from .data_root import BadCell, DataRoot, RemoteDataRoot, open_data_root
+from .images import ImageRules, decode
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
 LABEL_NAMES = ("y", "label", "labels", "class", "target", "category")

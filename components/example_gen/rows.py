@@ -11,7 +11,8 @@ from typing import Any
 from ..core.example_proto import encode_example
 from .columns import ColumnSpec, parse_value
 from .csv_index import Record
-from .images import BadCell, decode_image, encode_image, image_layout, open_data_root
+from .data_root import BadCell, open_data_root
+from .images import decode_image, encode_image, image_layout
 from .splitting import SplitAssigner
 
 
