@@ -50,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--min-shards", type=int, default=1, help="at least this many shards per split (multi-worker FILE sharding)")
     add("--max-reject-fraction", type=float, default=0.01, help="fail when more rows are rejected (default 0.01)")
     add("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject larger images (decompression bombs)")
+    add("--keep-exif-orientation", action="store_true",
+        help="store pixels as the file holds them (default: EXIF orientation applied, as viewers do)")
     add("--rows-per-chunk", type=int, help="rows per unit of Beam work (default: from the row count)")
     add("--progress-seconds", type=float, default=15.0, help="progress print interval")
     add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans (default 1)")
@@ -73,6 +75,7 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleG
         min_shards=args.min_shards,
         max_reject_fraction=args.max_reject_fraction,
         max_pixels=args.max_pixels,
+        keep_exif_orientation=args.keep_exif_orientation,
         rows_per_chunk=args.rows_per_chunk,
         beam_args=tuple(beam_args),
         progress_seconds=args.progress_seconds,

@@ -154,7 +154,8 @@ def _file_column(name: str, position: int, role: str, cells: list[str], root: Da
     is_mask = role == "mask"
     resize = config.per_column(config.resize, name, None)
     channels = None if is_mask else config.per_column(config.channels, name, None)
-    rules = ImageRules(config.max_pixels, channels, resize, nearest=is_mask)  # type: ignore[arg-type]
+    rules = ImageRules(config.max_pixels, channels, resize, nearest=is_mask,  # type: ignore[arg-type]
+                       exif_transpose=not config.keep_exif_orientation)
     storage = str(config.per_column(config.storage, name, "raw"))
     if is_mask and storage == "jpeg":
         raise ConfigError(f"column {name!r} is a mask: jpeg storage would change its class ids; use raw or png")

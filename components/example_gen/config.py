@@ -56,6 +56,7 @@ class ExampleGenConfig:
     min_shards: int = 1
     max_reject_fraction: float = 0.01
     max_pixels: int = DEFAULT_MAX_PIXELS
+    keep_exif_orientation: bool = False  # True: pixels as stored, EXIF orientation not applied
     rows_per_chunk: int | None = None  # None: chosen from the row count
     beam_args: tuple[str, ...] = ()
     progress_seconds: float = 15.0

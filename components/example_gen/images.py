@@ -1,6 +1,15 @@
 """One image's bytes checked and decoded: format and size checks, decode, convert, resize, encode.
 
 Every failure raises `BadCell` (see data_root.py) with a short `code` and a readable reason.
+Rules beyond Pillow's defaults: EXIF orientation is applied (unless the rules keep it raw); 1-, 2-
+and 4-bit grayscale masks keep their class ids (Pillow scales them to 0-255); 16-bit colour PNGs
+keep all 16 bits (Pillow keeps the high byte); the pixel limit is ours, not Pillow's.
+
+>>> out = io.BytesIO(); Image.new("1", (3, 2), 1).save(out, "PNG")  # a 1-bit grayscale PNG
+>>> decode(out.getvalue(), ImageRules(max_pixels=10, nearest=True))[0, :, 0].tolist()  # a mask
+[1, 1, 1]
+>>> decode(out.getvalue(), ImageRules(max_pixels=10))[0, :, 0].tolist()  # an image: Pillow's scale
+[255, 255, 255]
 """
 from __future__ import annotations
 
@@ -11,7 +20,7 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 from .data_root import BadCell
 
@@ -21,6 +30,12 @@ JPEG_MAGIC = b"\xff\xd8\xff"
 _NATIVE_MODES = {"L": ("uint8", 1), "RGB": ("uint8", 3), "RGBA": ("uint8", 4), "I;16": ("uint16", 1)}
 # The fast PNG path: (bit depth, colour type) → PIL mode (= raw mode) for plain 8-bit images.
 _FAST_PNG_MODES = {(8, 0): "L", (8, 2): "RGB", (8, 6): "RGBA"}
+# Low-bit grayscale PNG raw modes → the factor Pillow scales their values by (masks undo it).
+_LOW_BIT_GRAY = {"1": 255, "L;2": 85, "L;4": 17}
+# 16-bit colour PNGs: Pillow's 8-bit modes keep the high byte of each big-endian sample. A second
+# pass of the same C decoder with the raw mode below reads the other bytes (see `_join16`).
+_PNG16_SECOND_PASS = {"RGB;16B": "RGB;16L", "RGBA;16B": "RGBA;16L", "LA;16B": "RGBA"}
+_EXIF_ORIENTATION = 0x0112
 _PNG_CHUNK = struct.Struct(">I4s")
 _PNG_IHDR = struct.Struct(">IIBBBBB")
 
@@ -32,7 +47,8 @@ class ImageRules:
     max_pixels: int
     channels: str | None = None  # "gray" | "rgb" | None (keep)
     resize: tuple[int, int] | None = None  # (H, W)
-    nearest: bool = False  # masks: nearest-neighbour resize, palette indices kept
+    nearest: bool = False  # masks: nearest-neighbour resize, palette indices and class ids kept
+    exif_transpose: bool = True  # apply EXIF orientation as viewers do; False keeps the stored pixels
 
 
 def sniff_format(data: bytes) -> str:
@@ -71,36 +87,88 @@ def _fast_png(data: bytes, rules: ImageRules) -> Image.Image | None:
         return None
     width, height, depth, color, compression, filtering, interlace = header
     mode = _FAST_PNG_MODES.get((depth, color))
-    pixels = width * height
-    bomb_limit = Image.MAX_IMAGE_PIXELS  # beyond it PIL warns or refuses: leave that to PIL
-    if mode is None or compression or filtering or interlace or not pixels or (bomb_limit and pixels > bomb_limit):
+    if mode is None or compression or filtering or interlace or not width * height:
         return None
-    if pixels > rules.max_pixels:
-        raise BadCell("too_many_pixels", f"image of {width}x{height} exceeds the limit of {rules.max_pixels} pixels")
+    if width * height > rules.max_pixels:  # our limit, not Pillow's (see `_allow_pixels`)
+        raise _too_many(width, height, rules)
     try:
         return Image.frombytes(mode, (width, height), b"".join(idat), "zip", mode)
     except (ValueError, OSError):  # truncated or corrupt data: PIL's full path names the problem
         return None
 
 
-def decode_image(data: bytes, rules: ImageRules) -> Image.Image:
-    """The decoded, converted and resized image (PIL), checked against the pixel limit first."""
+def decode_image(data: bytes, rules: ImageRules) -> Image.Image | np.ndarray:
+    """The decoded, converted and resized image, checked against the pixel limit first.
+
+    A PIL image, or an HxWxC uint16 array for 16-bit colour, which no PIL mode holds.
+    """
     image_format = sniff_format(data)
+    _allow_pixels(rules.max_pixels)
     fast = _fast_png(data, rules) if image_format == "PNG" else None
     if fast is not None:
         return _finish(fast, rules)
+    image, rawmode = _load(data, image_format, rules)
+    if rawmode in _PNG16_SECOND_PASS:
+        second, _ = _load(data, image_format, rules, _PNG16_SECOND_PASS[rawmode])
+        return _finish16(_join16(rawmode, image, second), rules)
+    if rules.nearest and rawmode in _LOW_BIT_GRAY:  # a mask's class ids, not Pillow's 0-255 scale
+        scale = _LOW_BIT_GRAY[rawmode]
+        image = image.convert("L").point([value // scale for value in range(256)])
+    return _finish(image, rules)
+
+
+def _allow_pixels(max_pixels: int) -> None:
+    """Raises Pillow's process-wide bomb limit to the user's --max-pixels (never lowers it).
+
+    Our own check, made before any pixel is decoded, is the limit; Pillow's would otherwise call
+    images between its limit and --max-pixels corrupt. Only ever raised: safe across threads.
+    """
+    if Image.MAX_IMAGE_PIXELS is not None and Image.MAX_IMAGE_PIXELS < max_pixels:
+        Image.MAX_IMAGE_PIXELS = max_pixels
+
+
+def _too_many(width: int, height: int, rules: ImageRules) -> BadCell:
+    return BadCell("too_many_pixels", f"image of {width}x{height} exceeds the limit of {rules.max_pixels} pixels")
+
+
+def _load(data: bytes, image_format: str, rules: ImageRules,
+          rawmode: str | None = None) -> tuple[Image.Image, str | None]:
+    """Pillow's full decode (EXIF orientation applied if the rules say so) and the file's raw mode.
+
+    The raw mode names the bit depth and colour type (`L;2`, `RGB;16B`); `rawmode` replaces it.
+    """
     try:
         image = Image.open(io.BytesIO(data), formats=[image_format])
         width, height = image.size
         if width * height > rules.max_pixels:
-            raise BadCell("too_many_pixels", f"image of {width}x{height} exceeds the limit of {rules.max_pixels} pixels")
+            raise _too_many(width, height, rules)
+        file_rawmode = image.tile[0].args[0] if image_format == "PNG" and image.tile else None
+        if rawmode is not None:
+            image.tile = [tile._replace(args=(rawmode, *tile.args[1:])) for tile in image.tile]
         image.load()
+        if rules.exif_transpose and image.getexif().get(_EXIF_ORIENTATION, 1) != 1:
+            image = ImageOps.exif_transpose(image)
     except BadCell:
         raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:  # above our own limit too
+        raise BadCell("too_many_pixels", f"image exceeds the limit of {rules.max_pixels} pixels: {err}") from err
     except Exception as err:  # PIL raises many types for corrupt data
         detail = re.sub(r" at 0x[0-9a-f]+", "", str(err))  # PIL names a memory address: keep reasons stable
         raise BadCell("corrupt_image", f"corrupt or truncated image: {detail}") from err
-    return _finish(image, rules)
+    return image, file_rawmode if isinstance(file_rawmode, str) else None
+
+
+def _join16(rawmode: str, first: Image.Image, second: Image.Image) -> np.ndarray:
+    """The 16-bit samples from Pillow's two passes: high bytes from the first, low from the second.
+
+    Gray+alpha (Pillow decodes it as RGBA): the second pass holds gray-high, gray-low, alpha-high,
+    alpha-low; the gray is kept and alpha dropped, as for 8-bit gray+alpha.
+    """
+    low = np.asarray(second).astype(np.uint16)
+    if rawmode == "LA;16B":
+        return (low[:, :, 0] << 8 | low[:, :, 1])[:, :, None]
+    high = np.asarray(first).astype(np.uint16)
+    return high << 8 | low
 
 
 def _finish(image: Image.Image, rules: ImageRules) -> Image.Image:
@@ -111,20 +179,40 @@ def _finish(image: Image.Image, rules: ImageRules) -> Image.Image:
     return image
 
 
+def _finish16(pixels: np.ndarray, rules: ImageRules) -> Image.Image | np.ndarray:
+    """`_finish` for 16-bit samples: conversion and resize at 16 bits; one channel becomes I;16."""
+    if rules.channels == "gray" and pixels.shape[2] >= 3:  # Pillow's L weights (ITU-R 601-2), at 16 bits
+        weighted = pixels[:, :, :3].astype(np.uint64) @ np.array([19595, 38470, 7471], np.uint64)
+        pixels = ((weighted + 0x8000) >> 16).astype(np.uint16)[:, :, None]
+    elif rules.channels == "rgb" and pixels.shape[2] != 3:  # alpha dropped, or gray repeated
+        pixels = pixels[:, :, :3] if pixels.shape[2] == 4 else np.repeat(pixels, 3, axis=2)
+    if rules.resize and pixels.shape[:2] != rules.resize:
+        resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
+        size = (rules.resize[1], rules.resize[0])
+        planes = [np.asarray(Image.fromarray(pixels[:, :, c].astype(np.float32)).resize(size, resample))
+                  for c in range(pixels.shape[2])]  # float32 holds every uint16 exactly
+        pixels = np.clip(np.rint(np.stack(planes, axis=2)), 0, 65535).astype(np.uint16)
+    if pixels.shape[2] == 1:
+        return Image.fromarray(np.ascontiguousarray(pixels[:, :, 0]))  # mode I;16, as 16-bit gray PNGs
+    return np.ascontiguousarray(pixels)
+
+
 def decode(data: bytes, rules: ImageRules) -> np.ndarray:
     """Decoded pixels as an HxWxC array, converted and resized as the rules say."""
     return _to_array(decode_image(data, rules))
 
 
-def image_layout(image: Image.Image) -> tuple[str, tuple[int, int, int]]:
+def image_layout(image: Image.Image | np.ndarray) -> tuple[str, tuple[int, int, int]]:
     """dtype and (H, W, C) of a decoded image, without copying its pixels."""
+    if isinstance(image, np.ndarray):
+        return str(image.dtype), image.shape  # type: ignore[return-value]
     dtype = "uint16" if image.mode.startswith("I;16") else "uint8"
     return dtype, (image.size[1], image.size[0], len(image.getbands()))
 
 
-def encode_image(image: Image.Image, storage: str) -> bytes:
+def encode_image(image: Image.Image | np.ndarray, storage: str) -> bytes:
     """Payload bytes straight from the decoded image: raw row-major HWC bytes, or re-encoded."""
-    if storage == "raw":
+    if storage == "raw" and isinstance(image, Image.Image):
         return image.tobytes()
     return encode(_to_array(image), storage)
 
@@ -143,7 +231,7 @@ def _convert(image: Image.Image, rules: ImageRules) -> Image.Image:
     return image.convert("RGB")
 
 
-def _to_array(image: Image.Image) -> np.ndarray:
+def _to_array(image: Image.Image | np.ndarray) -> np.ndarray:
     array = np.asarray(image)
     if array.dtype != np.uint8:
         array = array.astype(np.uint16)
@@ -155,7 +243,9 @@ def _to_array(image: Image.Image) -> np.ndarray:
 def encode(pixels: np.ndarray, storage: str) -> bytes:
     """Payload bytes for the `storage` kind: raw row-major HWC bytes, or a re-encoded PNG/JPEG."""
     if storage == "raw":
-        return pixels.tobytes()
+        return pixels.astype("<u2").tobytes() if pixels.dtype == np.uint16 else pixels.tobytes()
+    if storage == "png" and pixels.dtype == np.uint16 and pixels.shape[2] > 1:
+        return _png16_bytes(pixels)
     squeezed = pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
     image = Image.fromarray(squeezed)  # a 2-D uint16 array becomes mode I;16
     out = io.BytesIO()
@@ -164,3 +254,16 @@ def encode(pixels: np.ndarray, storage: str) -> bytes:
     else:
         image.save(out, format="JPEG", quality=95)
     return out.getvalue()
+
+
+def _png16_bytes(pixels: np.ndarray) -> bytes:
+    """A 16-bit RGB/RGBA PNG (Pillow writes none): big-endian samples, filter 0, fast zlib."""
+    height, width, channels = pixels.shape
+    rows = np.zeros((height, 1 + width * channels * 2), np.uint8)  # each row: filter byte 0, then samples
+    rows[:, 1:] = pixels.astype(">u2").reshape(height, -1).view(np.uint8)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return _PNG_CHUNK.pack(len(body), kind) + body + zlib.crc32(kind + body).to_bytes(4, "big")
+
+    header = _PNG_IHDR.pack(width, height, 16, 2 if channels == 3 else 6, 0, 0, 0)
+    return PNG_MAGIC + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")

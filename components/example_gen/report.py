@@ -28,6 +28,7 @@ def ingest_ops(columns: list[ColumnSpec]) -> dict[str, dict[str, Any]]:
                 "resize": list(column.rules.resize) if column.rules.resize else None,
                 "resize_method": "nearest" if column.rules.nearest else "bilinear",
                 "channels": column.rules.channels,
+                "exif_orientation": "applied" if column.rules.exif_transpose else "ignored (pixels as stored)",
                 "storage": column.storage,
             }
     return ops
