@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import struct
+import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -77,3 +78,60 @@ def corrupt_idat(data: bytes) -> bytes:
     length = struct.unpack(">I", data[at - 4:at])[0]
     body = bytes(b ^ 0xFF for b in data[at + 4:at + 4 + length])
     return data[:at + 4] + body + data[at + 4 + length:]
+
+
+def _filtered(raw: bytes, prior: bytes, kind: int, bpp: int) -> bytes:
+    """One PNG scanline filtered with filter type `kind` (0 None, 1 Sub, 2 Up, 3 Average, 4 Paeth)."""
+    out = bytearray()
+    for i, value in enumerate(raw):
+        left, up = raw[i - bpp] if i >= bpp else 0, prior[i]
+        upper_left = prior[i - bpp] if i >= bpp else 0
+        if kind == 4:
+            estimate = left + up - upper_left
+            near = min((abs(estimate - left), 0, left), (abs(estimate - up), 1, up),
+                       (abs(estimate - upper_left), 2, upper_left))
+            predictor = near[2]
+        else:
+            predictor = (0, left, up, (left + up) // 2)[kind]
+        out.append((value - predictor) % 256)
+    return bytes(out)
+
+
+def png_file_bytes(samples: np.ndarray, bits: int, color_type: int, chunks: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
+    """PNG bytes written by hand, for what Pillow cannot write (1/2/4-bit gray, 16-bit colour).
+
+    `samples` is HxWxC; rows cycle through all five filter types, so the decoder's unfiltering is
+    exercised; `chunks` (type, body) go between IHDR and IDAT.
+    """
+    height, width, channels = samples.shape
+    bpp = max(1, bits * channels // 8)
+    rows, prior = [], bytes((width * channels * bits + 7) // 8)
+    for y in range(height):
+        if bits == 16:
+            raw = samples[y].astype(">u2").tobytes()
+        elif bits == 8:
+            raw = samples[y].astype(np.uint8).tobytes()
+        else:  # samples packed most significant bits first, each row padded to a whole byte
+            packed = "".join(format(int(v), f"0{bits}b") for v in samples[y].ravel())
+            raw = int(packed.ljust(len(prior) * 8, "0"), 2).to_bytes(len(prior), "big")
+        kind = y % 5
+        rows.append(bytes([kind]) + _filtered(raw, prior, kind, bpp))
+        prior = raw
+    return png_from_chunks(width, height, bits, color_type, [*chunks, (b"IDAT", zlib.compress(b"".join(rows)))])
+
+
+def png_from_chunks(width: int, height: int, bits: int, color_type: int, chunks: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """PNG bytes: signature, IHDR, the given (type, body) chunks, IEND; lengths and CRCs computed."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, bits, color_type, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + b"".join(chunk(kind, body) for kind, body in chunks)
+            + chunk(b"IEND", b""))
+
+
+def exif_with_orientation(orientation: int) -> Image.Exif:
+    """EXIF data holding only an orientation tag (6: the camera was turned 90 degrees clockwise)."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return exif

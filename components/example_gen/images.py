@@ -142,9 +142,9 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
         width, height = image.size
         if width * height > rules.max_pixels:
             raise _too_many(width, height, rules)
-        file_rawmode = image.tile[0].args[0] if image_format == "PNG" and image.tile else None
-        if rawmode is not None:
-            image.tile = [tile._replace(args=(rawmode, *tile.args[1:])) for tile in image.tile]
+        file_rawmode = _rawmode(image.tile[0].args) if image_format == "PNG" and image.tile else None
+        if rawmode is not None:  # PNG tiles' args are the raw mode alone
+            image.tile = [tile._replace(args=rawmode) for tile in image.tile]
         image.load()
         if rules.exif_transpose and image.getexif().get(_EXIF_ORIENTATION, 1) != 1:
             image = ImageOps.exif_transpose(image)
@@ -155,7 +155,13 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
     except Exception as err:  # PIL raises many types for corrupt data
         detail = re.sub(r" at 0x[0-9a-f]+", "", str(err))  # PIL names a memory address: keep reasons stable
         raise BadCell("corrupt_image", f"corrupt or truncated image: {detail}") from err
-    return image, file_rawmode if isinstance(file_rawmode, str) else None
+    return image, file_rawmode
+
+
+def _rawmode(args: object) -> str | None:
+    """The raw mode in a tile's decoder args: the args themselves (PNG) or their first item."""
+    first = args[0] if isinstance(args, tuple) and args else args
+    return first if isinstance(first, str) else None
 
 
 def _join16(rawmode: str, first: Image.Image, second: Image.Image) -> np.ndarray:
