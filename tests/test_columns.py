@@ -63,12 +63,14 @@ def test_role_overrides(tmp_path: Path) -> None:
     no_label = detect_columns(["img", "y", "site"], [[r[0], r[2], r[3]] for r in samples],
                               minimal_config(tmp_path, roles=(("y", "metadata"),)))
     assert [s.role for s in no_label] == ["image", "metadata", "metadata"], "site must not become the label"
-    os.rename(tmp_path / "root/seg", tmp_path / "root/files")  # extensionless names: not detected ...
+    os.rename(tmp_path / "root/seg", tmp_path / "root/files")  # extensionless names: sniffed as PNG ...
     for i in range(len(samples)):
         os.rename(tmp_path / f"root/files/{i}.png", tmp_path / f"root/files/{i}")
     plain = [[f"files/{i}", r[2]] for i, r in enumerate(samples)]
-    assert detect_columns(["m", "y"], plain, minimal_config(tmp_path))[0].role == "metadata"
-    forced = detect_columns(["m", "y"], plain, minimal_config(tmp_path, roles=(("m", "mask"),)))  # ... unless forced
+    assert detect_columns(["m", "y"], plain, minimal_config(tmp_path))[0].role == "image"  # (issue 13, item 6)
+    kept = detect_columns(["m", "y"], plain, minimal_config(tmp_path, roles=(("m", "metadata"),)))
+    assert kept[0].role == "metadata"  # --role overrides the sniffing
+    forced = detect_columns(["m", "y"], plain, minimal_config(tmp_path, roles=(("m", "mask"),)))
     assert _summary(forced)["m"] == ("mask", "uint8", (8, 8, 1))
 
 

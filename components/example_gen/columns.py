@@ -3,10 +3,16 @@
 A column whose cells name image files (.png/.jpg/.jpeg) is an image column, or a mask column when
 its name says so (mask, msk, seg). Other columns are typed int, float or string from their cells;
 one of them is the label (named y/label/class/target, or the only non-file column), the rest are
-metadata carried into every example for slicing.
+metadata carried into every example for slicing. A column whose cells name files with another
+extension (or none) is an image column when the files are PNG or JPEG, else an error naming it.
+
+Integer cells are plain decimal integers (`-12`, not `1_000` or `١٢`); float cells are decimals
+with an optional exponent, or nan/inf.
 
 >>> guess_value_dtype(["1", "2"]), guess_value_dtype(["1", "2.5"]), guess_value_dtype(["a"])
 ('int64', 'float32', 'string')
+>>> guess_value_dtype(["1_000", "2_000"]), parse_value("-7", "int64")
+('string', -7)
 """
 from __future__ import annotations
 
@@ -18,12 +24,19 @@ from dataclasses import dataclass
 from ..core.manifest import FeatureSpec
 from .config import ConfigError, ExampleGenConfig
 from .data_root import BadCell, DataRoot, RemoteDataRoot, open_data_root
-from .images import ImageRules, decode
+from .images import ImageRules, decode, sniff_format
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
 LABEL_NAMES = ("y", "label", "labels", "class", "target", "category")
 FLOAT32_MAX = 3.4028234663852886e38
 _MASK_NAME = re.compile(r"(mask|msk|seg)", re.IGNORECASE)
+# Python's int()/float() also take "1_000", " 7", Unicode digits: a cell must be written as below.
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+# Formats named in the error for a column of files shardflow cannot decode.
+_OTHER_FORMATS = ((b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"), (b"GIF8", "GIF"), (b"BM", "BMP"),
+                  (b"RIFF", "RIFF (WebP?)"), (b"%PDF", "PDF"), (b"\x00\x00\x00", "ISO media (HEIC/AVIF?)"))
+FILE_PROBES = 3  # cells of a value column tried as files under the data root
 
 
 @dataclass(frozen=True)
@@ -55,11 +68,11 @@ def guess_value_dtype(cells: list[str]) -> str:
     values = [c for c in cells if c]
     if not values:
         return "string"
-    for dtype, parse in (("int64", int), ("float32", float)):
+    for dtype in ("int64", "float32"):
         parsed = 0
         for value in values:
             try:
-                parse(value)
+                parse_value(value, dtype)
                 parsed += 1
             except ValueError:
                 pass
@@ -71,11 +84,15 @@ def guess_value_dtype(cells: list[str]) -> str:
 def parse_value(cell: str, dtype: str) -> int | float | str:
     """The cell as the column's type; ValueError names the value."""
     if dtype == "int64":
+        if not _INT.fullmatch(cell):
+            raise ValueError(f"{cell!r} is not a plain decimal integer")
         value = int(cell)
         if not -(2**63) <= value < 2**63:
             raise ValueError(f"{cell!r} is outside the int64 range")
         return value
     if dtype == "float32":
+        if not _FLOAT.fullmatch(cell):
+            raise ValueError(f"{cell!r} is not a decimal number")
         value = float(cell)
         if math.isfinite(value) and abs(value) > FLOAT32_MAX:
             raise ValueError(f"{cell!r} is outside the float32 range")
@@ -89,13 +106,49 @@ def _looks_like_files(cells: list[str]) -> bool:
     return bool(values) and hits * 2 >= len(values)
 
 
-def _base_roles(header: list[str], samples: list[list[str]], overrides: dict[str, str]) -> dict[str, str]:
+def _format_name(data: bytes, cell: str) -> str:
+    for magic, name in _OTHER_FORMATS:
+        if data.startswith(magic):
+            return name
+    base = cell.rpartition("/")[2]
+    return f".{base.rpartition('.')[2]} files" if "." in base else "an unknown format"
+
+
+def _names_images(name: str, cells: list[str], root: DataRoot | RemoteDataRoot) -> bool:
+    """Whether a column without image extensions names PNG/JPEG files under the data root (sniffed).
+
+    Files of another format are a ConfigError naming the column and the format: left as strings,
+    the column would silently become metadata."""
+    probed = list(dict.fromkeys(c for c in cells if c))[:FILE_PROBES]
+    files = []
+    for cell in probed:
+        try:
+            files.append((cell, root.read(cell)))
+        except BadCell:
+            continue
+    if not files or len(files) * 2 < len(probed):
+        return False
+    unreadable = []
+    for cell, data in files:
+        try:
+            sniff_format(data)
+        except BadCell:
+            unreadable.append((cell, _format_name(data, cell)))
+    if len(unreadable) * 2 < len(files):
+        return True
+    cell, form = unreadable[0]
+    raise ConfigError(f"column {name!r} names files in {form} (e.g. {cell!r}), which shardflow cannot read: convert "
+                      f"them to PNG or JPEG, or pass --role {name}=metadata to keep the paths as strings")
+
+
+def _base_roles(header: list[str], samples: list[list[str]], overrides: dict[str, str],
+                root: DataRoot | RemoteDataRoot) -> dict[str, str]:
     roles: dict[str, str] = {}
     for position, name in enumerate(header):
         cells = [row[position] for row in samples]
         if name in overrides:
             roles[name] = overrides[name]
-        elif _looks_like_files(cells):
+        elif _looks_like_files(cells) or _names_images(name, cells, root):
             roles[name] = "mask" if _MASK_NAME.search(name) else "image"
         else:
             roles[name] = "value"
@@ -132,12 +185,15 @@ def _probe_shape(name: str, cells: list[str], root: DataRoot | RemoteDataRoot,
 
 def detect_columns(header: list[str], samples: list[list[str]], config: ExampleGenConfig) -> list[ColumnSpec]:
     """The column specs of an index, from its header and sampled rows (cells as parsed)."""
-    overrides = dict(config.roles)
-    unknown = sorted(set(overrides) - set(header))
+    data_like = [name for name in header if name.lower().endswith(IMAGE_EXTENSIONS)]
+    if data_like:  # a headerless CSV: its first data row was read as the header
+        raise ConfigError(f"the index has no header row: its first row names image files ({data_like[0]!r}); "
+                          f"add a header row such as image,label")
+    unknown = sorted(set(dict(config.roles)) - set(header))
     if unknown:
         raise ConfigError(f"--role names columns {unknown} that the index header {header} lacks")
-    roles = _base_roles(header, samples, overrides)
     root = open_data_root(config.data_root)
+    roles = _base_roles(header, samples, dict(config.roles), root)
     specs = []
     for position, name in enumerate(header):
         role = roles[name]

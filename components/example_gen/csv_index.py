@@ -1,31 +1,47 @@
 """CSV index files cut into chunks of rows by byte offset, so workers read their own rows.
 
-The driver scans each file once in binary (no parsing), tracking quote parity so that a newline
-inside a quoted cell does not end a record (RFC 4180: an escaped quote `""` keeps the parity).
-Workers then seek to a chunk and parse it record by record: one malformed record is one rejected
-row, never a lost chunk. Index files may be local or s3:// / gs:// URIs (read through `storage`,
-whose remote streams are seekable: a chunk costs one ranged read).
+The dialect (RFC 4180 as spreadsheets write it, read as Python's csv module reads it): a UTF-8
+byte-order mark is dropped; a `"` that starts a cell opens a quoted cell (`""` inside is one
+quote; commas, line breaks and leading or trailing spaces inside are kept); a `"` anywhere else
+is a literal character (`12" vinyl`). Unquoted cells are stripped of spaces. Header columns with
+no name are dropped when they are empty in every row.
+
+The driver scans each file once in binary, tracking only whether a line ends inside a quoted cell.
+A quoted cell may go on over several lines only when the record it makes parses with the header's
+number of fields; otherwise its first line is a record of its own (one rejected row) and the lines
+after it are scanned again, so a broken quote costs at most its own line. Workers seek to a chunk
+and run the same scanner from the same record boundary, so they find the same records. Index
+files may be local or s3:// / gs:// URIs (read through `storage`: a chunk costs one ranged read).
 
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "i.csv")
->>> _ = open(path, "w").write('x,y\\na.png,1\\n"b,c.png",2\\n')
->>> header, chunks = plan_chunks(path, index_id=0, rows_per_chunk=1)
+>>> _ = open(path, "w").write('x,y\\na.png,1\\n"b,c.png",2\\nd.png,12" vinyl\\n')
+>>> header, chunks = plan_chunks(path, index_id=0, rows_per_chunk=2)
 >>> header, [(c.first_row, c.num_rows) for c in chunks]
-(['x', 'y'], [(1, 1), (2, 1)])
+(['x', 'y'], [(1, 2), (3, 1)])
 >>> [r.cells for r in read_chunk(chunks[1])]
-[['b,c.png', '2']]
+[['d.png', '12" vinyl']]
 """
 from __future__ import annotations
 
 import csv
 import io
+import re
+from collections import deque
 from dataclasses import dataclass
 from typing import Generator, Iterable, Iterator
 
 from ..core import storage
+from ..core.errors import ConfigError
+
+BOM = b"\xef\xbb\xbf"
+MAX_RECORD_BYTES = 1 << 20  # a quoted cell running longer than this is a broken quote, not a cell
+_CELL = rb'(?:"[^"]*(?:""[^"]*)*"|[^",\r\n][^,\r\n]*|)'
+# A line of well-formed cells: its quotes are all closed (the regex is a fast path of _open_at_end).
+_WELL_QUOTED = re.compile(_CELL + rb"(?:," + _CELL + rb")*\r?\n?")
 
 
-class IndexFileError(ValueError):
+class IndexFileError(ConfigError):
     """The index file as a whole is unusable (no header, duplicate column names, not UTF-8)."""
 
 
@@ -40,7 +56,8 @@ class Chunk:
     end: int
     first_row: int
     num_rows: int
-    num_fields: int
+    num_fields: int  # fields of a well-formed record, unnamed columns included
+    keep: tuple[int, ...] | None = None  # positions of the named columns, when some have no name
 
 
 @dataclass(frozen=True)
@@ -50,46 +67,100 @@ class Record:
     error: str = ""
 
 
-def _iter_records(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
-    """(start offset, raw bytes) of each record; blank lines are skipped.
+def _open_at_end(line: bytes, in_quote: bool) -> bool:
+    """Whether `line` ends inside a quoted cell, given whether it starts inside one.
 
-    A quote left open at the end of the data (a stray `"`) would swallow every later line into
-    one record; instead its first line becomes a record of its own (it fails to parse, one
-    rejected row) and the lines after it are scanned again.
+    Only a quote at the start of a cell opens one; text after a closing quote (malformed, the
+    parser rejects it) is skipped up to the next comma, as the parser's cell boundaries are.
     """
-    start, leftover = yield from _scan(stream, 0)
-    while leftover:
-        if leftover[0].strip(b"\r\n"):
-            yield start, leftover[0]
-        start, leftover = yield from _scan(leftover[1:], start + len(leftover[0]))
-
-
-def _scan(lines: Iterable[bytes], offset: int) -> Generator[tuple[int, bytes], None, tuple[int, list[bytes]]]:
-    """Yields the records whose quotes balance; returns the start and lines of one still open at the end."""
-    pending: list[bytes] = []  # a list, not bytes +=: a long open record stays linear
-    quotes = 0
-    start = offset
-    for line in lines:
-        offset += len(line)
-        if pending:
-            pending.append(line)
-            quotes += line.count(b'"')
-            if quotes % 2:
+    i = 0
+    while True:
+        if in_quote:
+            j = line.find(b'"', i)
+            if j < 0:
+                return True
+            if line.startswith(b'"', j + 1):  # "" is an escaped quote
+                i = j + 2
                 continue
-            line, pending, quotes = b"".join(pending), [], 0
-        elif line.count(b'"') % 2:  # opens a quoted cell that goes on past this line
-            pending, quotes = [line], 1
+            in_quote, i = False, j + 1
+        elif line.startswith(b'"', i):
+            in_quote, i = True, i + 1
             continue
-        if line.strip(b"\r\n"):
-            yield start, line
-        start = offset
-    return start, pending
+        j = line.find(b",", i)
+        if j < 0:
+            return False
+        i = j + 1
+
+
+class _Records:
+    """(start offset, raw bytes) of each record of a binary line stream; blank lines are skipped.
+
+    `num_fields` (set once the header is known) decides whether a quoted cell over several lines
+    makes a well-formed record. `file_start`: the stream starts at the file's first byte (BOM).
+    """
+
+    def __init__(self, stream: Iterable[bytes], num_fields: int | None = None, file_start: bool = False) -> None:
+        self.stream, self.num_fields, self.file_start = stream, num_fields, file_start
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        lines: Iterator[bytes] = iter(self.stream)
+        offset = 0
+        if self.file_start:  # not itertools.chain: it would slow every line down by a fifth
+            first = next(lines, b"")
+            if first.startswith(BOM):
+                first, offset = first[len(BOM):], len(BOM)
+            offset = yield from self._quoted(first, lines, offset)  # takes quote-free lines too
+        for line in lines:  # the fast loop: most lines hold no quote at all
+            if b'"' in line and not _WELL_QUOTED.fullmatch(line) and _open_at_end(line, False):
+                offset = yield from self._quoted(line, lines, offset)
+                continue
+            if line.strip(b"\r\n"):
+                yield offset, line
+            offset += len(line)
+
+    def _quoted(self, first: bytes, lines: Iterator[bytes],
+                offset: int) -> Generator[tuple[int, bytes], None, int]:
+        """The records from `first` on, until no line is left to scan again; returns the offset."""
+        queue = deque([first])
+        while queue:
+            line = queue.popleft()
+            if not _open_at_end(line, False):
+                if line.strip(b"\r\n"):
+                    yield offset, line
+                offset += len(line)
+                continue
+            parts, size, closed = [line], len(line), False
+            while size <= MAX_RECORD_BYTES:
+                more = queue.popleft() if queue else next(lines, None)
+                if more is None:
+                    break
+                parts.append(more)
+                size += len(more)
+                if not _open_at_end(more, True):
+                    closed = True
+                    break
+            record = b"".join(parts)
+            if closed and self._well_formed(record):
+                yield offset, record
+                offset += len(record)
+                continue
+            yield offset, line  # a broken quote: its own line only
+            offset += len(line)
+            queue.extendleft(reversed(parts[1:]))
+        return offset
+
+    def _well_formed(self, record: bytes) -> bool:
+        try:
+            cells = _parse(record)
+        except (csv.Error, UnicodeDecodeError):
+            return False
+        return self.num_fields is None or len(cells) == self.num_fields
 
 
 def _split_plain(raw: bytes) -> list[str] | None:
-    """The cells of a record with no quotes, NULs or inner line breaks, or None for the csv module.
+    """The cells of a record with no quotes, NULs or inner line breaks, or None for `_parse_quoted`.
 
-    Such a record parses the same by splitting on commas, several times faster than csv.reader.
+    Such a record parses the same by splitting on commas, several times faster.
     """
     line = raw[:-1] if raw.endswith(b"\n") else raw
     if line.endswith(b"\r"):
@@ -99,23 +170,57 @@ def _split_plain(raw: bytes) -> list[str] | None:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
-        return None  # csv's path reports it
+        return None  # the slow path reports it
     return [cell.strip() for cell in text.split(",")]
+
+
+def _parse_quoted(text: str) -> list[str]:
+    """The cells of one record (without its line ending); csv.Error when it is malformed."""
+    cells: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        if text.startswith('"', i):  # a quoted cell: kept as written, spaces included
+            parts, i = [], i + 1
+            while True:
+                j = text.find('"', i)
+                if j < 0:
+                    raise csv.Error(f"unexpected end of record in quoted cell {len(cells) + 1}")
+                parts.append(text[i:j])
+                if not text.startswith('"', j + 1):
+                    break
+                parts.append('"')
+                i = j + 2
+            cells.append("".join(parts))
+            i = j + 1
+            if i == n:
+                return cells
+            if text[i] != ",":
+                raise csv.Error(f"',' expected after the closing quote of cell {len(cells)}, found {text[i]!r}")
+            i += 1
+            continue
+        j = text.find(",", i)
+        cell = text[i:] if j < 0 else text[i:j]
+        if "\n" in cell or "\r" in cell:
+            raise csv.Error(f"line break in unquoted cell {len(cells) + 1}")
+        cells.append(cell.strip())
+        if j < 0:
+            return cells
+        i = j + 1
 
 
 def _parse(raw: bytes) -> list[str]:
     plain = _split_plain(raw)
     if plain is not None:
         return plain
-    rows = list(csv.reader(io.StringIO(raw.decode("utf-8")), strict=True))
-    if len(rows) != 1:
-        raise csv.Error(f"expected one record, found {len(rows)}")
-    return [cell.strip() for cell in rows[0]]
+    text = raw.decode("utf-8")
+    text = text[:-1] if text.endswith("\n") else text
+    return _parse_quoted(text[:-1] if text.endswith("\r") else text)
 
 
 def read_header(path: str) -> list[str]:
+    """The header's column names as written ("" for a column with no name), checked."""
     with storage.open_read(path) as stream:
-        return _header(path, _iter_records(stream))
+        return _header(path, iter(_Records(stream, file_start=True)))
 
 
 def _header(path: str, records: Iterator[tuple[int, bytes]]) -> list[str]:
@@ -125,33 +230,55 @@ def _header(path: str, records: Iterator[tuple[int, bytes]]) -> list[str]:
             header = _parse(raw)
         except (csv.Error, UnicodeDecodeError) as err:
             raise IndexFileError(f"{path}: header does not parse: {err}") from err
-        if len(set(header)) != len(header) or not all(header):
-            raise IndexFileError(f"{path}: header has empty or duplicate column names: {header}")
+        named = [name for name in header if name]
+        if not named:
+            raise IndexFileError(f"{path}: the header row has no column names: {header}")
+        if len(set(named)) != len(named):
+            duplicates = sorted({name for name in named if named.count(name) > 1})
+            raise IndexFileError(f"{path}: header has duplicate column names {duplicates}")
         return header
-    raise IndexFileError(f"{path}: empty index file (no header)")
+    raise IndexFileError(f"{path}: empty index file (no header row, no rows)")
+
+
+def _check_unnamed(path: str, header: list[str], row: int, raw: bytes) -> None:
+    """A column with no name may only be empty (Excel's trailing columns); else the user must name it."""
+    try:
+        cells = _parse(raw)
+    except (csv.Error, UnicodeDecodeError):
+        return  # rejected as malformed when read
+    if len(cells) != len(header):
+        return
+    for position, name in enumerate(header):
+        if not name and cells[position]:
+            raise IndexFileError(f"{path}: column {position + 1} of the header has no name, but data row {row} "
+                                 f"has {cells[position]!r} there; name the column or delete it")
 
 
 def plan_chunks(path: str, index_id: int, rows_per_chunk: int) -> tuple[list[str], list[Chunk]]:
-    """The header and the chunks of an index file, from one binary scan."""
+    """The header (named columns) and the chunks of an index file, from one binary scan."""
     chunks: list[Chunk] = []
     with storage.open_read(path) as stream:
-        records = _iter_records(stream)
+        scanner = _Records(stream, file_start=True)
+        records = iter(scanner)
         header = _header(path, records)
+        scanner.num_fields = len(header)
+        keep = None if all(header) else tuple(p for p, name in enumerate(header) if name)
         start = end = None
-        count = 0
-        row = 0
+        count = row = 0
         for offset, raw in records:
             row += 1
+            if keep is not None:
+                _check_unnamed(path, header, row, raw)
             if start is None:
                 start, count = offset, 0
             count += 1
             end = offset + len(raw)
             if count == rows_per_chunk:
-                chunks.append(Chunk(index_id, len(chunks), path, start, end, row - count + 1, count, len(header)))
+                chunks.append(Chunk(index_id, len(chunks), path, start, end, row - count + 1, count, len(header), keep))
                 start = None
         if start is not None:
-            chunks.append(Chunk(index_id, len(chunks), path, start, end, row - count + 1, count, len(header)))
-    return header, chunks
+            chunks.append(Chunk(index_id, len(chunks), path, start, end, row - count + 1, count, len(header), keep))
+    return [name for name in header if name], chunks
 
 
 def read_chunk(chunk: Chunk) -> Iterator[Record]:
@@ -159,7 +286,8 @@ def read_chunk(chunk: Chunk) -> Iterator[Record]:
     with storage.open_read(chunk.path) as stream:
         stream.seek(chunk.start)
         data = stream.read(chunk.end - chunk.start)
-    for number, (_, raw) in enumerate(_iter_records(io.BufferedReader(io.BytesIO(data))), chunk.first_row):
+    records = _Records(io.BufferedReader(io.BytesIO(data)), chunk.num_fields)
+    for number, (_, raw) in enumerate(records, chunk.first_row):
         try:
             cells = _parse(raw)
         except (csv.Error, UnicodeDecodeError) as err:
@@ -167,10 +295,19 @@ def read_chunk(chunk: Chunk) -> Iterator[Record]:
             continue
         if len(cells) != chunk.num_fields:
             yield Record(number, None, f"malformed CSV record: {len(cells)} fields, the header has {chunk.num_fields}")
+        elif chunk.keep is not None:
+            yield Record(number, [cells[p] for p in chunk.keep])
         else:
             yield Record(number, cells)
 
 
 def count_rows(path: str) -> int:
+    """The number of data records (the same records `plan_chunks` finds)."""
     with storage.open_read(path) as stream:
-        return max(0, sum(1 for _ in _iter_records(stream)) - 1)
+        scanner = _Records(stream, file_start=True)
+        records = iter(scanner)
+        try:
+            scanner.num_fields = len(_header(path, records))
+        except IndexFileError:
+            return 0  # plan_chunks reports it
+        return sum(1 for _ in records)
