@@ -2,16 +2,25 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
+import warnings
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Before anything imports TensorFlow or the google clients (here, in Beam worker processes and in
+# kfp.local's subprocesses, which inherit the environment): level 3 hides TF's "Unable to register
+# cuDNN/cuFFT/cuBLAS factory" lines (logged at ERROR on every start, GPU or not); google-api-core's
+# FutureWarnings about the Python version are not the user's business. Set either to see them.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning:google.api_core._python_version_support")
+warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
 
 from . import __version__  # noqa: E402
+from .core.beam_options import BEAM_OPTION_NAMES, unknown_flags  # noqa: E402
 from .evaluator import cli as evaluator_cli  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
-from .core.errors import ConfigError  # noqa: E402
+from .core.errors import ConfigError, ShardflowError  # noqa: E402
 from .pusher import cli as pusher_cli  # noqa: E402
 from .pipelines import cli as pipeline_cli  # noqa: E402
 from .pipelines import schedule as schedule_cli  # noqa: E402
@@ -29,7 +38,7 @@ def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
     return 0
 
 
-# (name, help, add_arguments, handler, passes unknown flags through as Beam options)
+# (name, help, add_arguments, handler, passes Beam's own options through)
 _COMMANDS = (
     ("example-gen", "CSV indexes of files → sharded TFRecords (Beam)",
      example_gen_cli.add_arguments, example_gen_cli.main, True),
@@ -39,9 +48,8 @@ _COMMANDS = (
      validation_cli.add_arguments, validation_cli.main, False),
     ("train", "stream shards through tf.data into a Keras model, export it",
      trainer_cli.add_arguments, trainer_cli.main, False),
-    # evaluate reports unknown flags itself (exit 2), so they reach it
     ("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli.add_arguments,
-     evaluator_cli.main, True),
+     evaluator_cli.main, False),
     ("push", "copy a blessed model to a serving directory and repoint CURRENT.json",
      pusher_cli.add_arguments, pusher_cli.main, False),
     ("compile", "compile the pipeline to KFP v2 IR for a Kubeflow cluster",
@@ -62,23 +70,39 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text, add_arguments, handler, passes_beam_args in _COMMANDS:
         command = commands.add_parser(name, help=help_text)
         add_arguments(command)
-        command.set_defaults(handler=handler, passes_beam_args=passes_beam_args)
+        command.set_defaults(handler=handler, passes_beam_args=passes_beam_args, command_parser=command)
     demo = commands.add_parser("demo-data", help="write the digits and segmentation demo data sets")
     demo.add_argument("--output", required=True)
-    demo.set_defaults(handler=_demo_data, passes_beam_args=False)
+    demo.set_defaults(handler=_demo_data, passes_beam_args=False, command_parser=demo)
     return parser
 
 
+def _check_extra_flags(args: argparse.Namespace, extra: list[str]) -> None:
+    """Flags the command does not define: Beam's own options pass through (example-gen, transform),
+    anything else is a typo — Beam would only warn and the run would use the default."""
+    unknown = unknown_flags(extra) if args.passes_beam_args else extra
+    if not unknown:
+        return
+    known = [s for action in args.command_parser._actions for s in action.option_strings]
+    if args.passes_beam_args:
+        known += [f"--{name}" for name in BEAM_OPTION_NAMES]
+    flag = unknown[0].partition("=")[0]
+    close = difflib.get_close_matches(flag, known, n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    what = (f"neither a shardflow {args.command} option nor a Beam pipeline option" if args.passes_beam_args
+            else f"not a shardflow {args.command} option")
+    raise ConfigError(f"unknown option {flag} ({what}){hint}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra and not args.passes_beam_args:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    """Runs one command; the only place a ShardflowError becomes one line on stderr and an exit status."""
+    args, extra = build_parser().parse_known_args(argv)
     try:
+        _check_extra_flags(args, extra)
         return args.handler(args, extra)
-    except ConfigError as err:
+    except ShardflowError as err:
         print(f"shardflow {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return err.exit_code
 
 
 if __name__ == "__main__":

@@ -178,9 +178,9 @@ def test_blessed_when_thresholds_hold_and_nothing_regressed(tmp_path: Path, band
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    cli.add_arguments(parser)
-    return cli.main(parser.parse_args(argv), [])
+    from shardflow.cli import main  # maps the component's errors to exit codes (the adapter raises)
+
+    return main(["evaluate", *argv])
 
 
 def test_not_blessed_when_a_threshold_fails_but_exit_code_is_zero(tmp_path: Path, bands: Path, models: dict) -> None:

@@ -86,9 +86,9 @@ def _json(out: Path) -> dict:
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    cli.add_arguments(parser)
-    return cli.main(parser.parse_args(argv), [])
+    from shardflow.cli import main  # maps the component's errors to exit codes (the adapter raises)
+
+    return main(["validate", *argv])
 
 
 def test_clean_examples_pass_with_no_anomalies(clean: Path, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import ShardflowError
 from . import storage
 
 MANIFEST_NAME = "manifest.json"
@@ -21,7 +22,7 @@ ENCODINGS = ("raw", "png", "jpeg", "value")
 DTYPES = ("uint8", "uint16", "int64", "float32", "string")
 
 
-class IncompleteOutputError(FileNotFoundError):
+class IncompleteOutputError(ShardflowError, FileNotFoundError):
     """The directory has no manifest: the run that wrote it did not finish."""
 
 

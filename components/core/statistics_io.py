@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .errors import ShardflowError
 from . import storage
 
 if TYPE_CHECKING:
     from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 
 
-class UnreadableProtoError(ValueError):
+class UnreadableProtoError(ShardflowError, ValueError):
     """A statistics or schema file that is not what its name says (names the file and the parse error)."""
 
 

@@ -12,6 +12,7 @@ import struct
 from typing import BinaryIO, Iterator
 
 import google_crc32c
+from .errors import ShardflowError
 
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
@@ -30,7 +31,7 @@ def frame(record: bytes) -> bytes:
     return length + struct.pack("<I", masked_crc32c(length)) + record + _FOOTER.pack(masked_crc32c(record))
 
 
-class CorruptRecordError(ValueError):
+class CorruptRecordError(ShardflowError, ValueError):
     """A frame whose length or CRC does not check out, or a file that ends inside a frame."""
 
 

@@ -10,9 +10,8 @@ Exit 0 whether the model is blessed or not (the verdict is in EOUT/BLESSED or EO
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .config import ConfigError, EvaluationError, EvaluatorConfig
+from .config import EvaluatorConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,19 +45,11 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
     )
 
 
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs the Evaluator; 0 blessed or not, 1 when the evaluation fails, 2 for a bad option."""
-    if extra:
-        print(f"shardflow evaluate: error: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
-        return 2
+def main(args: argparse.Namespace, _: list[str]) -> int:
+    """Runs the Evaluator; 0 blessed or not. Failures raise (shardflow.cli's main gives the exit status)."""
+    config = config_from_args(args)
+    config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run  # TensorFlow and matplotlib load only when the command runs
 
-    try:
-        run(config_from_args(args))
-    except ConfigError as err:
-        print(f"shardflow evaluate: error: {err}", file=sys.stderr)
-        return 2
-    except EvaluationError as err:
-        print(f"shardflow evaluate: evaluation failed: {err}", file=sys.stderr)
-        return 1
+    run(config)
     return 0

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..core import storage
-from ..core.errors import ConfigError
-from ..core.manifest import MANIFEST_NAME
+from ..core.errors import ConfigError, ShardflowError
+from ..core.input_checks import examples_problem, model_problem
 from . import classification, segmentation
 
 __all__ = ["ConfigError", "EvaluationError", "EvaluatorConfig", "Regression", "Threshold", "TASK_METRICS",
@@ -33,11 +33,14 @@ TASK_METRICS: dict[str, tuple[str, ...]] = {
 _ALL_METRICS = tuple(dict.fromkeys(m for names in TASK_METRICS.values() for m in names))
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+# The values a metric can take: a threshold outside them can never be met (or always is).
+_RANGES: dict[str, tuple[float, float]] = {metric: (0.0, 1.0) for metric in _ALL_METRICS}
+_RANGES["log_loss"] = (0.0, math.inf)
 _THRESHOLD = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)\s*$")
 _REGRESSION = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>\S+)\s*$")
 
 
-class EvaluationError(RuntimeError):
+class EvaluationError(ShardflowError, RuntimeError):
     """The evaluation could not be done: unreadable model, label missing from the examples, bad labels, ..."""
 
 
@@ -71,7 +74,16 @@ class Threshold:
         if not match:
             raise ConfigError(f"threshold must look like METRIC>=VALUE (or >, <=, <), got {text!r}")
         _known_metric(match["metric"], "threshold", text)
-        return cls(match["metric"], match["op"], _number(match["value"], "threshold", text))
+        threshold = cls(match["metric"], match["op"], _number(match["value"], "threshold", text))
+        threshold._check_reachable(text)
+        return threshold
+
+    def _check_reachable(self, text: str) -> None:
+        """`accuracy>=1.5` or `accuracy>1` can never hold: refused instead of never blessing."""
+        low, high = _RANGES[self.metric]
+        if not (self.holds(low) or self.holds(high)):
+            raise ConfigError(f"threshold {text!r} can never be met: {self.metric} lies within "
+                              f"[{low:g}, {high:g}]")
 
     def holds(self, measured: float) -> bool:
         """False for an undefined (NaN) measurement: nothing is known to hold."""
@@ -161,9 +173,14 @@ class EvaluatorConfig:
                 raise ConfigError(f"output {self.output!r} must be a directory apart from {option} {location!r}")
 
     def check_inputs(self) -> None:
-        """Checks that touch storage, at the start of a run: the examples must be a complete output."""
-        if not storage.is_file(storage.join(self.examples, MANIFEST_NAME)):
-            raise ConfigError(f"examples {self.examples!r} has no {MANIFEST_NAME}: not a complete ExampleGen output")
+        """Checks that touch storage, at the start of a run: complete examples, exported models."""
+        problem = examples_problem(self.examples, transform_ok=True)
+        if problem:
+            raise ConfigError(f"examples {self.examples!r} {problem}")
+        for option, location in (("model", self.model), ("baseline", self.baseline)):
+            problem = model_problem(location) if location is not None else None
+            if problem:
+                raise ConfigError(f"{option} {location!r} {problem}")
 
 
 def _overlap(first: str, second: str) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 
 from .config import DEFAULT_MAX_PIXELS, ConfigError, ExampleGenConfig, IndexSpec
 
@@ -85,13 +84,10 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleG
 
 
 def main(args: argparse.Namespace, beam_args: list[str]) -> int:
-    """Runs ExampleGen; too many rejected rows is a user-facing failure (exit 1), not a traceback."""
-    from .executor import TooManyRejectsError, run  # heavy imports (TFDV) only when the command runs
-
+    """Runs ExampleGen; failures raise (shardflow.cli's main gives the exit status)."""
     config = config_from_args(args, beam_args)
-    try:
-        run(config)
-    except TooManyRejectsError as err:
-        print(f"shardflow example-gen: error: {err}", file=sys.stderr)
-        return 1
+    config.check_locations()  # a wrong path is reported before the heavy imports, not after ~10 s
+    from .executor import run  # heavy imports (Beam, TFDV) only when the command runs
+
+    run(config)
     return 0

@@ -13,6 +13,7 @@ from typing import Callable
 
 from ..core import storage, uri
 from ..core.errors import ConfigError  # noqa: F401  (re-exported: callers catch it from here too)
+from .csv_index import read_header
 from .spans import has_span_pattern
 
 STORAGES = ("raw", "png", "jpeg")
@@ -117,12 +118,15 @@ class ExampleGenConfig:
             return
         for index in self.indexes:
             if not _probe(storage.is_file, index.path):
-                raise ConfigError(f"index file {index.path!r} does not exist")
+                what = "is a directory, not a CSV file" if _probe(storage.is_dir, index.path) else "does not exist"
+                raise ConfigError(f"index file {index.path!r} {what}")
         if not _probe(storage.is_dir, self.data_root):
             kind = "a prefix with objects below it" if uri.is_remote(self.data_root) else "a directory"
             raise ConfigError(f"data_root {self.data_root!r} is not {kind}")
         if _contains(self.output, self.data_root):
             raise ConfigError(f"output {self.output!r} would contain or replace data_root {self.data_root!r}")
+        for index in self.indexes:  # per-column options naming no column: refused before any work
+            self.check_column_names(read_header(index.path))
 
     def _check_splits(self) -> None:
         names = [n for n, _ in self.split_weights]
@@ -149,6 +153,14 @@ class ExampleGenConfig:
         for column, storage in self.storage:
             if storage not in STORAGES:
                 raise ConfigError(f"storage of {column!r} must be one of {STORAGES}, got {storage!r}")
+
+    def check_column_names(self, header: list[str]) -> None:
+        """Every per-column option names a column of the index header ("*": every image column)."""
+        for option, table, every in (("--role", self.roles, ()), ("--resize", self.resize, ("*",)),
+                                     ("--channels", self.channels, ("*",)), ("--storage", self.storage, ("*",))):
+            unknown = sorted({column for column, _ in table} - set(header) - set(every))
+            if unknown:
+                raise ConfigError(f"{option} names columns {unknown} that the index header {header} lacks")
 
     @property
     def hash_split(self) -> bool:

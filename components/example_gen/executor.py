@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
+from ..core.errors import ShardflowError
 from .. import __version__
 from ..core import storage
 from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
@@ -35,7 +36,7 @@ SAMPLE_ROWS = 50
 OWNED = ("Split-*", "statistics")  # rejects.jsonl and schema.pbtxt are rewritten by every run
 
 
-class TooManyRejectsError(RuntimeError):
+class TooManyRejectsError(ShardflowError, RuntimeError):
     """More rows were rejected than `max_reject_fraction` allows; no manifest was written."""
 
 

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
+from ..core.input_checks import examples_problem
 
 BUILTIN_MODELS = ("auto", "lenet", "unet")
 AUGMENT_OPS = ("flip", "flip_vertical", "rotate", "crop", "brightness", "contrast")
@@ -46,6 +47,12 @@ class TrainerConfig:
     train_split: str = "train"
     eval_split: str | None = "eval"
     input_probe_batches: int = 50
+
+    def check_inputs(self) -> None:
+        """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
+        problem = examples_problem(self.examples, transform_ok=True)
+        if problem:
+            raise ConfigError(f"examples {self.examples!r} {problem}")
 
     def __post_init__(self) -> None:
         for name in ("examples", "output"):

@@ -18,6 +18,7 @@ from typing import Iterator
 
 import tensorflow as tf
 
+from ..core.errors import ShardflowError
 from ..core import storage
 from ..core.reader import make_dataset, shard_files
 from ..core.tfrecord import CorruptRecordError, iter_records
@@ -27,11 +28,11 @@ from .features import RawToModel, materialized_inputs_and_target
 from .task import TrainingTask
 
 
-class CorruptShardError(RuntimeError):
+class CorruptShardError(ShardflowError, RuntimeError):
     """A shard failed its CRC or ended mid-record; training stops rather than skip it."""
 
 
-class TooFewShardsError(ValueError):
+class TooFewShardsError(ShardflowError, ValueError):
     """Multi-worker FILE sharding needs at least one shard file per worker."""
 
 

@@ -10,7 +10,6 @@ FnApiRunner in one process (TensorFlow uses every core there); `--direct_running
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .config import UNSEEN_LABEL_POLICIES, ConfigError, TransformConfig
 
@@ -65,14 +64,10 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> Transfor
 
 
 def main(args: argparse.Namespace, beam_args: list[str]) -> int:
-    """Runs Transform; an unseen label or an out-of-range mask is a user-facing failure (exit 1)."""
+    """Runs Transform; failures raise (shardflow.cli's main gives the exit status)."""
+    config = config_from_args(args, beam_args)
+    config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run  # heavy imports (TF, TFT, TFDV) only when the command runs
-    from .materialize import OutOfRangeError
-    from .report import UnseenLabelsError
 
-    try:
-        run(config_from_args(args, beam_args))
-    except (UnseenLabelsError, OutOfRangeError) as err:
-        print(f"shardflow transform: error: {err}", file=sys.stderr)
-        return 1
+    run(config)
     return 0

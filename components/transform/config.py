@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
+from ..core.input_checks import examples_problem
 from ..core.uri import overlaps
 
 UNSEEN_LABEL_POLICIES = ("oov", "fail")
@@ -44,6 +45,12 @@ class TransformConfig:
     batch_size: int | None = None  # examples per Arrow batch; None: ~4 MB of input payload
     beam_args: tuple[str, ...] = ()
     progress_seconds: float = 15.0
+
+    def check_inputs(self) -> None:
+        """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
+        problem = examples_problem(self.examples)
+        if problem:
+            raise ConfigError(f"examples {self.examples!r} {problem}")
 
     def __post_init__(self) -> None:
         for name in ("examples", "output"):

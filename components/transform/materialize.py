@@ -22,6 +22,7 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
+from ..core.errors import ShardflowError
 from ..core import storage
 from ..core.example_proto import encode_example
 from ..core.manifest import FeatureSpec
@@ -33,7 +34,7 @@ MASK_HINT = ("mask ids must be < the number of classes, which is --mask-classes 
              "the largest id in the analyze split + 1")
 
 
-class OutOfRangeError(ValueError):
+class OutOfRangeError(ShardflowError, ValueError):
     """A transformed integer outside its schema domain or its storage dtype; the run fails."""
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import tensorflow_transform as tft
 
+from ..core.errors import ShardflowError
 from ..core import storage
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from .config import TransformConfig
@@ -20,7 +21,7 @@ from .output_features import int_domains
 from .preprocessing import NUM_OOV_BUCKETS, vocabulary_name
 
 
-class UnseenLabelsError(RuntimeError):
+class UnseenLabelsError(ShardflowError, RuntimeError):
     """Labels absent from the analyze split's vocabulary, with `unseen_labels="fail"`; no manifest written."""
 
 

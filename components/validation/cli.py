@@ -9,10 +9,8 @@ brief and the report's path on stderr), 2 on a bad option.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .config import ConfigError, ValidationConfig
-from .result import DataValidationError
+from .config import ValidationConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,17 +41,11 @@ def config_from_args(args: argparse.Namespace) -> ValidationConfig:
 
 
 def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs the validation; anomalies are exit 1 (unless --warn-only), a bad option exit 2."""
+    """Runs the validation; anomalies raise DataValidationError (exit 1 unless --warn-only, in shardflow.cli)."""
     del extra  # registered with passes_beam_args=False: always empty
-    try:
-        config = config_from_args(args)
-        from .executor import run  # TFDV (and TensorFlow) only when the command runs
+    config = config_from_args(args)
+    config.check_inputs()  # a wrong directory is reported before the heavy imports
+    from .executor import run  # TFDV (and TensorFlow) only when the command runs
 
-        run(config)
-    except ConfigError as err:  # also caught by `shardflow`'s main; here so the adapter stands alone
-        print(f"shardflow validate: error: {err}", file=sys.stderr)
-        return 2
-    except DataValidationError as err:
-        print(f"shardflow validate: {err}", file=sys.stderr)
-        return 1
+    run(config)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
+from ..core.input_checks import examples_problem
 from ..core.uri import join, overlaps
 
 SCHEMA_NAME = "schema.pbtxt"
@@ -36,6 +37,12 @@ class ValidationConfig:
     fail_on_anomalies: bool = True
     schema: str | None = None
     drift_exclude: tuple[str, ...] = ()
+
+    def check_inputs(self) -> None:
+        """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
+        problem = examples_problem(self.examples)
+        if problem:
+            raise ConfigError(f"examples {self.examples!r} {problem}")
 
     def __post_init__(self) -> None:
         for name in ("examples", "output"):

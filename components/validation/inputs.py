@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
+from ..core.errors import ShardflowError
 from ..core import storage
 from ..core.manifest import Manifest
 from ..core.statistics_io import UnreadableProtoError, read_statistics
@@ -15,7 +16,7 @@ from ..core.statistics_io import UnreadableProtoError, read_statistics
 Statistics = statistics_pb2.DatasetFeatureStatisticsList
 
 
-class StatisticsMismatchError(ValueError):
+class StatisticsMismatchError(ShardflowError, ValueError):
     """A statistics file is missing, unreadable, or does not describe the split the manifest lists."""
 
 

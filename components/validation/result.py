@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from ..core.errors import ShardflowError
 
 # Anomaly kinds, in the order a reader cares about them.
 KINDS = ("empty_split", "missing_feature", "type_mismatch", "out_of_domain", "drift", "new_feature", "shape", "other")
@@ -81,7 +82,7 @@ class ValidationResult:
         return "\n".join(lines)
 
 
-class DataValidationError(RuntimeError):
+class DataValidationError(ShardflowError, RuntimeError):
     """Anomalies were found and `fail_on_anomalies` is set; the reports are written. Holds the result."""
 
     def __init__(self, result: ValidationResult) -> None:
