@@ -92,10 +92,12 @@ def test_item9_16bit_colour_pngs_keep_16_bits(color_type: int, channels: int) ->
     assert np.array_equal(resized, pixels.repeat(2, axis=0).repeat(2, axis=1))
 
 
-def test_item9_16bit_gray_alpha_keeps_16_bit_gray() -> None:
+def test_item9_16bit_gray_alpha_and_gray_to_rgb_keep_16_bits() -> None:
     pixels = np.random.default_rng(4).integers(0, 65536, (5, 6, 2), dtype=np.uint16)
     got = decode(png_file_bytes(pixels, 16, 4), IMAGE)
     assert got.dtype == np.uint16 and np.array_equal(got, pixels[:, :, :1])  # alpha dropped, as for 8-bit
+    as_rgb = decode(png_file_bytes(pixels[:, :, :1], 16, 0), ImageRules(10_000, channels="rgb"))
+    assert as_rgb.dtype == np.uint16 and np.array_equal(as_rgb, pixels[:, :, [0, 0, 0]])  # not clipped to 255
 
 
 # ------------------------------------------------------------------ item 10

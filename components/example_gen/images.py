@@ -146,7 +146,7 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
         if rawmode is not None:  # PNG tiles' args are the raw mode alone
             image.tile = [tile._replace(args=rawmode) for tile in image.tile]
         image.load()
-        if rules.exif_transpose and image.getexif().get(_EXIF_ORIENTATION, 1) != 1:
+        if rules.exif_transpose and _orientation(image) != 1:
             image = ImageOps.exif_transpose(image)
     except BadCell:
         raise
@@ -156,6 +156,14 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
         detail = re.sub(r" at 0x[0-9a-f]+", "", str(err))  # PIL names a memory address: keep reasons stable
         raise BadCell("corrupt_image", f"corrupt or truncated image: {detail}") from err
     return image, file_rawmode
+
+
+def _orientation(image: Image.Image) -> int:
+    """The EXIF orientation tag; 1 (as stored) when absent or unreadable, as viewers treat it."""
+    try:
+        return int(image.getexif().get(_EXIF_ORIENTATION, 1))
+    except Exception:  # noqa: BLE001  (malformed EXIF: the pixels are still good)
+        return 1
 
 
 def _rawmode(args: object) -> str | None:
@@ -177,7 +185,9 @@ def _join16(rawmode: str, first: Image.Image, second: Image.Image) -> np.ndarray
     return high << 8 | low
 
 
-def _finish(image: Image.Image, rules: ImageRules) -> Image.Image:
+def _finish(image: Image.Image, rules: ImageRules) -> Image.Image | np.ndarray:
+    if rules.channels == "rgb" and image.mode.startswith("I;16"):  # Pillow's RGB would clip it to 8 bits
+        return _finish16(np.asarray(image).astype(np.uint16)[:, :, None], rules)
     image = _convert(image, rules)
     if rules.resize and image.size != (rules.resize[1], rules.resize[0]):
         resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
