@@ -12,7 +12,6 @@ in-memory Keras model on pixels read with the reader (not through the Evaluator'
 """
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -24,7 +23,7 @@ import tf_keras as keras
 from shardflow.core.model_info import ModelInfo
 from shardflow.core.reader import make_dataset
 from shardflow.evaluator import ConfigError, EvaluationError, EvaluatorConfig, Regression, Threshold, run
-from shardflow.evaluator import cli
+from shardflow.cli import main as shardflow_main
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 
@@ -178,9 +177,7 @@ def test_blessed_when_thresholds_hold_and_nothing_regressed(tmp_path: Path, band
 
 
 def _cli(argv: list[str]) -> int:
-    from shardflow.cli import main  # maps the component's errors to exit codes (the adapter raises)
-
-    return main(["evaluate", *argv])
+    return shardflow_main(["evaluate", *argv])
 
 
 def test_not_blessed_when_a_threshold_fails_but_exit_code_is_zero(tmp_path: Path, bands: Path, models: dict) -> None:

@@ -72,10 +72,17 @@ print(code, [m for m in ("tensorflow", "apache_beam", "tensorflow_data_validatio
 """
 
 
-@pytest.mark.parametrize("flags", [("--resise", "16x16"), ("--resize", "imgae=16x16"), ("--num-shards", "0")])
-def test_item14_config_errors_come_before_the_heavy_imports(data: Path, flags: tuple[str, ...]) -> None:
-    done = subprocess.run([sys.executable, "-c", _NO_HEAVY, *_example_gen(data, *flags)],
-                          capture_output=True, text=True, check=True)
+@pytest.mark.parametrize("command", [("--resise", "16x16"), ("--resize", "imgae=16x16"), ("--num-shards", "0"),
+                                     ("transform", "--batchsize", "64"), ("transform",), ("validate",), ("train",),
+                                     ("evaluate", "--model", "m", "--threshold", "accuracy>1")])
+def test_item14_config_errors_come_before_the_heavy_imports(data: Path, command: tuple[str, ...]) -> None:
+    if command[0].startswith("-"):
+        argv = _example_gen(data, *command)
+    else:  # --examples is not an output of the step before (no manifest.json)
+        argv = [command[0], "--examples", str(data / "root"), "--output", str(data / "o"), *command[1:]]
+        argv += ["--steps", "1"] if command[0] == "train" else []
+        argv += ["--model", str(data)] if command[0] == "evaluate" and "--model" not in argv else []
+    done = subprocess.run([sys.executable, "-c", _NO_HEAVY, *argv], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "2 []", done.stdout + done.stderr
 
 

@@ -8,7 +8,6 @@ score (float), site (string), batch (a constant int).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -23,7 +22,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.validation import ConfigError, DataValidationError, ValidationConfig, ValidationResult, run
-from shardflow.validation import cli
+from shardflow.cli import main as shardflow_main
 from shardflow.validation.inputs import StatisticsMismatchError
 
 from helpers_images import write_csv, write_png
@@ -86,9 +85,7 @@ def _json(out: Path) -> dict:
 
 
 def _cli(argv: list[str]) -> int:
-    from shardflow.cli import main  # maps the component's errors to exit codes (the adapter raises)
-
-    return main(["validate", *argv])
+    return shardflow_main(["validate", *argv])
 
 
 def test_clean_examples_pass_with_no_anomalies(clean: Path, tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ def examples_problem(location: str, transform_ok: bool = False) -> str | None:
     if not storage.is_dir(location):
         return "does not exist"
     if not storage.is_file(storage.join(location, MANIFEST_NAME)):
+        if transform_ok:
+            return f"is not ExampleGen or Transform output (no {MANIFEST_NAME}) — run example-gen first"
         return f"is not ExampleGen output (no {MANIFEST_NAME}) — run example-gen first"
     if not transform_ok and storage.is_dir(storage.join(location, TRANSFORM_GRAPH_DIR)):
         return "holds Transform outputs; pass ExampleGen's output"
