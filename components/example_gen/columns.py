@@ -111,7 +111,7 @@ def _format_name(data: bytes, cell: str) -> str:
         if data.startswith(magic):
             return name
     base = cell.rpartition("/")[2]
-    return f".{base.rpartition('.')[2]} files" if "." in base else "an unknown format"
+    return f"extension .{base.rpartition('.')[2]}" if "." in base else "format not recognised"
 
 
 def _names_images(name: str, cells: list[str], root: DataRoot | RemoteDataRoot) -> bool:
@@ -137,7 +137,7 @@ def _names_images(name: str, cells: list[str], root: DataRoot | RemoteDataRoot) 
     if len(unreadable) * 2 < len(files):
         return True
     cell, form = unreadable[0]
-    raise ConfigError(f"column {name!r} names files in {form} (e.g. {cell!r}), which shardflow cannot read: convert "
+    raise ConfigError(f"column {name!r} names files that are not PNG or JPEG ({form}, e.g. {cell!r}): convert "
                       f"them to PNG or JPEG, or pass --role {name}=metadata to keep the paths as strings")
 
 
