@@ -101,6 +101,9 @@ def test_item15_messages_say_what_is_wrong(data: Path, capsys) -> None:
     assert main(["evaluate", "--model", str(data / "mout"), "--examples", str(transformed),
                  "--output", str(data / "e")]) == 2
     assert _error(capsys).endswith(f"is a training output, not the model in it; did you mean {data / 'mout' / 'model'}?")
+    assert main(["push", "--model", str(data / "mout"), "--evaluation", str(data / "e"),
+                 "--serving-dir", str(data / "serving")]) == 2
+    assert _error(capsys).endswith(f"did you mean {data / 'mout' / 'model'}?")
     (data / "empty.csv").write_text("")
     assert main(["example-gen", "--index", str(data / "empty.csv"), "--data-root", str(data / "root"),
                  "--output", str(data / "out")]) == 2

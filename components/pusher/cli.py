@@ -22,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, extra: list[str]) -> int:
     del extra  # registered with passes_beam_args=False: always empty
     config = PusherConfig(model=args.model, evaluation=args.evaluation, serving_dir=args.serving_dir)
+    config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run
 
     return 0 if run(config).pushed else 1

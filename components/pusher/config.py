@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.input_checks import model_problem
 
 LATEST = "latest"
 
@@ -38,3 +39,9 @@ class PusherConfig:
         if self.model.rstrip("/") + "/" == _inside or self.model.startswith(_inside):
             raise ConfigError(f"model {self.model!r} lies in the serving directory {self.serving_dir!r}: "
                               "push a model from its training output")
+
+    def check_inputs(self) -> None:
+        """The check that reads storage, before the heavy imports: `model` is an exported model, not its parent."""
+        problem = model_problem(self.model)
+        if problem:
+            raise ConfigError(f"model {self.model!r} {problem}")
