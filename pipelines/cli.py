@@ -4,7 +4,7 @@
         [--param NAME=VALUE ...] [--mount-pvc CLAIM=PATH ...] [--node-selector KEY=VALUE ...] \
         [--toleration KEY[=VALUE]:EFFECT ...]
     shardflow run --index train=d/train.csv --index eval=d/eval.csv --data-root d --output runs/demo \
-        [--train-args "--epochs 5"] [--threshold accuracy>=0.9] [--beam-args "--direct_num_workers=2"]
+        [--train-args "--epochs 5"] [--threshold accuracy>=0.9] [--beam-args "--direct_num_workers=2"] [--verbose]
     shardflow run --index 'train=d/span-{SPAN}/train.csv' --index 'eval=d/span-{SPAN}/eval.csv' --spans 2 ...
 
 kfp is imported only when one of them runs (it costs seconds).
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
+from pathlib import Path
 
 from .cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
 from .params import parse_param_args
@@ -53,6 +55,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans")
     add("--warm-start", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
     add("--baseline", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
+    add("--verbose", action="store_true", help="also print the framework logs (always kept in the run's logs/)")
 
 
 def run_main(args: argparse.Namespace, _: list[str]) -> int:
@@ -68,8 +71,15 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         eval_thresholds=tuple(args.threshold or ["accuracy>=0.9"]), max_regressions=tuple(args.max_regression),
         slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans)
     try:
-        run_locally(config)
-    except RuntimeError as err:  # kfp.local: a step failed; the summary above says which and where
-        print(f"shardflow run: {str(err).splitlines()[0]}")
+        summary = run_locally(config, verbose=args.verbose)
+    except RuntimeError as err:  # kfp.local: a step failed; its own message ends the output
+        outcome = _newest_outcome(config.output) or {}
+        print(f"shardflow run: {outcome.get('message') or str(err).splitlines()[0]}", file=sys.stderr)
         return 1
-    return 0
+    return 0 if summary.get("run") else 1
+
+
+def _newest_outcome(output: str) -> dict | None:
+    from .local_run import summarize
+
+    return summarize(Path(output).resolve()).get("outcome")

@@ -57,9 +57,11 @@ def transform(examples: Input[Dataset], options: List[str], beam_args: List[str]
 
 
 def train(transformed: Input[Dataset], options: List[str], warm_start: str, serving_dir: str,
-          accelerator_type: str, accelerator_limit: int, model: Output[Model], training_metrics: Output[Metrics]):
+          accelerator_type: str, accelerator_limit: int, model: Output[Model], training_metrics: Output[Metrics],
+          training_page: Output[HTML]):
     from shardflow.pipelines import launchers
     from shardflow.pipelines.locations import output_location
+    from shardflow.pipelines.ui_pages import page_from_files
 
     start_from = launchers.resolve_model_reference(warm_start, serving_dir)
     summary = launchers.train(transformed.path, options, start_from, output_location(model))
@@ -72,16 +74,19 @@ def train(transformed: Input[Dataset], options: List[str], warm_start: str, serv
             training_metrics.log_metric(name, float(value))
     training_metrics.log_metric("training_examples_per_second",
                                 float(summary["input_report"]["training_examples_per_second"] or 0.0))
+    with open(training_page.path, "w") as page:  # curves and per-epoch table, shown by the KFP UI
+        page.write(page_from_files("training", output_location(model)))
 
 
 def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, serving_dir: str, thresholds: List[str],
              max_regressions: List[str], slice_by: List[str], accelerator_type: str, accelerator_limit: int,
-             metrics: Output[Metrics],
-             confusion: Output[ClassificationMetrics], evaluation: Output[Dataset]) -> NamedTuple("Blessing", [("blessed", bool)]):
+             metrics: Output[Metrics], confusion: Output[ClassificationMetrics], evaluation: Output[Dataset],
+             evaluation_page: Output[HTML]) -> NamedTuple("Blessing", [("blessed", bool)]):
     import os
     from collections import namedtuple
 
     from shardflow.pipelines import launchers
+    from shardflow.pipelines.ui_pages import page_from_files
 
     reference = launchers.resolve_model_reference(baseline, serving_dir)
     result = launchers.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
@@ -95,6 +100,8 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
         confusion.log_confusion_matrix(result["metrics"].get("class_names") or [str(i) for i in range(len(matrix))],
                                        matrix)
     metrics.log_metric("blessed", float(result["blessing"]["blessed"]))
+    with open(evaluation_page.path, "w") as page:  # confusion matrix, per-class and per-slice tables for the UI
+        page.write(page_from_files("evaluation", evaluation.path))
     metrics.metadata["accelerators_requested"] = f"{accelerator_limit} x {accelerator_type}"
     metrics.metadata["baseline"] = reference
     return namedtuple("Blessing", ["blessed"])(bool(result["blessing"]["blessed"]))

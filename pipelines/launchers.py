@@ -12,9 +12,14 @@ An output may be a local path or a remote URI (s3://, gs://); the commands take 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import hashlib
+import inspect
+import io
 import json
 import os
+import sys
 import time
 from types import ModuleType
 from typing import Any, NoReturn
@@ -31,8 +36,6 @@ from ..trainer import cli as trainer_cli
 from ..transform import cli as transform_cli
 from ..validation import cli as validation_cli
 
-
-
 class StepFailed(RuntimeError):
     """A shardflow command ended with a non-zero exit code."""
 
@@ -44,22 +47,50 @@ class _StepParser(argparse.ArgumentParser):
         raise StepFailed(f"{self.prog}: error: {message}")
 
 
-def _shardflow(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool = False) -> None:
-    """`shardflow COMMAND ARGV` as the CLI runs it; `takes_beam_options`: unknown flags go to Beam (as
-    for example-gen, transform and evaluate in shardflow.cli), otherwise they are an error."""
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # as shardflow.cli sets it, before TF is imported
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+def _parse(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool) -> tuple[Any, list[str]]:
+    """The command's own parser on `argv`; `takes_beam_options`: unknown flags go to Beam (as for
+    example-gen, transform and evaluate in shardflow.cli), otherwise they are an error."""
     parser = _StepParser(prog=f"shardflow {command}")
     cli.add_arguments(parser)
     args, extra = parser.parse_known_args(argv)
     if extra and not takes_beam_options:
         raise StepFailed(f"shardflow {command}: unrecognized arguments: {' '.join(extra)}")
+    return args, extra
+
+
+def _shardflow(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool = False) -> None:
+    """`shardflow COMMAND ARGV` as the CLI runs it; a failure raises StepFailed with the command's own message."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # as shardflow.cli sets it, before TF is imported
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args, extra = _parse(command, cli, argv, takes_beam_options)
+    said = _LastLines(sys.stderr)
     try:
-        code = cli.main(args, extra)
-    except ConfigError as err:
+        with contextlib.redirect_stderr(said):
+            code = cli.main(args, extra)
+    except Exception as err:  # noqa: BLE001 — shardflow's errors carry `exit_code` (ShardflowError, ConfigError)
+        if not hasattr(err, "exit_code"):
+            raise  # a bug: its traceback is the step's log
         raise StepFailed(f"shardflow {command}: error: {err}") from err
-    if code != 0:
-        raise StepFailed(f"shardflow {command} exited with code {code} (arguments: {' '.join(argv)})")
+    if code != 0:  # the command printed why: that line is the step's error, not only its exit code
+        raise StepFailed(said.last_starting(f"shardflow {command}")
+                         or f"shardflow {command} exited with code {code} (arguments: {' '.join(argv)})")
+
+
+class _LastLines(io.TextIOBase):
+    """Writes through to `stream` and keeps the last lines written (the command's own error line)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream, self._lines = stream, collections.deque(maxlen=50)
+
+    def write(self, text: str) -> int:
+        self._lines.extend(line for line in text.splitlines() if line.strip())
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def last_starting(self, prefix: str) -> str:
+        return next((line.strip() for line in reversed(self._lines) if line.startswith(prefix)), "")
 
 
 def data_fingerprint(index: list[str], data_root: str) -> str:
@@ -77,10 +108,8 @@ def data_fingerprint(index: list[str], data_root: str) -> str:
 
 
 def example_gen(index: list[str], data_root: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    argv = ["--data-root", data_root, "--output", output]
-    for spec in index:
-        argv += ["--index", spec]
-    _shardflow("example-gen", example_gen_cli, argv + list(options) + list(beam_args), takes_beam_options=True)
+    _shardflow("example-gen", example_gen_cli, _example_gen_argv(index, data_root, options, beam_args, output),
+               takes_beam_options=True)
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()},
             "rejected": manifest.extra.get("rejected", 0), "rejected_by_reason": manifest.extra.get("rejected_by_reason", {})}
@@ -94,36 +123,89 @@ def validate(examples: str, output: str, drift_threshold: float, warn_only: bool
     # A window of spans is validated where its statistics are: the newest span, the data that is new.
     newest = read_manifest(examples).extra.get("newest_span")
     target = newest["dir"] if newest else examples
-    argv = ["--examples", target, "--output", output, "--drift-threshold", str(drift_threshold)]
-    argv += ["--schema", schema] if schema else []
-    _shardflow("validate", validation_cli, argv + (["--warn-only"] if warn_only else []))
+    _shardflow("validate", validation_cli, _validate_argv(target, output, drift_threshold, warn_only, schema))
     return storage.read_json(storage.join(output, "anomalies.json"))
 
 
 def transform(examples: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    argv = ["--examples", examples, "--output", output] + list(options) + list(beam_args)
-    _shardflow("transform", transform_cli, argv, takes_beam_options=True)
+    _shardflow("transform", transform_cli, _transform_argv(examples, options, beam_args, output),
+               takes_beam_options=True)
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()}}
 
 
 def train(examples: str, options: list[str], warm_start: str, output: str) -> dict:
-    argv = ["--examples", examples, "--output", output] + list(options)
+    argv = _train_argv(examples, options, output)
     _shardflow("train", trainer_cli, argv + (["--warm-start", warm_start] if warm_start else []))
     return storage.read_json(storage.join(output, "training.json"))  # `output` may be an s3:// or gs:// URI
 
 
 def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str], max_regressions: list[str],
              slice_by: list[str], output: str) -> dict:
-    argv = ["--model", model_dir, "--examples", examples, "--output", output]
-    if baseline:
-        argv += ["--baseline", baseline]
-    for flag, values in (("--threshold", thresholds), ("--max-regression", max_regressions), ("--slice-by", slice_by)):
-        for value in values:
-            argv += [flag, value]
+    argv = _evaluate_argv(model_dir, examples, thresholds, max_regressions, slice_by, output)
+    argv += ["--baseline", baseline] if baseline else []
     _shardflow("evaluate", evaluator_cli, argv, takes_beam_options=True)  # it reports unknown flags itself
     return {"metrics": storage.read_json(storage.join(output, "metrics.json")),
             "blessing": storage.read_json(storage.join(output, "blessing.json"))}
+
+
+def _example_gen_argv(index: list[str], data_root: str, options: list[str], beam_args: list[str],
+                      output: str) -> list[str]:
+    argv = ["--data-root", data_root, "--output", output]
+    for spec in index:
+        argv += ["--index", spec]
+    return argv + list(options) + list(beam_args)
+
+
+def _validate_argv(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str) -> list[str]:
+    argv = ["--examples", examples, "--output", output, "--drift-threshold", str(drift_threshold)]
+    return argv + (["--schema", schema] if schema else []) + (["--warn-only"] if warn_only else [])
+
+
+def _transform_argv(examples: str, options: list[str], beam_args: list[str], output: str) -> list[str]:
+    return ["--examples", examples, "--output", output] + list(options) + list(beam_args)
+
+
+def _train_argv(examples: str, options: list[str], output: str) -> list[str]:
+    return ["--examples", examples, "--output", output] + list(options)
+
+
+def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regressions: list[str],
+                   slice_by: list[str], output: str) -> list[str]:
+    argv = ["--model", model_dir, "--examples", examples, "--output", output]
+    for flag, values in (("--threshold", thresholds), ("--max-regression", max_regressions), ("--slice-by", slice_by)):
+        for value in values:
+            argv += [flag, value]
+    return argv
+
+
+def check_step_options(p: dict[str, Any]) -> None:
+    """Every step's options (`p`: the pipeline's parameters) through that command's own parser and config
+    constructor, running nothing: a bad option stops the run before its first step, not hours later.
+
+    Raises ConfigError naming the run flag and the command's own message. The paths given to the
+    configs are placeholders under the run directory, never read (configs check files only in run()).
+    """
+    at = os.path.join(os.path.dirname(p["run_record_dir"]), "option-check")
+    given, out, model = (os.path.join(at, name) for name in ("input", "output", "model"))
+    steps = [("--example-gen-args/--beam-args", "example-gen", example_gen_cli, True,
+              _example_gen_argv(p["index"], p["data_root"], p["example_gen_options"], p["beam_args"], out)),
+             ("--drift-threshold/--validation-schema", "validate", validation_cli, False,
+              _validate_argv(given, out, p["drift_threshold"], p["validation_warn_only"], p["validation_schema"])),
+             ("--transform-args/--beam-args", "transform", transform_cli, True,
+              _transform_argv(given, p["transform_options"], p["beam_args"], out)),
+             ("--train-args", "train", trainer_cli, False, _train_argv(given, p["train_options"], out)),
+             ("--threshold/--max-regression/--slice-by", "evaluate", evaluator_cli, False,
+              _evaluate_argv(model, given, p["eval_thresholds"], p["max_regressions"], p["slice_by"], out))]
+    for run_flags, command, cli, takes_beam_options, argv in steps:
+        try:
+            args, extra = _parse(command, cli, argv, takes_beam_options)
+            build = cli.config_from_args
+            build(args, extra) if len(inspect.signature(build).parameters) > 1 else build(args)
+        except StepFailed as err:
+            raise ConfigError(f"{run_flags}: {err}") from err
+        except ConfigError as err:
+            raise ConfigError(f"{run_flags}: shardflow {command}: {err}") from err
 
 
 def push(model_dir: str, serving_dir: str, source: dict[str, Any]) -> str:

@@ -10,29 +10,39 @@ this one, which is the same loop plus:
   (nested `dsl.If`); anything else raises NotImplementedError naming the expression;
 - after a failure, tasks whose trigger strategy is ALL_UPSTREAM_TASKS_COMPLETED (the exit task)
   still run, with a `PipelineTaskFinalStatus` input saying FAILED and which task failed; the DAG
-  then reports the failure as before.
+  then reports the failure as before;
+- with a `StepLog`, each task's output goes to its log file in the run directory, one line per
+  step is printed, and the exit task's status carries the failed step's own error message.
 
 Loops (`dsl.ParallelFor`) and `dsl.OneOf` stay unsupported. Pinned to kfp 2.13 (the lock).
 
     from shardflow.pipelines import local_control_flow
-    local_control_flow.enable()
+    local_control_flow.enable(StepLog(echo=print))  # or enable() for kfp.local's own output
     kfp.local.init(runner=kfp.local.SubprocessRunner(use_venv=False), pipeline_root="runs/root")
 """
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from kfp.local import dag_orchestrator, importer_handler, io, status, task_dispatcher
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from .step_log import StepLog
+
 _CLAUSE = re.compile(r"^inputs\.parameter_values\['(?P<name>[^']+)'\]\s*(?P<op>==|!=)\s*(?P<literal>.+)$")
 _ALL_COMPLETED = pipeline_spec_pb2.PipelineTaskSpec.TriggerPolicy.TriggerStrategy.ALL_UPSTREAM_TASKS_COMPLETED
 
 
-def enable() -> None:
-    """Installs the extended orchestrator (idempotent)."""
+_steps: StepLog | None = None  # kfp.local calls run_dag itself: the run's StepLog cannot be an argument
+
+
+def enable(steps: StepLog | None = None) -> None:
+    """Installs the extended orchestrator (idempotent); `steps`: log files and one line per step."""
+    global _steps
+    _steps = steps
     dag_orchestrator.run_dag = run_dag
 
 
@@ -80,8 +90,10 @@ def run_dag(pipeline_resource_name: str, dag_component_spec: pipeline_spec_pb2.C
         arguments = _arguments(task_spec, io_store, pipeline_resource_name, fail_stack[0] if failed_task else None)
         condition = task_spec.trigger_policy.condition
         if condition and not condition_holds(condition, arguments):
+            if _steps is not None:
+                _steps.skipped(task_name, "its condition is false")
             continue
-        outputs, task_status = _run_task(task_spec, arguments, context)
+        outputs, task_status = _run_task(task_name, task_spec, arguments, context)
         if task_status == status.Status.FAILURE:
             if failed_task is None:
                 fail_stack.append(task_name)
@@ -108,12 +120,17 @@ def _arguments(task_spec: pipeline_spec_pb2.PipelineTaskSpec, io_store: io.IOSto
             "state": "FAILED" if failed_task else "SUCCEEDED",
             "pipelineJobResourceName": pipeline_name,
             "pipelineTaskName": failed_task or "",
-            "error": {"code": 1, "message": f"task {failed_task} failed"} if failed_task else {},
+            "error": {"code": 1, "message": _failure_message(failed_task)} if failed_task else {},
         }
     return arguments
 
 
-def _run_task(task_spec: pipeline_spec_pb2.PipelineTaskSpec, arguments: dict[str, Any],
+def _failure_message(task: str) -> str:
+    own = _steps.error(task) if _steps is not None else ""
+    return f"task {task} failed: {own}" if own else f"task {task} failed"
+
+
+def _run_task(task_name: str, task_spec: pipeline_spec_pb2.PipelineTaskSpec, arguments: dict[str, Any],
               context: dict[str, Any]) -> tuple[dict, status.Status]:
     component_spec = context["components"][task_spec.component_ref.name]
     if component_spec.WhichOneof("implementation") == "dag":
@@ -125,5 +142,9 @@ def _run_task(task_spec: pipeline_spec_pb2.PipelineTaskSpec, arguments: dict[str
                   unique_pipeline_id=context["unique_pipeline_id"])
     if executor_spec.WhichOneof("spec") == "importer":
         return importer_handler.run_importer(**common)
-    return task_dispatcher.run_single_task_implementation(runner=context["runner"], raise_on_error=False,
-                                                          block_input_artifact=False, **common)
+    def run() -> tuple[dict, status.Status]:
+        return task_dispatcher.run_single_task_implementation(runner=context["runner"], raise_on_error=False,
+                                                              block_input_artifact=False, **common)
+    if _steps is None:
+        return run()
+    return _steps.run_task(task_name, Path(context["pipeline_root"]) / context["pipeline_resource_name"], run)

@@ -1,9 +1,12 @@
 """`shardflow run`: the Kubeflow pipeline executed on this machine with kfp.local.
 
 Every step runs as a subprocess of this interpreter (SubprocessRunner, use_venv=False), Beam steps
-on the FnApiRunner. The run directory holds everything:
+on the FnApiRunner. Every step's options are checked first, by that command's own parser and config,
+so a bad `--train-args` stops the run before ExampleGen. The run is quiet: one line per step and
+the final report (`verbose=True` also shows the framework logs). The run directory holds everything:
 
     RUN_DIR/pipeline_root/shardflow-<time>/<step>/<artifact>   each step's outputs (KFP layout)
+    RUN_DIR/pipeline_root/shardflow-<time>/logs/<step>.log     each step's full log (kfp.local's too)
     RUN_DIR/serving/<N>/, RUN_DIR/serving/CURRENT.json         pushed (blessed) models
     RUN_DIR/runs/run-<time>.json                               the exit handler's record of each run
     RUN_DIR/spans/span-<N>-<hash>/                             each span encoded once (index with {SPAN})
@@ -13,8 +16,10 @@ on the FnApiRunner. The run directory holds everything:
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -83,25 +88,48 @@ class LocalRunConfig:
                 "baseline_model": self.baseline_model}
 
 
-def run_locally(config: LocalRunConfig, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Runs the pipeline; returns the summary (also printed). Raises when a step fails."""
+def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = None,
+                verbose: bool = False) -> dict[str, Any]:
+    """Runs the pipeline; returns the summary (also printed). Raises ConfigError for a bad step
+    option (before anything runs), RuntimeError when a step fails."""
+    from .launchers import check_step_options
+
+    arguments = config.arguments()
+    check_step_options(arguments)
     import kfp.local
 
     from . import local_control_flow
     from .pipeline import build_pipeline
+    from .step_log import LOGS, StepLog
 
+    terminal = sys.stdout
+    echo = echo or (lambda text: print(text, file=terminal, flush=True))
     out = Path(config.output).resolve()
     (out / PIPELINE_ROOT).mkdir(parents=True, exist_ok=True)
-    local_control_flow.enable()
+    local_control_flow.enable(StepLog(echo, verbose))
     kfp.local.init(runner=kfp.local.SubprocessRunner(use_venv=False), pipeline_root=str(out / PIPELINE_ROOT),
                    raise_on_error=True)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    kfp_log = out / PIPELINE_ROOT / f"kfp-{os.getpid()}.log"  # moved into the run's logs/ at the end
     try:
-        build_pipeline(LOCAL_RUN_IMAGE)(**config.arguments())
+        with open(kfp_log, "w") as log, _quiet(log, verbose):
+            build_pipeline(LOCAL_RUN_IMAGE)(**arguments)
     finally:
         summary = summarize(out)
+        if summary.get("run"):
+            os.replace(kfp_log, Path(summary["run"]) / LOGS / "pipeline.log")
         echo(render_summary(summary))
     return summary
+
+
+@contextlib.contextmanager
+def _quiet(log: Any, verbose: bool) -> Any:
+    """kfp.local's own lines (pipeline start/end, its warnings) go to `log` unless `verbose`."""
+    if verbose:
+        yield
+        return
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        yield
 
 
 def summarize(out: Path) -> dict[str, Any]:
@@ -137,8 +165,11 @@ def render_summary(summary: dict[str, Any]) -> str:
     outcome = summary.get("outcome") or {}
     lines.append(f"outcome: {outcome.get('state', 'unknown')}"
                  + (f" (failed step: {outcome['failed_task']})" if outcome.get("failed_task") else ""))
+    if outcome.get("message"):
+        lines.append(f"error: {outcome['message']}")
     for name, path in summary.get("outputs", {}).items():
         lines.append(f"  {name}: {path}")
+    lines.append(f"  logs: {Path(summary['run']) / 'logs'}")
     pointer = summary.get("serving_pointer")
     lines.append(f"serving: {pointer['model']} (version {pointer['version']})" if pointer else "serving: nothing pushed")
     return "\n".join(lines)
