@@ -189,9 +189,7 @@ def detect_columns(header: list[str], samples: list[list[str]], config: ExampleG
     if data_like:  # a headerless CSV: its first data row was read as the header
         raise ConfigError(f"the index has no header row: its first row names image files ({data_like[0]!r}); "
                           f"add a header row such as image,label")
-    unknown = sorted(set(dict(config.roles)) - set(header))
-    if unknown:
-        raise ConfigError(f"--role names columns {unknown} that the index header {header} lacks")
+    config.check_column_names(header)
     root = open_data_root(config.data_root)
     roles = _base_roles(header, samples, dict(config.roles), root)
     specs = []
