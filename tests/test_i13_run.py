@@ -105,7 +105,8 @@ def _tiny_data(root: Path, missing: int = 0) -> tuple[Path, Path]:
             write_csv(root / "eval.csv", ["x", "y"], rows[16:20]))
 
 
-@pytest.mark.parametrize("train_args, says", [("--epochs -1", "epochs"), ("--epochs 2 --no-such-flag 3", "--no-such-flag")])
+@pytest.mark.parametrize("train_args, says", [("--epochs -1", "epochs"),
+                                              ("--epochs 2 --no-such-flag 3", "--no-such-flag")])
 def test_item16_a_bad_step_option_stops_the_run_before_example_gen(tmp_path: Path, train_args: str, says: str) -> None:
     train, eval_ = _tiny_data(tmp_path / "data")
     started = time.monotonic()
@@ -139,3 +140,24 @@ def test_item18_the_error_message_is_the_exception_line_of_the_last_traceback() 
            "12:00:00.000 - ERROR - Task 'train' finished with status FAILURE\n" + "-" * 80 + "\n")
     assert error_message(log) == "shardflow train: error: no shards"
     assert error_message("just one line\n" + "-" * 80) == "just one line"
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_item18_verbose_also_shows_the_framework_log_which_is_always_kept(tmp_path: Path, capsys,
+                                                                          verbose: bool) -> None:
+    from kfp.local.status import Status
+
+    from shardflow.pipelines.step_log import StepLog
+
+    said: list[str] = []
+    steps = StepLog(echo=said.append, verbose=verbose)
+
+    def task() -> tuple[dict, Status]:
+        print("framework detail\nshardflow train: error: no shards")
+        return {}, Status.FAILURE
+    steps.run_task("train", tmp_path, task)
+    assert ("framework detail" in capsys.readouterr().out) is verbose
+    assert "framework detail" in (tmp_path / "logs" / "train.log").read_text()
+    (line,) = said
+    assert re.match(r"^train\s+FAILED\s+[\d.]+s  error: shardflow train: error: no shards$", line)
+    assert steps.error("train") == "shardflow train: error: no shards"
