@@ -253,7 +253,8 @@ def test_options_are_parsed_and_bad_values_named(bands: Path, tmp_path: Path) ->
         EvaluatorConfig(output=str(bands / "eval_out"), **common)
     with pytest.raises(ConfigError, match="must be a directory apart from model"):
         EvaluatorConfig(model="s3://bkt/runs/m", examples=str(bands), output="s3://bkt/runs/m/eval")
-    with pytest.raises(ConfigError, match="has no manifest.json"):  # checked when the run starts
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=r"is not ExampleGen .*output \(no manifest.json\)"):  # checked at run start
         run(EvaluatorConfig(model="m", examples=str(tmp_path / "empty"), output=str(tmp_path / "o")))
     assert not (tmp_path / "o").exists()
 

@@ -5,7 +5,11 @@
 transform graph, when there is one, is inside the model), and returns
 
 - `probabilities`: float32 [N, C] (classification) or [N, H, W, C] (segmentation);
-- `class_ids`: int64 [N] or [N, H, W], the arg-max of `probabilities`.
+- `class_ids`: int64 [N] or [N, H, W], the arg-max of `probabilities`;
+- for classification with string labels also, as TF Serving's classification outputs (which TFMA
+  reads): `classes` tf.string [N, C], the class names (`class_names`, the same in every row),
+  `scores` float32 [N, C] (= `probabilities`), and `predicted_class` tf.string [N], the name of
+  the arg-max class.
 
 Next to `saved_model.pb` lies `shardflow_model.json` (a `ModelInfo`): what the model predicts
 and how a raw label becomes a class id, so an evaluator needs nothing but the model directory

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import __version__
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
@@ -59,8 +61,8 @@ def _invalidate(out: OutputDir) -> None:
 def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, started: float
              ) -> dict[str, Any]:
     info = candidate.info
-    report = model_report(info.task, result.scores["candidate"], info.class_names)
-    baseline = (model_report(info.task, result.scores["baseline"], info.class_names)
+    report = model_report(info.task, result.scores["candidate"], info.class_names, info.label_vocabulary)
+    baseline = (model_report(info.task, result.scores["baseline"], info.class_names, info.label_vocabulary)
                 if "baseline" in result.scores else None)
     return {
         "component": "evaluator", "shardflow_version": __version__, "task": info.task,
@@ -83,7 +85,9 @@ def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing) -> None
                   else f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}")
     title = (f"{storage.basename(metrics['model'])} on {metrics['split']} ({metrics['num_examples']:,} examples): "
              f"{score_text}")
-    png = confusion_matrix_png(metrics["confusion_matrix"], metrics["class_names"], title)
+    shown = [i for i, name in enumerate(metrics["class_names"]) if name not in metrics["hidden_classes"]]
+    confusion = np.asarray(metrics["confusion_matrix"])[np.ix_(shown, shown)]  # hidden rows/columns are all 0
+    png = confusion_matrix_png(confusion, [metrics["class_names"][i] for i in shown], title)
     storage.write_bytes(out.staged(PLOT), png)
     storage.write_json(out.staged(BLESSING), verdict.to_json())
     out.publish(PUBLISHED)

@@ -5,11 +5,22 @@
     deltas(report, baseline_report)["overall"]["accuracy"]       # candidate − baseline
 
 Undefined values (the IoU of a class nobody uses) are NaN in memory and null in the JSON.
+
+The OOV class of a string label (ids past the vocabulary) is left out of the per-class tables
+(overall and per slice) when no example has it and the model never predicts it: a row of zeros
+nobody asked about. It stays in `class_names` and `confusion_matrix`, whose positions are class ids.
+
+>>> unused_oov_classes(["a", "b"], np.array([[3, 1, 0], [0, 2, 0], [0, 0, 0]]))
+[2]
+>>> unused_oov_classes(["a", "b"], np.array([[3, 0, 1], [0, 2, 0], [0, 0, 0]]))   # predicted: kept
+[]
 """
 from __future__ import annotations
 
 import math
 from typing import Any
+
+import numpy as np
 
 from .classification import classification_report
 from .segmentation import segmentation_report
@@ -31,10 +42,29 @@ def _slice_order(key: str) -> tuple[int, float, str]:
         return 1, 0.0, key
 
 
-def model_report(task: str, scores: Scores, class_names: list[str]) -> dict[str, Any]:
-    report = group_report(task, scores.overall, class_names)
+def unused_oov_classes(label_vocabulary: list[str] | None, confusion: np.ndarray) -> list[int]:
+    """Class ids past the vocabulary (OOV) that are neither a true class nor a prediction of any example."""
+    if label_vocabulary is None:
+        return []
+    confusion = np.asarray(confusion)
+    used = confusion.sum(axis=0) + confusion.sum(axis=1)
+    return [i for i in range(len(label_vocabulary), len(used)) if used[i] == 0]
+
+
+def _without(report: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    report["per_class"] = {name: row for name, row in report["per_class"].items() if name not in names}
+    return report
+
+
+def model_report(task: str, scores: Scores, class_names: list[str],
+                 label_vocabulary: list[str] | None = None) -> dict[str, Any]:
+    """The report of one model; `hidden_classes` names the unused OOV classes left out of the tables."""
+    hidden = [class_names[i] for i in unused_oov_classes(label_vocabulary, scores.overall.confusion)]
+    report = _without(group_report(task, scores.overall, class_names), hidden)
+    report["hidden_classes"] = hidden
     report["slices"] = {
-        column: {key: group_report(task, tallies[key], class_names) for key in sorted(tallies, key=_slice_order)}
+        column: {key: _without(group_report(task, tallies[key], class_names), hidden)
+                 for key in sorted(tallies, key=_slice_order)}
         for column, tallies in scores.slices.items()
     }
     return report

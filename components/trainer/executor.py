@@ -7,6 +7,8 @@
 
 Outputs in `config.output` (a local path or an s3:// / gs:// URI): `model/` (SavedModel +
 shardflow_model.json), `history.json`, `curves.png`, `input_report.json`, `workers/` and
+`tensorboard/` (TensorBoard logs, written while training runs: `train/` and `validation/` with loss
+and metrics per epoch and `batch_*` every few steps, `input/` with the input-rate figures),
 `training.json` (the summary, the completion marker: written last), and `checkpoints/` while a run
 is unfinished: rerunning with the same output resumes from it. One life cycle (`OutputDir`): the
 marker is removed first; locally the model and reports are staged and renamed into place, on an
@@ -36,14 +38,17 @@ from .export import export_model
 from .features import RawToModel
 from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt_shards_named
 from .model_builder import build_model
-from .reports import plot_curves, probe_input_rate, write_input_report
+from .progress import StepProgress
+from .reports import plot_curves, probe_input_rate, write_input_report, write_rate_scalars
 from .task import TrainingTask, resolve_task
 
 SUMMARY_NAME = "training.json"
 HISTORY_NAME = "history.json"
 CHECKPOINTS = "checkpoints"
+TENSORBOARD = "tensorboard"
 # Published by a finished run, before the marker. history.json and checkpoints/ are not: they must
-# outlive a killed run for the rerun to resume; workers/ is written by each worker itself.
+# outlive a killed run for the rerun to resume (tensorboard/ too: it is watched while training runs);
+# workers/ is written by each worker itself.
 PUBLISHED = ("model", "input_report.json", "curves.png")
 
 
@@ -78,6 +83,7 @@ def _chief_run(out: OutputDir, placement: Placement) -> Iterator[None]:
         return
     if out.is_complete():  # the last run finished: this one starts anew, with a history of its own
         storage.remove(storage.join(out.root, HISTORY_NAME))
+        storage.remove(storage.join(out.root, TENSORBOARD))
         storage.remove(storage.join(out.root, CHECKPOINTS))  # left only when killed right after the marker
     with out.staged_run():  # the marker goes first; a killed run leaves none
         yield
@@ -96,11 +102,21 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
     epochs = config.epochs or math.ceil(config.steps / streams.steps_per_epoch)
     backup = StepAndEpochBackup(storage.join(out.root, CHECKPOINTS), save_freq=config.checkpoint_every)
     callbacks = [backup, timer, history] + ([StopAtStep(config.steps)] if config.steps else [])
+    callbacks.append(StepProgress(streams.steps_per_epoch, config.steps, global_batch, echo))
+    if placement.is_chief:  # the other workers' logs would repeat the chief's
+        callbacks.append(keras.callbacks.TensorBoard(
+            storage.join(out.root, TENSORBOARD), update_freq=tensorboard_step_every(streams.steps_per_epoch),
+            write_graph=False, profile_batch=0))
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
         model.fit(_as_dict_input(streams.train, task), epochs=epochs, steps_per_epoch=streams.steps_per_epoch,
                   validation_data=_as_dict_input(streams.eval, task) if streams.eval is not None else None,
-                  callbacks=callbacks, verbose=2)
+                  callbacks=callbacks, verbose=0)  # StepProgress reports instead of Keras' bar
     return _finish(config, task, placement, out, model, to_model, timer, history, input_rate, started, echo)
+
+
+def tensorboard_step_every(steps_per_epoch: int) -> int:
+    """Per-step TensorBoard scalars about 10 times an epoch, at least every 100 steps."""
+    return max(1, min(100, steps_per_epoch // 10))
 
 
 def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
@@ -129,11 +145,13 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
     report = write_input_report(out.staged("input_report.json"), input_rate, timer.steady_rate(), {
         "global_batch": config.batch_size * placement.replicas,
         "probe_batches": config.input_probe_batches, "epochs": timer.epochs, "strategy": placement.kind})
+    write_rate_scalars(storage.join(out.root, TENSORBOARD, "input"), report, timer.epochs, steps)
     if history.entries:
         plot_curves(history.entries, out.staged("curves.png"))
     model_dir = storage.join(out.root, "model")
     summary = {"optimizer_steps": steps, "resumed_from_step": timer.resumed_from_step, "weights_sha256": digest,
                "history": history.entries, "input_report": report, "model": model_dir,
+               "tensorboard": storage.join(out.root, TENSORBOARD),
                "seconds": round(time.time() - started, 1), **info.extra}
     out.complete(PUBLISHED, summary)  # training.json last
     storage.remove(storage.join(out.root, CHECKPOINTS))  # finished: a rerun with this output trains anew

@@ -2,7 +2,9 @@
 
 The signature parses the ExampleGen-format records, applies the same `RawToModel` preprocessing as
 training (the tf.Transform graph when there is one) and returns `probabilities` and `class_ids`
-(the contract in `shardflow.core.model_info`). It is written where the Trainer's `OutputDir` stages
+(the contract in `shardflow.core.model_info`); for string labels also `classes` and `scores` (the
+names of the classes and their probabilities, TF Serving's classification outputs that TFMA reads)
+and `predicted_class` (the name of the arg-max class). It is written where the Trainer's `OutputDir` stages
 `model` (locally `MOUT/.staging/model`, renamed into place when published; on an object store the
 final `MOUT/model/` prefix itself, trusted once `training.json` is written), `shardflow_model.json` last.
 
@@ -31,14 +33,26 @@ WEIGHTS_PREFIX = "variables/variables"  # the SavedModel's own checkpoint: what 
 
 def serving_function(model: keras.Model, to_model: RawToModel, task: TrainingTask) -> tf.types.experimental.ConcreteFunction:
     spec = {task.input_name: tf.io.FixedLenFeature([], tf.string if task.raw_input_spec.is_file else tf.float32)}
+    named = task.kind == "classification" and task.label_vocabulary is not None
+    names = tf.constant(task.class_names, tf.string) if named else None
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
     def serve(examples: tf.Tensor) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_example(examples, spec)
         probabilities = tf.cast(model({task.input_name: to_model.image(parsed)}, training=False), tf.float32)
-        return {"probabilities": probabilities, "class_ids": tf.argmax(probabilities, axis=-1)}
+        outputs = {"probabilities": probabilities, "class_ids": tf.argmax(probabilities, axis=-1)}
+        if names is not None:
+            outputs.update(class_name_outputs(names, probabilities, outputs["class_ids"]))
+        return outputs
 
     return serve.get_concrete_function()
+
+
+def class_name_outputs(names: tf.Tensor, probabilities: tf.Tensor, class_ids: tf.Tensor) -> dict[str, tf.Tensor]:
+    """`classes` [N, C] (every row the class names), `scores` [N, C] and `predicted_class` [N]."""
+    rows = tf.shape(probabilities)[0]
+    return {"classes": tf.tile(names[tf.newaxis, :], tf.stack([rows, 1])), "scores": probabilities,
+            "predicted_class": tf.gather(names, class_ids)}
 
 
 def export_model(model: keras.Model, to_model: RawToModel, task: TrainingTask, info: ModelInfo,

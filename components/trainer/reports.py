@@ -5,7 +5,8 @@ warm-up; the verdict is "input-bound" when that rate is less than `HEADROOM` tim
 training actually reached, i.e. the accelerator could go faster than the input can feed it.
 
     rate = probe_input_rate(streams.train, batches=50, global_batch=64)
-    write_input_report("MOUT/input_report.json", rate, timer.steady_rate(), details)
+    report = write_input_report("MOUT/input_report.json", rate, timer.steady_rate(), details)
+    write_rate_scalars("MOUT/tensorboard/input", report, timer.epochs, step=240)
 """
 from __future__ import annotations
 
@@ -48,6 +49,24 @@ def write_input_report(path: str, input_rate: float, training_rate: float | None
     }
     storage.write_json(path, report)
     return report
+
+
+def write_rate_scalars(log_dir: str, report: dict, epochs: list[dict], step: int) -> None:
+    """The input report as TensorBoard scalars in `log_dir` (a local path or a URI, through tf.io.gfile).
+
+    Per epoch (step = epoch number): the training rate of that epoch; at the last optimizer `step`:
+    the input pipeline's own rate, the steady training rate and their ratio.
+    """
+    writer = tf.summary.create_file_writer(log_dir)
+    with writer.as_default():
+        for entry in epochs:
+            if entry["examples_per_second"] is not None:
+                tf.summary.scalar("rate/epoch_training_examples_per_second", entry["examples_per_second"],
+                                  step=entry["epoch"])
+        for name in ("input_examples_per_second", "training_examples_per_second", "ratio_input_to_training"):
+            if report.get(name) is not None:
+                tf.summary.scalar(f"rate/{name}", report[name], step=step)
+    writer.close()
 
 
 def plot_curves(entries: list[dict], path: str) -> None:
