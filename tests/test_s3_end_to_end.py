@@ -18,7 +18,7 @@ from shardflow.demo_data import write_digits
 
 from helpers_s3 import list_keys, upload_tree
 
-TRAIN_ARGS = ["--epochs", "3", "--batch-size", "32", "--deterministic", "--seed", "1", "--input-probe-batches", "2"]
+TRAIN_ARGS = ["--epochs", "10", "--batch-size", "32", "--deterministic", "--seed", "1", "--input-probe-batches", "2"]
 
 
 def _chain(data: str, out: str) -> dict:
@@ -67,7 +67,7 @@ def test_whole_chain_on_s3_matches_local_and_writes_nothing_locally(
     print(f"eval accuracy: s3 chain {_accuracy(remote['metrics']):.4f}, local chain {_accuracy(local['metrics']):.4f}")
     assert _accuracy(remote["metrics"]) >= 0.8
     # Same shards, same options and seed; CPU training is not bit-reproducible (multi-threaded reductions):
-    # measured 0.9638 vs 0.9526 in one run, so "as accurate" means within 0.03.
+    # 3 epochs gave 0.93-0.98 on the same shards; 10 epochs (as `make run`) converge: "as accurate" means within 0.03.
     assert _accuracy(remote["metrics"]) >= _accuracy(local["metrics"]) - 0.03, (remote["metrics"]["overall"], local["metrics"]["overall"])
     keys = list_keys(s3_server, f"s3://{s3_bucket}/run")
     for expected in ("examples/manifest.json", "validation/anomalies.json", "transform/manifest.json",
