@@ -118,6 +118,9 @@ def test_a_local_run_goes_through_every_step_and_its_artifacts_agree(span_runs: 
     assert summary["outcome"]["state"] == "SUCCEEDED"
     assert "Blessed: yes" in summary["report"] and "| eval | 24 |" in summary["report"]
     assert Path(outputs["validation"]).read_text().strip()
+    page = (Path(summary["run"]) / "evaluate" / "evaluation_page").read_text()  # the KFP UI's page
+    assert "Slices by site" in page and all(f"<tr><td>site-{i}</td><td>8</td>" in page for i in range(3))
+    assert all((Path(summary["run"]) / "logs" / f"{step}.log").is_file() for step in ("example-gen", "train", "push"))
 
 
 def test_the_second_span_reuses_the_first_and_warm_starts_from_the_served_model(
@@ -163,6 +166,7 @@ def test_the_validation_gate_stops_a_run_whose_eval_split_lacks_a_feature(span_r
     (record,) = set((out / "runs").glob("run-*.json")) - records_before
     stopped = json.loads(record.read_text())
     assert stopped["state"] == "FAILED" and stopped["failed_task"] == "validate"
+    assert "shardflow validate: error: data validation failed" in stopped["message"]  # the step's own words
     run_dir = max((out / "pipeline_root").glob("shardflow-*"), key=lambda p: p.stat().st_mtime)
     report = (run_dir / "validate" / "report").read_text()
     assert "camera" in report and "eval" in report
