@@ -67,7 +67,8 @@ def train(transformed: Input[Dataset], options: List[str], warm_start: str, serv
     summary = launchers.train(transformed.path, options, start_from, output_location(model))
     model.metadata.update({"framework": "tensorflow", "warm_start": start_from, "strategy": summary["strategy"],
                            "accelerators_requested": f"{accelerator_limit} x {accelerator_type}",
-                           "optimizer_steps": summary["optimizer_steps"]})
+                           "optimizer_steps": summary["optimizer_steps"],
+                           "tensorboard": summary.get("tensorboard", "")})  # `tensorboard --logdir` it
     last = summary["history"][-1] if summary["history"] else {}
     for name, value in last.items():
         if name != "epoch":
