@@ -43,17 +43,26 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple]:
     return seen
 
 
-@pytest.mark.parametrize("root", ["s3://bucket/root/run", "gs://bucket/root/run"])
-def test_large_outputs_are_written_to_a_remote_uri(calls: dict[str, tuple], root: str) -> None:
+@pytest.fixture(params=["s3", "gs"])
+def root(request: pytest.FixtureRequest) -> str:
+    """A run root in a fresh bucket of the local S3 server or the GCS emulator."""
+    if request.param == "s3":
+        return f"s3://{request.getfixturevalue('s3_bucket')}/root/run"
+    return f"gs://{request.getfixturevalue('gcs_server').bucket()}/root/run"
+
+
+def test_large_outputs_are_written_to_a_remote_uri(calls: dict[str, tuple], root: str, tmp_path: Path) -> None:
     examples, transformed = dsl.Dataset(uri=f"{root}/example-gen/examples"), dsl.Dataset(uri=f"{root}/transform/t")
     model, metrics = dsl.Model(uri=f"{root}/train/model"), dsl.Metrics(uri=f"{root}/train/training_metrics")
+    page = dsl.HTML(uri=str(tmp_path / "training_page.html"))  # reports stay on .path
     components.example_gen(["train=/data/t.csv"], "/data", "fp", [], [], examples)
     components.transform(examples, [], [], transformed)
-    components.train(transformed, [], "", "/serving", "nvidia.com/gpu", 1, model, metrics)
+    components.train(transformed, [], "", "/serving", "nvidia.com/gpu", 1, model, metrics, page)
     assert calls["example_gen"][-1] == examples.uri
     assert calls["transform"] == (examples.path, [], [], transformed.uri)  # the input: the launcher's local copy
     assert calls["train"][0] == transformed.path and calls["train"][-1] == model.uri
     assert examples.metadata["fingerprint"] == "fp" and model.metadata["framework"] == "tensorflow"
+    assert "<html" in Path(page.path).read_text().lower()
 
 
 def test_local_outputs_use_the_path(calls: dict[str, tuple], tmp_path: Path) -> None:
