@@ -137,12 +137,13 @@ def test_evaluate_and_push_on_s3(trained: tuple[str, dict, Path], s3_examples: s
                                        thresholds=("accuracy>=0",)), echo=lambda _: None)
     assert outcome.blessing.blessed and outcome.metrics["num_examples"] == EVAL
     assert _keys(s3_server, blessed) == ["BLESSED", "blessing.json", "confusion_matrix.png", "metrics.json"]
-    evaluate(EvaluatorConfig(model=model, examples=s3_examples, output=rejected, thresholds=("accuracy>1",)),
+    never_met = ("log_loss<=0",)  # a valid threshold no softmax reaches (accuracy>1 is refused as impossible)
+    evaluate(EvaluatorConfig(model=model, examples=s3_examples, output=rejected, thresholds=never_met),
              echo=lambda _: None)
     assert "NOT_BLESSED" in _keys(s3_server, rejected) and "BLESSED" not in _keys(s3_server, rejected)
 
     refused = push(PusherConfig(model=model, evaluation=rejected, serving_dir=serving), echo=lambda _: None)
-    assert not refused.pushed and "fails threshold accuracy>1" in refused.reasons[0]
+    assert not refused.pushed and "fails threshold log_loss<=0" in refused.reasons[0]
     assert _keys(s3_server, serving) == [] and resolve_latest(serving) == ""
     first = push(PusherConfig(model=model, evaluation=blessed, serving_dir=serving, source={"run": "a"}),
                  echo=lambda _: None)
