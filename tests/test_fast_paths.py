@@ -102,7 +102,7 @@ def test_broken_pngs_are_rejected_like_pil_rejects_them() -> None:
 def test_plain_csv_records_split_like_the_csv_module() -> None:
     import csv
 
-    from shardflow.example_gen.csv_index import _parse
+    from shardflow.example_gen.csv_cells import parse_record
 
     records = [b"a.png,1\n", b" a.png , 2 \r\n", b"a,,\n", b"\xc3\xa9.png,3", b"a.png,\t4\x0b\n", b",\n",
                b'"a,b.png",5\n', b'a.png,"6"\r\n', b"a\rb.png,7\n"]
@@ -112,7 +112,7 @@ def test_plain_csv_records_split_like_the_csv_module() -> None:
         except csv.Error:
             expected = None
         try:
-            got = _parse(raw)
+            got = parse_record(raw)
         except csv.Error:
             got = None
         assert got == expected, raw
