@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from s3_server import free_port
+from loopback_server import free_port
 
 # What a worker inherits from the launcher's environment; everything else it is given explicitly.
 INHERITED = ("PATH", "LANG", "LC_ALL", "TF_USE_LEGACY_KERAS", "TF_CPP_MIN_LOG_LEVEL")

