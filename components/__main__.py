@@ -1,4 +1,5 @@
-from .cli import main
-from .core.cloud_env import exit_process
+import sys
 
-exit_process(main())  # not sys.exit: tensorflow-io aborts in interpreter teardown after s3 use
+from .cli import main
+
+sys.exit(main())  # the exit status survives tensorflow-io's teardown abort: see cloud_env._install_exit_guard

@@ -106,6 +106,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from .core.cloud_env import exit_process
-
-    exit_process(main())  # not sys.exit: tensorflow-io aborts in interpreter teardown after s3 use
+    sys.exit(main())  # the status survives tensorflow-io's teardown abort: see cloud_env._install_exit_guard

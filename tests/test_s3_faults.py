@@ -112,14 +112,14 @@ def test_example_gen_through_slow_downs_equals_the_run_without(proxy: FaultProxy
 
 READ_WITH_TENSORFLOW = """
 import sys
-from shardflow.core.cloud_env import enable_tensorflow_filesystems, exit_process
+from shardflow.core.cloud_env import enable_tensorflow_filesystems
 enable_tensorflow_filesystems(sys.argv[1:])
 import tensorflow as tf
 data = tf.io.gfile.GFile(sys.argv[1], "rb").read()
 print("gfile", len(data), flush=True)
 records = list(tf.data.TFRecordDataset(sys.argv[2]).as_numpy_iterator())
 print("tfrecord", len(records), sum(map(len, records)))
-exit_process(0)
+sys.exit(0)
 """
 
 

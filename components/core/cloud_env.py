@@ -91,11 +91,6 @@ def _install_exit_guard() -> None:
     atexit.register(leave)
 
 
-def exit_process(code: int) -> None:
-    """Exits with `code` (also after tensorflow-io was loaded: see `_install_exit_guard`)."""
-    sys.exit(code)
-
-
 def redact_args(args: Iterable[str]) -> list[str]:
     """Beam flags with secret values replaced, for manifests, logs and error messages."""
     out: list[str] = []
