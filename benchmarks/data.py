@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from PIL import Image
@@ -56,8 +57,8 @@ def ensure_images(root: Path, count: int = NUM_FILES) -> Path:
     return root
 
 
-def ensure_index(root: Path, rows: int) -> Path:
-    """`root/index-<rows>.csv` with columns x,y: the files repeated in order until `rows` rows."""
+def ensure_index(root: Path, rows: int, name: Callable[[int], str] = image_name) -> Path:
+    """`root/index-<rows>.csv` with columns x,y: the files (`name(number)`) repeated in order until `rows` rows."""
     path = root / f"index-{rows}.csv"
     if path.is_file():
         return path
@@ -67,7 +68,7 @@ def ensure_index(root: Path, rows: int) -> Path:
     with open(tmp, "w", newline="") as out:
         writer = csv.writer(out)
         writer.writerow(("x", "y"))
-        writer.writerows((image_name(i % count), int(labels[i % count])) for i in range(rows))
+        writer.writerows((name(i % count), int(labels[i % count])) for i in range(rows))
     os.replace(tmp, path)  # a killed run leaves no index that looks complete
     return path
 
