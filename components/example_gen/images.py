@@ -23,6 +23,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from .data_root import BadCell
+from .jpeg_decode import decode_turbo, draft, draft_scale
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 JPEG_MAGIC = b"\xff\xd8\xff"
@@ -36,6 +37,7 @@ _LOW_BIT_GRAY = {"1": 255, "L;2": 85, "L;4": 17}
 # pass of the same C decoder with the raw mode below reads the other bytes (see `_join16`).
 _PNG16_SECOND_PASS = {"RGB;16B": "RGB;16L", "RGBA;16B": "RGBA;16L", "LA;16B": "RGBA"}
 _EXIF_ORIENTATION = 0x0112
+_QUARTER_TURNS = (5, 6, 7, 8)  # EXIF orientations that swap width and height
 _PNG_CHUNK = struct.Struct(">I4s")
 _PNG_IHDR = struct.Struct(">IIBBBBB")
 
@@ -145,9 +147,12 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
         file_rawmode = _rawmode(image.tile[0].args) if image_format == "PNG" and image.tile else None
         if rawmode is not None:  # PNG tiles' args are the raw mode alone
             image.tile = [tile._replace(args=rawmode) for tile in image.tile]
-        image.load()
-        if rules.exif_transpose and _orientation(image) != 1:
-            image = ImageOps.exif_transpose(image)
+        if image_format == "JPEG":
+            image = _load_jpeg(data, image, rules)
+        else:
+            image.load()
+            if rules.exif_transpose and _orientation(image) != 1:
+                image = ImageOps.exif_transpose(image)
     except BadCell:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:  # above our own limit too
@@ -156,6 +161,25 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
         detail = re.sub(r" at 0x[0-9a-f]+", "", str(err))  # PIL names a memory address: keep reasons stable
         raise BadCell("corrupt_image", f"corrupt or truncated image: {detail}") from err
     return image, file_rawmode
+
+
+def _load_jpeg(data: bytes, header: Image.Image, rules: ImageRules) -> Image.Image:
+    """A JPEG's pixels, DCT-downscaled when the resize allows (see jpeg_decode), EXIF orientation applied.
+
+    Upright files go through TurboJPEG; rotated ones, and what it declines, through Pillow.
+    """
+    orientation = _orientation(header) if rules.exif_transpose else 1
+    target = None if rules.resize is None or rules.nearest else (rules.resize[1], rules.resize[0])
+    if target is not None and orientation in _QUARTER_TURNS:  # the stored image is turned: so is the target
+        target = (target[1], target[0])
+    scale = draft_scale(header.size, target)
+    if orientation == 1:
+        decoded = decode_turbo(data, header, scale)
+        if decoded is not None:
+            return decoded
+    draft(header, scale)
+    header.load()
+    return ImageOps.exif_transpose(header) if orientation != 1 else header
 
 
 def _orientation(image: Image.Image) -> int:
