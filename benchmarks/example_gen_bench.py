@@ -22,7 +22,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -30,10 +30,20 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 from benchmarks.data import read_index  # noqa: E402  (light: csv + numpy + PIL)
 
 EG_MODES = ("auto", "in_memory", "multi_processing")
-_ROWS: list[tuple[str, int]] = []  # set before forking the pool; workers read their slice from it
+Rows = list[tuple[str, int]]
+Write = Callable[[Rows, str], int]  # (rows, output file) → records written
+_POOL: dict[str, Any] = {}  # rows and write function, set before forking the pool; workers read their slice
 
 
-def write_loop(rows: list[tuple[str, int]], data_root: str, path: str) -> int:
+def serialize_example(tf: Any, payload: bytes, label: int) -> bytes:
+    """The loops' record: image bytes under "x", the int64 label under "y"."""
+    return tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(bytes_list=tf.train.BytesList(value=[payload])),
+        "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+    })).SerializeToString()
+
+
+def write_loop(rows: Rows, data_root: str, path: str) -> int:
     """The tutorials' loop: PIL decode → tf.train.Example(raw bytes, label) → TFRecordWriter."""
     import numpy as np
     import tensorflow as tf
@@ -43,38 +53,43 @@ def write_loop(rows: list[tuple[str, int]], data_root: str, path: str) -> int:
         for relative, label in rows:
             with Image.open(os.path.join(data_root, relative)) as image:
                 pixels = np.asarray(image)  # decodes here
-            example = tf.train.Example(features=tf.train.Features(feature={
-                "x": tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels.tobytes()])),
-                "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-            }))
-            writer.write(example.SerializeToString())
+            writer.write(serialize_example(tf, pixels.tobytes(), label))
     return len(rows)
 
 
-def _write_range(job: tuple[int, int, str, str]) -> int:
-    start, stop, data_root, path = job
-    return write_loop(_ROWS[start:stop], data_root, path)
+def _write_range(job: tuple[int, int, str]) -> int:
+    start, stop, path = job
+    return _POOL["write"](_POOL["rows"][start:stop], path)
 
 
-def contender_a(index: str, data_root: str, output: str) -> dict[str, Any]:
-    import tensorflow  # noqa: F401  (the tutorials import it first; its cost is part of the run)
+def pool_write(rows: Rows, write: Write, output: str, processes: int) -> int:
+    """`write` over a fork pool, each process writing its own `part-<i>.tfrecord` of a contiguous slice."""
+    _POOL.update(rows=rows, write=write)  # inherited by the forked workers: nothing large is pickled
+    bounds = [len(rows) * i // processes for i in range(processes + 1)]
+    jobs = [(bounds[i], bounds[i + 1], os.path.join(output, f"part-{i}.tfrecord")) for i in range(processes)]
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        return sum(pool.map(_write_range, jobs, chunksize=1))
+
+
+def loop_contender(index: str, write: Write, output: str, processes: int = 1) -> dict[str, Any]:
+    """Contender a (`processes` 1: one file `a.tfrecord`) or b (a fork pool); TF imported first."""
+    import tensorflow  # noqa: F401  (the tutorials import it first; b's workers inherit it)
 
     imported = time.time()
     rows = read_index(Path(index))
-    records = write_loop(rows, data_root, os.path.join(output, "a.tfrecord"))
+    if processes == 1:
+        records = write(rows, os.path.join(output, "a.tfrecord"))
+    else:
+        records = pool_write(rows, write, output, processes)
     return {"records": records, "imported_at": imported}
+
+
+def contender_a(index: str, data_root: str, output: str) -> dict[str, Any]:
+    return loop_contender(index, lambda rows, path: write_loop(rows, data_root, path), output)
 
 
 def contender_b(index: str, data_root: str, output: str, processes: int = 2) -> dict[str, Any]:
-    import tensorflow  # noqa: F401  (imported before the fork: the workers inherit it)
-
-    imported = time.time()
-    _ROWS[:] = read_index(Path(index))
-    bounds = [len(_ROWS) * i // processes for i in range(processes + 1)]
-    jobs = [(bounds[i], bounds[i + 1], data_root, os.path.join(output, f"part-{i}.tfrecord")) for i in range(processes)]
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
-        records = sum(pool.map(_write_range, jobs, chunksize=1))
-    return {"records": records, "imported_at": imported}
+    return loop_contender(index, lambda rows, path: write_loop(rows, data_root, path), output, processes)
 
 
 def eg_beam_args(mode: str, workers: int = 2) -> list[str]:
@@ -86,13 +101,14 @@ def eg_beam_args(mode: str, workers: int = 2) -> list[str]:
     return [f"--direct_running_mode={mode}"]
 
 
-def contender_c(index: str, data_root: str, output: str, mode: str = "auto") -> dict[str, Any]:
+def contender_c(index: str, data_root: str, output: str, mode: str = "auto", **options: Any) -> dict[str, Any]:
+    """ExampleGen, every row in split "train"; `options`: further `ExampleGenConfig` fields (resize, storage…)."""
     from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
     imported = time.time()
     config = ExampleGenConfig(
         indexes=(IndexSpec(index, "train"),), data_root=data_root, output=output,
-        beam_args=tuple(eg_beam_args(mode)), progress_seconds=3600.0,
+        beam_args=tuple(eg_beam_args(mode)), progress_seconds=3600.0, **options,
     )
     manifest = run(config, echo=lambda text: print(text, file=sys.stderr))
     return {

@@ -54,27 +54,21 @@ def _contenders(args: argparse.Namespace) -> list[tuple[str, str]]:
     return out
 
 
-def _watch(label: str, output: Path) -> Watch:
+def contender_watch(label: str, output: Path) -> Watch:
+    """ExampleGen (c…): first staged part, chunk done-markers; the loops: their first TFRecord file."""
     if label.startswith("c"):
         staging = output / ".staging"
         return Watch([str(staging / "parts" / "*" / "*")], done_dir=str(staging / "done"))
     return Watch([str(output / "*.tfrecord")])
 
 
-def run_one(label: str, mode: str, rows: int, index: Path, data_root: Path, work: Path,
-            args: argparse.Namespace) -> dict[str, Any]:
-    """Runs one contender at one size in a monitored subprocess; returns its figures."""
-    output = work / "out" / f"{label.replace(':', '-')}-{rows}"
-    shutil.rmtree(output, ignore_errors=True)
-    cmd = [sys.executable, "-m", "benchmarks.example_gen_bench", "--contender", label[0], "--index", str(index),
-           "--data-root", str(data_root), "--output", str(output), "--processes", str(args.eg_processes)]
-    if mode:
-        cmd += ["--eg-mode", mode]
-    print(f"[{NAME}] {label} at {rows:,} rows ...", file=sys.stderr, flush=True)
-    m = run_monitored(cmd, work / "logs" / f"{NAME}-{label.replace(':', '-')}-{rows}", _watch(label, output), child_env())
+def measure(suite: str, label: str, rows: int, cmd: list[str], log_prefix: Path, watch: Watch) -> dict[str, Any]:
+    """Runs one contender's command in a monitored subprocess; its figures (keys shared by every suite)."""
+    print(f"[{suite}] {label} at {rows:,} rows ...", file=sys.stderr, flush=True)
+    m = run_monitored(cmd, log_prefix, watch, child_env())
     report = m.report
     figures: dict[str, Any] = {
-        "contender": label, "mode": mode, "rows": rows, "returncode": m.returncode,
+        "returncode": m.returncode,
         "records": report.get("records"), "total_s": m.wall_s, "records_per_s": rows / m.wall_s,
         "startup_s": m.first_file_s, "peak_rss_mb": m.peak_rss_mb, "peak_anon_mb": m.peak_anon_mb,
         "peak_main_anon_mb": m.peak_main_anon_mb, "peak_uss_mb": m.peak_uss_mb,
@@ -90,11 +84,25 @@ def run_one(label: str, mode: str, rows: int, index: Path, data_root: Path, work
     figures["memory_timeline"] = m.timeline  # [s, processes, RSS MB, anon MB, main anon MB]
     figures["ok"] = m.returncode == 0 and report.get("records") == rows
     if not figures["ok"]:
-        print(f"[{NAME}] {label} at {rows:,} rows FAILED (rc={m.returncode}, records={report.get('records')}); "
-              f"see {work / 'logs'}", file=sys.stderr, flush=True)
+        print(f"[{suite}] {label} at {rows:,} rows FAILED (rc={m.returncode}, records={report.get('records')}); "
+              f"see {log_prefix.parent}", file=sys.stderr, flush=True)
+    return figures
+
+
+def run_one(label: str, mode: str, rows: int, index: Path, data_root: Path, work: Path,
+            args: argparse.Namespace) -> dict[str, Any]:
+    """Runs one contender at one size in a monitored subprocess; returns its figures."""
+    output = work / "out" / f"{label.replace(':', '-')}-{rows}"
+    shutil.rmtree(output, ignore_errors=True)
+    cmd = [sys.executable, "-m", "benchmarks.example_gen_bench", "--contender", label[0], "--index", str(index),
+           "--data-root", str(data_root), "--output", str(output), "--processes", str(args.eg_processes)]
+    if mode:
+        cmd += ["--eg-mode", mode]
+    log_prefix = work / "logs" / f"{NAME}-{label.replace(':', '-')}-{rows}"
+    figures = measure(NAME, label, rows, cmd, log_prefix, contender_watch(label, output))
     if not args.keep_outputs:
         shutil.rmtree(output, ignore_errors=True)  # 1M records are ~0.9 GB per contender
-    return figures
+    return {"contender": label, "mode": mode, "rows": rows, **figures}
 
 
 def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:

@@ -4,6 +4,7 @@
     python -m benchmarks.run_all --rows 5k 20k                # a quick smoke run
     BENCH_ROWS="5000 20000" make bench                        # the same through make
     python -m benchmarks.run_all --only example_gen --eg-mode auto --eg-mode in_memory
+    python -m benchmarks.run_all --only photos --photo-rows 20k --photo-storage jpeg   # its own sizes
 
 A suite is a module `benchmarks.<name>_suite` with `NAME`, `add_arguments(parser)`,
 `run(args, sizes, work) -> dict` (JSON-able; key "failed" when something went wrong) and
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SUITES = ("example_gen", "transform", "trainer", "evaluator")
+SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos")
 DEFAULT_ROWS = "200000 1000000"
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 

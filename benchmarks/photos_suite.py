@@ -1,0 +1,203 @@
+"""The photos benchmark (suite `photos`, issue 14): JPEG photographs to 224×224 RGB examples.
+
+    python -m benchmarks.run_all --only photos                                  # 20k and 200k rows, jpeg and raw
+    python -m benchmarks.run_all --only photos --photo-rows 20k --photo-storage jpeg
+
+Data: distinct 300–500 px JPEG crops (q90) of scikit-learn's sample photographs
+(`photo_data.ensure_photos`, under `<work>/photos`), an index repeating them to N rows. Per storage
+kind (jpeg, raw) and size, one monitored child process per contender (`photos_bench`): (a) the
+hand-written loop, (b) the same loop on a 2-process pool, (c) ExampleGen as it runs by default.
+Figures as in `example_gen_suite.measure`; targets in `targets.photo_targets`. The 1-minute load
+average is recorded before every run: one started above 0.5 makes the result "not quiet".
+
+Hooks, called in this process when their module exists (else a note): ExampleGen's time per stage
+(`photos_stages.stage_times`, per storage kind at the smallest size) and the reader comparison
+(`photos_reader.reader_figures`) on (c)'s JPEG output at the smallest size, which is kept for it.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .example_gen_suite import contender_watch, measure
+from .photo_data import NUM_PHOTOS, ensure_photo_index, ensure_photos
+from .photos_bench import STORAGES
+from .targets import photo_targets
+
+NAME = "photos"
+DEFAULT_ROWS = (20_000, 200_000)
+QUIET_LOAD = 0.5
+DESCRIPTIONS = {"a": "(a) Pillow loop, 1 process", "b": "(b) same loop, 2-process pool", "c": "(c) ExampleGen (default)"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .run_all import parse_size  # here: run_all imports the suites
+
+    group = parser.add_argument_group("photos")
+    group.add_argument("--photo-rows", nargs="+", type=parse_size, default=list(DEFAULT_ROWS),
+                       help="sizes in rows, independent of --rows (default 20k 200k)")
+    group.add_argument("--photo-storage", nargs="+", choices=STORAGES, default=list(STORAGES),
+                       help="how the 224×224 pixels are stored (default: jpeg raw)")
+    group.add_argument("--photo-contenders", default="a,b,c", help="comma-separated subset of a,b,c (default a,b,c)")
+    group.add_argument("--photo-count", type=int, default=NUM_PHOTOS,
+                       help=f"distinct photo files (default {NUM_PHOTOS:,}); others go to <work>/photos-<count>")
+
+
+def _contenders(text: str) -> list[str]:
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = set(chosen) - {"a", "b", "c"}
+    if unknown or not chosen:
+        raise SystemExit(f"--photo-contenders: unknown {sorted(unknown)} or none; choose from a,b,c")
+    return chosen
+
+
+def run_one(label: str, storage: str, rows: int, index: Path, data_root: Path, work: Path,
+            keep: bool) -> dict[str, Any]:
+    """One contender at one size and storage kind; its output is deleted unless `keep`."""
+    output = work / "photos-out" / f"{label}-{storage}-{rows}"
+    shutil.rmtree(output, ignore_errors=True)
+    cmd = [sys.executable, "-m", "benchmarks.photos_bench", "--contender", label, "--storage", storage,
+           "--index", str(index), "--data-root", str(data_root), "--output", str(output)]
+    log_prefix = work / "logs" / f"{NAME}-{label}-{storage}-{rows}"
+    figures = measure(NAME, f"{label} {storage}", rows, cmd, log_prefix, contender_watch(label, output))
+    figures["quiet"] = figures["load_before"] <= QUIET_LOAD
+    if not keep:
+        shutil.rmtree(output, ignore_errors=True)
+    return {"contender": label, "storage": storage, "rows": rows, "output": str(output) if keep else None,
+            **figures}
+
+
+def _hook(module: str, function: str) -> tuple[Callable[..., Any] | None, str]:
+    """`benchmarks.<module>.<function>` and the module's `markdown`, or None and why not."""
+    try:
+        found = importlib.import_module(f"benchmarks.{module}")
+    except ModuleNotFoundError as err:
+        if err.name != f"benchmarks.{module}":
+            raise  # the module exists but one of its imports is missing: a real error
+        return None, f"skipped: benchmarks/{module}.py does not exist yet"
+    if not hasattr(found, function):
+        return None, f"skipped: benchmarks/{module}.py has no {function}()"
+    return getattr(found, function), ""
+
+
+def _call_hook(module: str, function: str, *args: Any) -> dict[str, Any]:
+    call, note = _hook(module, function)
+    if call is None:
+        print(f"[{NAME}] {module}.{function}: {note}", file=sys.stderr, flush=True)
+        return {"skipped": note}
+    print(f"[{NAME}] {module}.{function} ...", file=sys.stderr, flush=True)
+    try:
+        return {"result": call(*args)}
+    except Exception as err:  # noqa: BLE001  (a hook's failure is reported, the contenders' figures kept)
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
+def _hooks(data_root: Path, storages: list[str], rows: int, examples: Path | None, work: Path) -> dict[str, Any]:
+    index = ensure_photo_index(data_root, rows)
+    stages = {storage: _call_hook("photos_stages", "stage_times", data_root, index, storage, rows)
+              for storage in storages}
+    if examples is None:
+        reader = {"skipped": f"no ExampleGen (c) JPEG output at {rows:,} rows in this run"}
+    else:
+        reader = _call_hook("photos_reader", "reader_figures", examples, work)
+    return {"stage_rows": rows, "stages": stages, "reader": reader}
+
+
+def _hook_results(hooks: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*hooks["stages"].values(), hooks["reader"]]
+
+
+def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:
+    """Every storage kind, size (ascending) and contender; `sizes` (the 28×28 --rows) is not used."""
+    del sizes
+    work = work.resolve()
+    folder = "photos" if args.photo_count == NUM_PHOTOS else f"photos-{args.photo_count}"
+    data_root = ensure_photos(work / folder, args.photo_count).resolve()
+    contenders, rows_list = _contenders(args.photo_contenders), sorted(set(args.photo_rows))
+    keep_all = bool(getattr(args, "keep_outputs", False))
+    runs = []
+    for storage in args.photo_storage:
+        for rows in rows_list:
+            index = ensure_photo_index(data_root, rows)
+            for label in contenders:
+                for_reader = label == "c" and storage == "jpeg" and rows == rows_list[0]
+                runs.append(run_one(label, storage, rows, index, data_root, work, keep_all or for_reader))
+    examples = next((Path(r["output"]) for r in runs if r["contender"] == "c" and r["storage"] == "jpeg"
+                     and r["rows"] == rows_list[0] and r["ok"]), None)
+    hooks = _hooks(data_root, list(args.photo_storage), rows_list[0], examples, work)
+    return {
+        "benchmark": NAME,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "sizes": rows_list, "storages": list(args.photo_storage), "photos": args.photo_count,
+        "runs": runs,
+        "targets": photo_targets(runs),
+        "quiet": all(r["quiet"] for r in runs),
+        "hooks": hooks,
+        "failed": not all(r["ok"] for r in runs) or any("error" in h for h in _hook_results(hooks)),
+        "notes": (f"start-up = process start → first output file; steady = images / (end of work − first record); "
+                  "memory = peak of the process tree's summed RSS (shared libraries counted per process) and its "
+                  "anonymous part (heap), sampled every 0.2 s; the memory target is checked on both; CPU s = "
+                  f"user+system of the tree; † = started with 1-min load average > {QUIET_LOAD} (not a quiet run)"),
+    }
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def _runs_table(runs: list[dict[str, Any]]) -> list[str]:
+    lines = ["| rows | contender | total s | start-up s | steady img/s | peak RSS MB | peak anon MB | CPU s "
+             "| c/b steady |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        name = DESCRIPTIONS[r["contender"]] + ("" if r["quiet"] else " †") + ("" if r["ok"] else " **FAILED**")
+        b = next((o for o in runs if o["contender"] == "b" and o["rows"] == r["rows"] and o["ok"]), None)
+        ratio = None
+        if r["contender"] == "c" and b and r.get("steady_records_per_s") and b.get("steady_records_per_s"):
+            ratio = r["steady_records_per_s"] / b["steady_records_per_s"]
+        lines.append(f"| {r['rows']:,} | {name} | {r['total_s']:.1f} | {_fmt(r['startup_s'], '.1f')} "
+                     f"| {_fmt(r.get('steady_records_per_s'), ',.0f')} | {r['peak_rss_mb']:,.0f} "
+                     f"| {r['peak_anon_mb']:,.0f} | {r['cpu_s']:.0f} | {_fmt(ratio, '.2f')} |")
+    return lines
+
+
+def _hook_markdown(module: str, entry: dict[str, Any]) -> str:
+    """The hook module's own `markdown(result)` when it has one, else a stage → value table."""
+    if "result" not in entry:
+        return f"_{entry.get('skipped') or entry.get('error')}_"
+    result = entry["result"]
+    render = getattr(sys.modules.get(f"benchmarks.{module}"), "markdown", None)
+    if callable(render):
+        return render(result)
+    if isinstance(result, dict) and all(isinstance(v, (int, float)) for v in result.values()):
+        return "\n".join(["| stage | µs/row |", "|---|---:|"] + [f"| {k} | {v:,.1f} |" for k, v in result.items()])
+    return f"```\n{json.dumps(result, indent=2, default=str)}\n```"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """Per storage kind: the contenders' table; then the targets; then the hooks' tables."""
+    lines: list[str] = []
+    for storage in result["storages"]:
+        lines += [f"### storage {storage}", ""] + _runs_table([r for r in result["runs"] if r["storage"] == storage])
+        lines.append("")
+    lines += ["| target | measured | met |", "|---|---:|:---:|"]
+    for t in result["targets"]:
+        met = "–" if t["met"] is None else ("yes" if t["met"] else "**no**")
+        lines.append(f"| {t['target']} | {t['measured']} | {met} |")
+    hooks = result["hooks"]
+    for storage, entry in hooks["stages"].items():
+        lines += ["", f"### ExampleGen per stage, storage {storage}, {hooks['stage_rows']:,} rows", "",
+                  _hook_markdown("photos_stages", entry)]
+    lines += ["", f"### reader on ExampleGen's JPEG output ({hooks['stage_rows']:,} rows)", "",
+              _hook_markdown("photos_reader", hooks["reader"])]
+    quiet = "quiet" if result["quiet"] else f"**not quiet** (a run started with load > {QUIET_LOAD}: †)"
+    lines += ["", f"_machine: {quiet}; " + result["notes"] + "_"]
+    return "\n".join(lines)
