@@ -8,7 +8,14 @@ DEMO := demo_data
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export TF_USE_LEGACY_KERAS ?= 1
 
-.PHONY: setup run test bench golden clean lock
+# The TFX environment (issue 15): Python 3.10 and tfx 1.16, apart from the main one (see requirements/tfx.in).
+TFX_VENV := .venv-tfx
+TFX_BIN := $(TFX_VENV)/bin
+TFX_STAMP := $(TFX_VENV)/.installed
+TFX_LOCK := requirements/tfx.lock
+PYTHON310 ?= $(shell pyenv root 2>/dev/null)/versions/3.10.13/bin/python3.10
+
+.PHONY: setup run test bench golden clean lock tfx-setup test-tfx tfx-lock
 
 setup: $(STAMP)
 
@@ -27,8 +34,23 @@ run: setup
 	$(BIN)/shardflow run --index train=$(DEMO)/digits/train.csv --index eval=$(DEMO)/digits/eval.csv \
 	    --data-root $(DEMO)/digits --output runs/digits --train-args "--epochs 10" --threshold "accuracy>=0.9"
 
-test: setup
+test: setup tfx-setup
 	$(BIN)/python -m pytest -q tests
+	$(TFX_BIN)/python -m pytest -q tests_tfx
+
+tfx-setup: $(TFX_STAMP)
+
+# Like $(STAMP): rebuilt only when the lock or setup.py change. shardflow goes in with --no-deps: its
+# install_requires pin the main environment's kfp 2.13; the lock brings TF, Beam, TFDV and TFT itself.
+$(TFX_STAMP): $(TFX_LOCK) setup.py
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv || python3 -m pip install --quiet uv
+	@test -x $(TFX_BIN)/python || uv venv --quiet --python $(PYTHON310) $(TFX_VENV)
+	uv pip install --quiet --python $(TFX_BIN)/python -r $(TFX_LOCK)
+	uv pip install --quiet --python $(TFX_BIN)/python --no-deps -e .
+	@touch $(TFX_STAMP)
+
+test-tfx: tfx-setup
+	$(TFX_BIN)/python -m pytest -q tests_tfx
 
 bench: setup
 	$(BIN)/python -m benchmarks.run_all $(BENCH_ARGS)
@@ -41,5 +63,9 @@ lock:
 	uv pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_36 \
 	    requirements/requirements.in -o $(LOCK)
 
+tfx-lock:
+	uv pip compile --python $(PYTHON310) --python-version 3.10 --python-platform x86_64-manylinux_2_36 \
+	    requirements/tfx.in -o $(TFX_LOCK)
+
 clean:
-	rm -rf $(VENV) runs $(DEMO) build *.egg-info
+	rm -rf $(VENV) $(TFX_VENV) runs $(DEMO) build *.egg-info

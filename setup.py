@@ -9,7 +9,7 @@ setup(
     name="shardflow",
     version="0.1.0",
     description="CSV-indexed files to sharded TFRecords, transform, train, evaluate, on Beam and Kubeflow",
-    python_requires=">=3.11,<3.12",
+    python_requires=">=3.10,<3.12",  # 3.10: the TFX environment (requirements/tfx.in)
     packages=[
         "shardflow",
         "shardflow.core",
@@ -20,8 +20,11 @@ setup(
         "shardflow.validation",
         "shardflow.pusher",
         "shardflow.pipelines",
+        "shardflow.tfx",
     ],
-    package_dir={"shardflow": "components", "shardflow.pipelines": "pipelines"},
+    # shardflow.tfx: the TFX adapter, only importable where tfx is installed (make tfx-setup); its folder
+    # is not named tfx, which would shadow the real tfx package when run from the repository root.
+    package_dir={"shardflow": "components", "shardflow.pipelines": "pipelines", "shardflow.tfx": "tfx_adapter"},
     install_requires=[
         "apache-beam[dask,tfrecord,aws,gcp]>=2.72,<2.73",
         "tensorflow>=2.16,<2.17",
