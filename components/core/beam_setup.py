@@ -1,10 +1,11 @@
 """Building a Beam pipeline from pass-through options, defaulting to the local FnApiRunner.
 
 Beam's plain DirectRunner first tries the Prism runner, which downloads a binary (and fails
-offline), so without `--runner` we run on the FnApiRunner explicitly. Large local runs use its
-multi-process mode unless the user chose a mode: worker start-up (~10 s) only pays off there.
+offline), so without `--runner` we run on the FnApiRunner explicitly. Runs with enough work use
+its multi-process mode unless the user chose a mode: worker start-up (5-10 s) only pays off there.
+The caller estimates the work (ExampleGen: example_gen/work_estimate.py), not only counts rows.
 
->>> options = pipeline_options(["--direct_num_workers=2"], num_rows=10)
+>>> options = pipeline_options(["--direct_num_workers=2"], work_seconds=0.7)
 >>> options.view_as(DirectOptions).direct_running_mode
 'in_memory'
 """
@@ -16,16 +17,25 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-MULTI_PROCESS_MIN_ROWS = 200_000  # measured: equal total time at 200k rows, 1.3x faster at 1M
+# Single-core seconds of work from which worker processes pay off. Measured on 28×28 PNGs (~70 µs
+# a row): equal total time at 200k rows (14 s of work), 1.3x faster at 1M.
+MULTI_PROCESS_MIN_WORK_SECONDS = 14.0
+# Threads start in milliseconds, but share the GIL: they are chosen when most of the work runs in
+# C code that releases it (Pillow's and TurboJPEG's decode, resize and encode of photos).
+MULTI_THREAD_MIN_WORK_SECONDS = 2.0
+MULTI_THREAD_MIN_GIL_FREE = 0.8
 
 
 DASK_RUNNER = "DaskRunner"
 MAX_DASK_PARTITIONS = 64
 
 
-def pipeline_options(beam_args: list[str] | tuple[str, ...], num_rows: int, num_chunks: int = 1) -> PipelineOptions:
-    """Options from the user's Beam flags; picks the local running mode when none was given.
+def pipeline_options(beam_args: list[str] | tuple[str, ...], work_seconds: float = 0.0,
+                     num_chunks: int = 1, gil_free: float = 0.0) -> PipelineOptions:
+    """Options from the user's Beam flags; without a running mode, one chosen from the estimated work.
 
+    `work_seconds` is the single-core CPU time the run is expected to take, `gil_free` the part of it
+    spent in code that releases the GIL (see `local_running_mode`).
     On Dask, `Create` puts up to 128 elements in one partition and `Reshuffle` does not move them,
     so unless the user set `--dask_npartitions`, each unit of work gets its own partition (capped).
     """
@@ -37,14 +47,25 @@ def pipeline_options(beam_args: list[str] | tuple[str, ...], num_rows: int, num_
         options = PipelineOptions(args)
     local = options.view_as(StandardOptions).runner is None
     if local and not any(a.startswith("--direct_running_mode") for a in args):
-        if num_rows >= MULTI_PROCESS_MIN_ROWS and (os.cpu_count() or 1) > 1:
-            args.append("--direct_running_mode=multi_processing")
-            if not any(a.startswith("--direct_num_workers") for a in args):
-                args.append(f"--direct_num_workers={os.cpu_count()}")
-        else:
-            args.append("--direct_running_mode=in_memory")
+        mode = local_running_mode(work_seconds, gil_free, os.cpu_count() or 1)
+        args.append(f"--direct_running_mode={mode}")
+        if mode != "in_memory" and not any(a.startswith("--direct_num_workers") for a in args):
+            args.append(f"--direct_num_workers={os.cpu_count()}")
         options = PipelineOptions(args)
     return options
+
+
+def local_running_mode(work_seconds: float, gil_free: float, cpus: int) -> str:
+    """The FnApiRunner mode for a run of `work_seconds` single-core seconds, `gil_free` of them without the GIL.
+
+    >>> local_running_mode(50.0, 0.97, 2), local_running_mode(15.0, 0.2, 2), local_running_mode(5.0, 0.2, 2)
+    ('multi_threading', 'multi_processing', 'in_memory')
+    """
+    if cpus < 2 or work_seconds < MULTI_THREAD_MIN_WORK_SECONDS:
+        return "in_memory"
+    if gil_free >= MULTI_THREAD_MIN_GIL_FREE:
+        return "multi_threading"
+    return "multi_processing" if work_seconds >= MULTI_PROCESS_MIN_WORK_SECONDS else "in_memory"
 
 
 def make_pipeline(options: PipelineOptions) -> beam.Pipeline:

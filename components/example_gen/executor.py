@@ -30,7 +30,8 @@ from .pipeline import RESULT_NAME, IngestChunks
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
 from ..core.statistics_io import write_schema
-from .statistics import infer_schema, write_statistics
+from .data_root import open_data_root
+from .work_estimate import WorkEstimate, estimate_work
 
 SAMPLE_ROWS = 50
 OWNED = ("Split-*", "statistics")  # rejects.jsonl and schema.pbtxt are rewritten by every run
@@ -88,11 +89,13 @@ def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[Colu
     )
 
 
-def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, work: WorkEstimate,
+             echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
     total_rows = sum(c.num_rows for c in chunks)
-    options = pipeline_options(config.beam_args, total_rows, num_chunks=len(chunks))
+    options = pipeline_options(config.beam_args, work.seconds, num_chunks=len(chunks), gil_free=work.gil_free)
     sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
-    echo(f"example-gen: {total_rows:,} rows in {len(chunks)} chunks on {describe_runner(options)}")
+    echo(f"example-gen: {total_rows:,} rows in {len(chunks)} chunks (~{work.seconds:,.0f} s of single-core work) "
+         f"on {describe_runner(options)}")
     with ProgressReporter(storage.join(plan.staging_dir, "done"), total_rows, config.progress_seconds, echo):
         with make_pipeline(options) as pipeline:
             _ = pipeline | "Ingest" >> IngestChunks(chunks, plan, sizing)
@@ -157,11 +160,13 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
         return run_spans(config, run, echo)
     started = time.time()
     header, chunks = _plan_indexes(config)
-    columns = detect_columns(header, _sample(chunks), config)
+    samples = _sample(chunks)
+    columns = detect_columns(header, samples, config)
+    work = estimate_work(columns, samples, open_data_root(config.data_root), sum(c.num_rows for c in chunks))
     out = output_location(config.output)
     with out.staged_run():
         plan = _ingest_plan(config, header, columns, out)
-        result, runner = _execute(config, chunks, plan, echo)
+        result, runner = _execute(config, chunks, plan, work, echo)
         return _finish(config, chunks, columns, plan, result, runner, started, echo)
 
 
@@ -190,6 +195,9 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
+    # Imported here, after the rows: TFDV brings TensorFlow (~4 s), which the encode does not need.
+    from .statistics import infer_schema, write_statistics
+
     write_statistics(column_files, tuple(columns), out.staged("statistics"))
     out.publish([f"Split-{s}" for s in config.split_names] + ["statistics"])
     schema_path = storage.join(out.root, "schema.pbtxt")

@@ -81,7 +81,7 @@ def beam_args_for(config: TransformConfig) -> list[str]:
 def _execute(config: TransformConfig, plan: TransformPlan, fn: PreprocessingFn,
              echo: Callable[[str], None]) -> tuple[dict[str, FeatureSpec], str]:
     total = sum(plan.source.splits[s].num_examples for s in plan.splits)
-    options = pipeline_options(beam_args_for(config), total + plan.source.splits[plan.analyze_split].num_examples)
+    options = pipeline_options(beam_args_for(config))  # the running mode is always set (see beam_args_for)
     echo(f"transform: {total:,} examples in {len(plan.splits)} splits, analyzers on {plan.analyze_split!r}, "
          f"batches of {plan.batch_size}, on {describe_runner(options)}")
     with ProgressReporter(storage.join(plan.scratch_dir, "done"), total, config.progress_seconds, echo):
