@@ -37,6 +37,7 @@ setup(
         "boto3",
         "dill",
         "pillow>=10",
+        "simplejpeg>=1.8,<2",
         "numpy>=1.26,<2",
         "google-crc32c>=1.5",
         "scikit-learn>=1.3",
