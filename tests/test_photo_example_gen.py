@@ -45,6 +45,9 @@ def test_photos_run_on_threads_with_the_bytes_of_a_single_thread(photos: tuple[P
     lines = len(index.read_text().splitlines()) - 1
     assert threaded.extra["accepted"] == single.extra["accepted"] == lines == ROWS
     assert _shard_bytes(tmp_path / "auto") == _shard_bytes(tmp_path / "one")
+    phases = threaded.extra["phase_seconds"]  # where the time went, for the benchmark's arithmetic
+    assert list(phases) == ["plan", "rows_and_shards", "statistics", "finish"]
+    assert abs(sum(phases.values()) - threaded.extra["seconds"]) < 0.05
     batch = next(iter(make_dataset(tmp_path / "auto", "train", batch_size=4)))
     assert batch["x"].shape == (4, 224, 224, 3) and np.asarray(batch["x"]).std() > 10  # real pixels, not blank
 

@@ -158,7 +158,7 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
         from .span_ingest import run_spans
 
         return run_spans(config, run, echo)
-    started = time.time()
+    marks = {"started": time.time()}  # phase ends, for the manifest's `phase_seconds`
     header, chunks = _plan_indexes(config)
     samples = _sample(chunks)
     columns = detect_columns(header, samples, config)
@@ -166,8 +166,10 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
     out = output_location(config.output)
     with out.staged_run():
         plan = _ingest_plan(config, header, columns, out)
+        marks["plan"] = time.time()
         result, runner = _execute(config, chunks, plan, work, echo)
-        return _finish(config, chunks, columns, plan, result, runner, started, echo)
+        marks["rows_and_shards"] = time.time()
+        return _finish(config, chunks, columns, plan, result, runner, marks, echo)
 
 
 def output_location(root: str) -> OutputDir:
@@ -176,7 +178,7 @@ def output_location(root: str) -> OutputDir:
 
 
 def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnSpec], plan: IngestPlan,
-            result: dict[str, Any], runner: str, started: float, echo: Callable[[str], None]) -> Manifest:
+            result: dict[str, Any], runner: str, marks: dict[str, float], echo: Callable[[str], None]) -> Manifest:
     out = output_location(config.output)
     results: list[ChunkResult] = sorted(result["chunks"], key=lambda r: (r.index_id, r.chunk_no))
     rows = sum(r.rows for r in results)
@@ -195,15 +197,8 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
-    # Imported here, after the rows: TFDV brings TensorFlow (~4 s), which the encode does not need.
-    from .statistics import infer_schema, write_statistics
-
-    write_statistics(column_files, tuple(columns), out.staged("statistics"))
-    out.publish([f"Split-{s}" for s in config.split_names] + ["statistics"])
-    schema_path = storage.join(out.root, "schema.pbtxt")
-    storage.remove(schema_path)
-    train = "train" if "train" in splits else next(iter(splits))
-    write_schema(infer_schema(storage.join(out.root, "statistics", f"{train}.pb"), tuple(columns)), schema_path)
+    _publish_with_statistics(config, columns, splits, column_files, out)
+    marks["statistics"] = time.time()
     manifest = Manifest(
         features={c.name: c.feature_spec() for c in columns},
         splits=splits,
@@ -221,9 +216,30 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             "statistics": {s: f"statistics/{s}.pb" for s in splits},
             "schema": "schema.pbtxt",
             "runner": runner,
-            "seconds": round(time.time() - started, 3),
+            "seconds": round(time.time() - marks["started"], 3),
+            "phase_seconds": _phase_seconds(marks),
         },
     )
     out.mark_complete(manifest.to_json())
-    echo(summary_text(manifest, time.time() - started))
+    echo(summary_text(manifest, time.time() - marks["started"]))
     return manifest
+
+
+def _phase_seconds(marks: dict[str, float]) -> dict[str, float]:
+    """Seconds of each phase (plan, rows_and_shards, statistics, finish) from the times they ended."""
+    names, times = list(marks), list(marks.values()) + [time.time()]
+    return {name: round(end - start, 3) for name, start, end in zip(names[1:] + ["finish"], times, times[1:])}
+
+
+def _publish_with_statistics(config: ExampleGenConfig, columns: list[ColumnSpec], splits: dict[str, SplitInfo],
+                             column_files: dict[str, list[str]], out: OutputDir) -> None:
+    """Statistics per split from the column files, the shards and statistics published, the schema on train."""
+    # Imported here, after the rows: TFDV brings TensorFlow (~4 s), which the encode does not need.
+    from .statistics import infer_schema, write_statistics
+
+    write_statistics(column_files, tuple(columns), out.staged("statistics"))
+    out.publish([f"Split-{s}" for s in config.split_names] + ["statistics"])
+    schema_path = storage.join(out.root, "schema.pbtxt")
+    storage.remove(schema_path)
+    train = "train" if "train" in splits else next(iter(splits))
+    write_schema(infer_schema(storage.join(out.root, "statistics", f"{train}.pb"), tuple(columns)), schema_path)
