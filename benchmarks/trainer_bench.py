@@ -67,7 +67,12 @@ def _turns(contenders: list[str], round_no: int) -> list[str]:
 
 
 def time_readers(data: ReaderData, contenders: list[str], passes: int) -> dict[str, Any]:
-    datasets = {name: READERS[name](data) for name in contenders}
+    return time_datasets({name: READERS[name](data) for name in contenders}, passes)
+
+
+def time_datasets(datasets: dict[str, tf.data.Dataset], passes: int) -> dict[str, Any]:
+    """Each dataset drained once (warm-up), then `passes` rounds taking turns; per-contender `_summary`."""
+    contenders = list(datasets)
     counts: dict[str, int] = {}
     seconds: dict[str, list[float]] = {name: [] for name in contenders}
     cpu: dict[str, list[float]] = {name: [] for name in contenders}

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
+from shardflow.core import reader
 from shardflow.core.manifest import IncompleteOutputError, read_manifest
 from shardflow.core.reader import count_examples, decode_batch, feature_spec, make_dataset
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
@@ -137,6 +138,28 @@ def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(raw_out: Path, coded
         assert coded[name].shape == raw[name].shape and coded[name].dtype == np.uint8
         error = np.abs(coded[name].astype(np.int32) - raw[name].astype(np.int32))
         assert error.mean() < 3.0 and error.max() < 40, (name, error.mean(), error.max())
+
+
+def test_png_and_jpeg_decode_per_record_with_shuffle_repeat_and_drop_remainder(
+        coded_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large PNG/JPEG images take the per-record decode path: the same pixels and examples in every mode."""
+    chunked = _collect(make_dataset(coded_out, "train", batch_size=4))
+    monkeypatch.setattr(reader, "PER_RECORD_PIXELS", 12 * 10)  # these 12x10 images count as large
+    assert reader.decodes_per_record(read_manifest(coded_out))
+    ordered = _collect(make_dataset(coded_out, "train", batch_size=4))
+    for name in chunked:
+        assert chunked[name].dtype == ordered[name].dtype, name
+        np.testing.assert_array_equal(chunked[name], ordered[name], err_msg=name)
+    key = lambda batch: sorted(zip(batch["y"].tolist(), (i.tobytes() for i in batch["rgb"]),  # noqa: E731
+                                   (i.tobytes() for i in batch["rgb_lossy"])))
+    shuffled = _collect(make_dataset(coded_out, "train", batch_size=4, shuffle_buffer=6, seed=2, deterministic=False))
+    assert key(shuffled) == key(ordered) and not np.array_equal(shuffled["rgb"], ordered["rgb"])
+    repeated = make_dataset(coded_out, "train", batch_size=5, repeat=True, drop_remainder=True)
+    assert repeated.element_spec["rgb_lossy"] == tf.TensorSpec([5, 12, 10, 3], tf.uint8)
+    got = np.concatenate([b["gray_lossy"].numpy() for b in repeated.take(4)])
+    np.testing.assert_array_equal(got, np.concatenate([ordered["gray_lossy"], ordered["gray_lossy"][:6]]))
+    stored = next(iter(make_dataset(coded_out, "train", batch_size=4, decode=False)))
+    assert stored["rgb_lossy"].dtype == tf.string and stored["rgb_lossy"].shape == (4,)
 
 
 def test_batch_size_and_drop_remainder(raw_out: Path) -> None:

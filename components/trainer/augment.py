@@ -6,6 +6,12 @@ sampling: the same matrix, so image and mask stay aligned and mask ids stay ids.
 (brightness, contrast) touch images only. Randomness is stateless, drawn from (seed, batch index),
 so a seed gives the same augmented stream every run.
 
+A JPEG training set can crop at decode time instead (`crop_windows` + the input pipeline's fused
+`decode_and_crop_jpeg`): the window comes from the same random draws as the `crop` op's matrix
+(scale and offsets, rounded to whole pixels), and `augment_batch(..., cropped=True)` then applies
+the other ops with their usual draws. What differs: the crop comes first (before flip/rotate,
+whatever its place in `ops`), and `rotate` reflects at the crop's edges, not the image's.
+
     images, masks = augment_batch(images, masks, ("flip", "rotate", "brightness"), tf.constant([0, 7]))
 
 Eval data never goes through here: the Trainer maps it only on the training stream.
@@ -25,14 +31,17 @@ CONTRAST_RANGE = (0.8, 1.2)
 
 
 def augment_batch(images: tf.Tensor, masks: tf.Tensor | None, ops: tuple[str, ...],
-                  seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor | None]:
-    """images float32 [B, H, W, C]; masks int [B, H, W] or None; seed int [2]."""
-    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=len(ops) + 1)
-    geometric = [op for op in ops if op in GEOMETRIC]
+                  seed: tf.Tensor, cropped: bool = False) -> tuple[tf.Tensor, tf.Tensor | None]:
+    """images float32 [B, H, W, C]; masks int [B, H, W] or None; seed int [2].
+
+    `cropped=True`: the images were already cropped by `crop_windows` (fused decode): skip `crop`.
+    """
+    seeds = _op_seeds(ops, seed)
+    geometric = [op for op in ops if op in GEOMETRIC and not (cropped and op == "crop")]
     if geometric:
         matrices = _identity(tf.shape(images)[0])
         for index, op in enumerate(ops):
-            if op in GEOMETRIC:
+            if op in geometric:
                 matrices = tf.linalg.matmul(matrices, _matrix(op, images, seeds[index]))
         images = _warp(images, matrices, "BILINEAR")
         if masks is not None:
@@ -44,6 +53,25 @@ def augment_batch(images: tf.Tensor, masks: tf.Tensor | None, ops: tuple[str, ..
         elif op == "contrast":
             images = _contrast(images, seeds[index])
     return images, masks
+
+
+def crop_windows(ops: tuple[str, ...], seed: tf.Tensor, batch: tf.Tensor, height: int, width: int) -> tf.Tensor:
+    """int32 [B, 4] windows (y, x, h, w) of the `crop` op for `augment_batch(..., ops, seed)`'s batch.
+
+    The same draws as the op's matrix: side scale s in [MIN_CROP_SCALE, 1] (both sides, so the
+    aspect ratio stays), offsets uniform over the room left; sizes and offsets rounded to pixels.
+    """
+    u = tf.random.stateless_uniform([batch, 3], seed=_op_seeds(ops, seed)[ops.index("crop")])
+    scale = MIN_CROP_SCALE + (1.0 - MIN_CROP_SCALE) * u[:, 0]
+    crop_h = tf.clip_by_value(tf.round(scale * height), 1.0, float(height))
+    crop_w = tf.clip_by_value(tf.round(scale * width), 1.0, float(width))
+    y, x = tf.round(u[:, 2] * (height - crop_h)), tf.round(u[:, 1] * (width - crop_w))
+    return tf.cast(tf.stack([y, x, crop_h, crop_w], axis=1), tf.int32)
+
+
+def _op_seeds(ops: tuple[str, ...], seed: tf.Tensor) -> tf.Tensor:
+    """One seed per op (by position in `ops`), from the batch's seed."""
+    return tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=len(ops) + 1)
 
 
 def _identity(batch: tf.Tensor) -> tf.Tensor:

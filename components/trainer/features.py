@@ -45,12 +45,16 @@ class RawToModel(tf.Module):
         if self.tft_layer is not None:
             out = self.tft_layer({name: parsed[name], target: parsed[target]})
             return tf.cast(out[name], tf.float32), class_ids(out[target], self.task.kind)
-        raw_target = parsed[target]
+        return self.image(parsed), self.target(parsed)
+
+    def target(self, parsed: dict[str, tf.Tensor]) -> tf.Tensor:
+        """Class ids from the raw target alone (without a transform graph)."""
+        raw_target = parsed[self.task.target]
         if self.task.kind == "segmentation":
-            raw_target = decode_batch({target: raw_target}, self._raw_subset)[target]
+            raw_target = decode_batch({self.task.target: raw_target}, self._raw_subset)[self.task.target]
         elif self.vocabulary_table is not None:
             raw_target = self.vocabulary_table.lookup(raw_target)
-        return self.image(parsed), class_ids(raw_target, self.task.kind)
+        return class_ids(raw_target, self.task.kind)
 
 
 def class_ids(target: tf.Tensor, kind: str) -> tf.Tensor:

@@ -5,6 +5,10 @@ by the shuffle window and the prefetch depth, never by the dataset size. The
 training stream repeats, so an epoch is a step count (ceil(examples / global batch)) and every
 training batch is full; the eval stream is one pass that keeps its last partial batch.
 
+Training with the `crop` augmentation on a JPEG image feature (no transform graph, classification)
+decodes only each example's crop window (`tf.image.decode_and_crop_jpeg`, as ImageNet input
+pipelines do) instead of decoding the whole image and warping it; see `fused_crop_applies`.
+
     streams = build_streams(task, config, global_batch=64, num_workers=1, tft_layer=None)
     model.fit(streams.train, steps_per_epoch=streams.steps_per_epoch, validation_data=streams.eval)
 """
@@ -14,15 +18,16 @@ import contextlib
 import gzip
 import math
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import tensorflow as tf
 
 from ..core.errors import ShardflowError
 from ..core import storage
+from ..core.image_decode import decode_crop_resize
 from ..core.reader import make_dataset, shard_files
 from ..core.tfrecord import CorruptRecordError, iter_records
-from .augment import augment_batch
+from .augment import augment_batch, crop_windows
 from .config import TrainerConfig
 from .features import RawToModel, materialized_inputs_and_target
 from .task import TrainingTask
@@ -83,23 +88,63 @@ def _stream(task: TrainingTask, config: TrainerConfig, split: str, batch: int, t
                            shuffle_buffer=config.shuffle_buffer if training else 0, seed=config.seed,
                            deterministic=config.deterministic or not training, drop_remainder=False,
                            decode=task.materialized)
-    if task.materialized:
-        dataset = dataset.map(lambda b: materialized_inputs_and_target(b, task), num_parallel_calls=tf.data.AUTOTUNE)
+    augmenting = training and config.augment and not config.augment_on_device
+    if augmenting and fused_crop_applies(task, config, to_model):
+        dataset = dataset.enumerate().map(_fused_crop(task, config, to_model), num_parallel_calls=tf.data.AUTOTUNE)
     else:
-        dataset = dataset.map(to_model.inputs_and_target, num_parallel_calls=tf.data.AUTOTUNE)
-    if training and config.augment and not config.augment_on_device:
-        ops, seed = config.augment, config.seed
-        masks = task.kind == "segmentation"
-
-        def augment(index: tf.Tensor, pair: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
-            images, target = pair
-            images, moved = augment_batch(images, target if masks else None, ops, tf.stack([tf.constant(seed, tf.int64), index]))
-            return images, moved if masks else target
-
-        dataset = dataset.enumerate().map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = _decoded(dataset, task, to_model)
+        if augmenting:
+            dataset = _augmented(dataset, config, masks=task.kind == "segmentation")
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
     return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def _decoded(dataset: tf.data.Dataset, task: TrainingTask, to_model: RawToModel) -> tf.data.Dataset:
+    if task.materialized:
+        return dataset.map(lambda b: materialized_inputs_and_target(b, task), num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.map(to_model.inputs_and_target, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _augmented(dataset: tf.data.Dataset, config: TrainerConfig, masks: bool) -> tf.data.Dataset:
+    ops, seed = config.augment, config.seed
+
+    def augment(index: tf.Tensor, pair: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        images, target = pair
+        images, moved = augment_batch(images, target if masks else None, ops, tf.stack([tf.constant(seed, tf.int64), index]))
+        return images, moved if masks else target
+
+    return dataset.enumerate().map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def fused_crop_applies(task: TrainingTask, config: TrainerConfig, to_model: RawToModel) -> bool:
+    """Crop at decode time: `crop` asked for on a JPEG input decoded here (no transform graph, no masks to move)."""
+    return ("crop" in config.augment and not config.augment_on_device and not task.materialized
+            and to_model.tft_layer is None and task.kind == "classification"
+            and task.raw_input_spec.encoding == "jpeg")
+
+
+def _fused_crop(task: TrainingTask, config: TrainerConfig,
+                to_model: RawToModel) -> Callable[[tf.Tensor, dict[str, tf.Tensor]], tuple[tf.Tensor, tf.Tensor]]:
+    """(batch index, parsed batch) → (augmented float32 images in [0, 1], class ids), decoding only each crop window.
+
+    The windows are `crop_windows`' (the `crop` op's draws for this batch's seed), so the seeding
+    rule is the unfused path's: randomness from (seed, batch index). The other ops follow as usual.
+    """
+    name, ops = task.input_name, config.augment
+    height, width, channels = task.raw_input_spec.shape
+    signature = tf.TensorSpec([height, width, channels], tf.float32)
+
+    def fused(index: tf.Tensor, parsed: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        seed = tf.stack([tf.constant(config.seed, tf.int64), index])
+        blobs = parsed[name]
+        windows = crop_windows(ops, seed, tf.shape(blobs)[0], height, width)
+        images = tf.map_fn(lambda pair: decode_crop_resize(pair[0], pair[1], [height, width], channels),
+                           (blobs, windows), fn_output_signature=signature) / 255.0  # JPEG is uint8
+        images, _ = augment_batch(images, None, ops, seed, cropped=True)
+        return images, to_model.target(parsed)
+
+    return fused
 
 
 @contextlib.contextmanager

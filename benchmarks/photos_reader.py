@@ -1,0 +1,172 @@
+"""The reader on ExampleGen's JPEG photo shards: shardflow's reader vs a plain one, fused crop vs decode-then-crop.
+
+    python -m benchmarks.photos_reader --examples bench_out/photos-eg/out      # split "train"
+    figures = reader_figures(Path("out"), Path("bench_out"))  # what the photos suite calls
+
+Contenders, built once, drained once as warm-up, then drained `rounds` times taking turns (every
+other round reversed: `trainer_bench.time_datasets`); each yields batches of `BATCH_SIZE`,
+deterministic=False, image + label:
+
+- `reference`: interleave over the shards → `parse_single_example` → `decode_jpeg` in a parallel
+  map → batch → prefetch (uint8 [B, H, W, C]);
+- `make_dataset`: `shardflow.core.reader.make_dataset(..., deterministic=False)` (uint8, same shape);
+- `decode_then_crop` and `fused_crop`: random-resized-crop as ImageNet input pipelines draw it
+  (`stateless_sample_distorted_bounding_box` over `extract_jpeg_shape`: 8-100 % of the area, aspect
+  3/4-4/3), then bilinear resize to H×W (float32). The first decodes the whole image and slices the
+  window; the second decodes only the window (`decode_and_crop_jpeg`). Both draw the window from
+  the record's position in the stream, so both crop the same windows.
+
+Rate = examples / pass seconds (median over rounds); CPU µs per example = the process's CPU
+seconds (all threads) during a pass / examples: the cost, less sensitive to other users' load.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from shardflow.core.image_decode import decode_crop_resize, decode_then_crop_resize
+from shardflow.core.manifest import Manifest, read_manifest
+from shardflow.core.reader import PARALLEL_FILES, make_dataset, shard_files
+
+from .trainer_bench import time_datasets
+
+AUTOTUNE = tf.data.AUTOTUNE
+BATCH_SIZE = 128
+ROUNDS = 3
+AREA_RANGE = (0.08, 1.0)  # the usual ImageNet random-resized-crop bounds
+ASPECT_RANGE = (3 / 4, 4 / 3)
+CROP_SEED = 14
+RATIOS = {"make_dataset / reference": ("make_dataset", "reference"),
+          "fused / decode-then-crop": ("fused_crop", "decode_then_crop")}
+
+
+def _names(manifest: Manifest) -> tuple[str, str]:
+    """The JPEG image feature and the label feature."""
+    images = [n for n, f in manifest.features.items() if f.role == "image" and f.encoding == "jpeg"]
+    labels = [n for n, f in manifest.features.items() if f.role == "label"]
+    if not images or not labels:
+        raise ValueError(f"need a JPEG image feature and a label; features: {sorted(manifest.features)}")
+    return images[0], labels[0]
+
+
+def _records(examples: Path, manifest: Manifest) -> tf.data.Dataset:
+    files = shard_files(examples, manifest, "train")
+    names = tf.data.Dataset.from_tensor_slices(files)
+    return names.interleave(lambda path: tf.data.TFRecordDataset(path, manifest.compression),
+                            cycle_length=max(1, min(PARALLEL_FILES, len(files))), num_parallel_calls=AUTOTUNE,
+                            deterministic=False)
+
+
+def _per_record(examples: Path, decode: Callable[..., tuple[tf.Tensor, tf.Tensor]], enumerate_: bool) -> tf.data.Dataset:
+    manifest = read_manifest(examples)
+    records = _records(examples, manifest)
+    records = records.enumerate() if enumerate_ else records
+    return records.map(decode, num_parallel_calls=AUTOTUNE, deterministic=False).batch(BATCH_SIZE).prefetch(AUTOTUNE)
+
+
+def _parser(manifest: Manifest) -> Callable[[tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
+    image, label = _names(manifest)
+    spec = {image: tf.io.FixedLenFeature([], tf.string), label: tf.io.FixedLenFeature([], tf.int64)}
+
+    def parse(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        parsed = tf.io.parse_single_example(record, spec)
+        return parsed[image], parsed[label]
+
+    return parse
+
+
+def reference(examples: Path) -> tf.data.Dataset:
+    """The plain reader: interleave → parse_single_example → decode_jpeg (parallel map) → batch → prefetch."""
+    manifest = read_manifest(examples)
+    parse, channels = _parser(manifest), manifest.features[_names(manifest)[0]].shape[2]
+
+    def decode(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        blob, label = parse(record)
+        return tf.io.decode_jpeg(blob, channels=channels), label
+
+    return _per_record(examples, decode, enumerate_=False)
+
+
+def shardflow_reader(examples: Path) -> tf.data.Dataset:
+    image, label = _names(read_manifest(examples))
+    dataset = make_dataset(examples, "train", batch_size=BATCH_SIZE, deterministic=False, features=[image, label])
+    return dataset.map(lambda batch: (batch[image], batch[label]))
+
+
+def random_resized_crop(examples: Path, fused: bool) -> tf.data.Dataset:
+    """ImageNet-style random-resized-crop to the stored H×W, decoding the whole image or only the window."""
+    manifest = read_manifest(examples)
+    parse = _parser(manifest)
+    height, width, channels = manifest.features[_names(manifest)[0]].shape
+    crop = decode_crop_resize if fused else decode_then_crop_resize
+
+    def decode(position: tf.Tensor, record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        blob, label = parse(record)
+        begin, size, _ = tf.image.stateless_sample_distorted_bounding_box(
+            tf.image.extract_jpeg_shape(blob), tf.zeros([1, 0, 4]), seed=tf.stack([tf.constant(CROP_SEED, tf.int64), position]),
+            min_object_covered=0.0, aspect_ratio_range=ASPECT_RANGE, area_range=AREA_RANGE, max_attempts=10,
+            use_image_if_no_bounding_boxes=True)
+        window = tf.stack([begin[0], begin[1], size[0], size[1]])
+        return crop(blob, window, [height, width], channels), label
+
+    return _per_record(examples, decode, enumerate_=True)
+
+
+def contenders(examples: Path) -> dict[str, tf.data.Dataset]:
+    return {"reference": reference(examples), "make_dataset": shardflow_reader(examples),
+            "decode_then_crop": random_resized_crop(examples, fused=False),
+            "fused_crop": random_resized_crop(examples, fused=True)}
+
+
+def reader_figures(examples: Path, work: Path, rounds: int = ROUNDS) -> dict[str, Any]:
+    """Every contender's figures and the two ratios (of median rates and of CPU per example).
+
+    `work` receives `photos_reader.json` (the same dict).
+    """
+    figures = time_datasets(contenders(Path(examples)), rounds)
+    ratios = {}
+    for label, (numerator, denominator) in RATIOS.items():
+        top, bottom = figures[numerator], figures[denominator]
+        ratios[label] = {"rate": top["median_per_s"] / bottom["median_per_s"],
+                         "cpu_per_example": top["median_cpu_us_per_example"] / bottom["median_cpu_us_per_example"]}
+    manifest = read_manifest(examples)
+    result = {"examples_dir": str(examples), "examples": figures["reference"]["examples"],
+              "image_shape": list(manifest.features[_names(manifest)[0]].shape), "batch_size": BATCH_SIZE,
+              "rounds": rounds, "load_before": os.getloadavg()[0], "contenders": figures, "ratios": ratios}
+    Path(work).mkdir(parents=True, exist_ok=True)
+    (Path(work) / "photos_reader.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def markdown(result: dict[str, Any]) -> str:
+    shape = "×".join(map(str, result["image_shape"]))
+    lines = [f"{result['examples']:,} examples of {shape} JPEG, batch {result['batch_size']}, "
+             f"median of {result['rounds']} rounds (1-min load before: {result['load_before']:.1f})", "",
+             "| contender | examples/s | CPU µs/example |", "|---|---:|---:|"]
+    for name, figures in result["contenders"].items():
+        lines.append(f"| {name} | {figures['median_per_s']:,.0f} | {figures['median_cpu_us_per_example']:,.0f} |")
+    lines += ["", "| ratio | rate | CPU per example |", "|---|---:|---:|"]
+    for label, ratio in result["ratios"].items():
+        lines.append(f"| {label} | {ratio['rate']:.2f}× | {ratio['cpu_per_example']:.2f}× |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.photos_reader", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", type=Path, required=True, help="ExampleGen output with JPEG images, split train")
+    parser.add_argument("--work", type=Path, default=Path(os.environ.get("BENCH_WORK", "bench_out")))
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    args = parser.parse_args(argv)
+    print(markdown(reader_figures(args.examples, args.work, args.rounds)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
