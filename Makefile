@@ -44,6 +44,8 @@ tfx-setup: $(TFX_STAMP)
 # install_requires pin the main environment's kfp 2.13; the lock brings TF, Beam, TFDV and TFT itself.
 $(TFX_STAMP): $(TFX_LOCK) setup.py
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv || python3 -m pip install --quiet uv
+	@test -x $(TFX_BIN)/python || test -x "$(PYTHON310)" || { echo "the TFX environment needs Python 3.10:" \
+	    "set PYTHON310=/path/to/python3.10 (pyenv's 3.10.13 is the default)" >&2; exit 1; }
 	@test -x $(TFX_BIN)/python || uv venv --quiet --python $(PYTHON310) $(TFX_VENV)
 	uv pip install --quiet --python $(TFX_BIN)/python -r $(TFX_LOCK)
 	uv pip install --quiet --python $(TFX_BIN)/python --no-deps -e .

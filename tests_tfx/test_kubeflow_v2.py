@@ -17,7 +17,8 @@ def _compile(tmp_path: Path) -> dict:
     # The module file is packaged into the pipeline root at compile time: a local root here.
     pipeline = digits_pipeline.create_pipeline(str(tmp_path / "root"), "gs://bucket/digits",
                                                str(Path(__file__).with_name("digits_module.py")),
-                                               "gs://bucket/serving", None, example_gen_beam_args=["--direct_num_workers=2"])
+                                               "gs://bucket/serving", None,
+                                               example_gen_beam_args=["--direct_num_workers=2"])
     runner = v2.KubeflowV2DagRunner(config=v2.KubeflowV2DagRunnerConfig(default_image=IMAGE),
                                     output_dir=str(tmp_path), output_filename="pipeline.json")
     runner.run(pipeline, write_out=True)

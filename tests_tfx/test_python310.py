@@ -6,26 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 
 from shardflow.core.errors import ConfigError
 from shardflow.tfx import options as tfx_options
 
-
-def _write_images(root: Path, count: int) -> Path:
-    """`count` random 8x6 RGB PNGs and an index CSV (path,label) with one unreadable row."""
-    rng = np.random.default_rng(0)
-    rows = ["path,label"]
-    for number in range(count):
-        (root / "img").mkdir(parents=True, exist_ok=True)
-        Image.fromarray(rng.integers(0, 256, (8, 6, 3), dtype=np.uint8)).save(root / f"img/{number}.png")
-        rows.append(f"img/{number}.png,{number % 3}")
-    (root / "img/broken.png").write_bytes(b"not a png")
-    rows.append("img/broken.png,1")
-    (root / "all.csv").write_text("\n".join(rows) + "\n")
-    return root / "all.csv"
+from helpers_tfx import write_images
 
 
 def test_runs_on_python_310():
@@ -35,7 +21,7 @@ def test_runs_on_python_310():
 def test_example_gen_counts_reconcile_on_python_310(tmp_path: Path):
     from shardflow.example_gen import run
 
-    index = _write_images(tmp_path / "data", 40)
+    index = write_images(tmp_path / "data", 40)
     data_lines = len(index.read_text().splitlines()) - 1  # minus the header
     config = tfx_options.example_gen_config(str(index), str(tmp_path / "data"),
                                             ["--split", "train=3", "--split", "eval=1", "--max-reject-fraction", "0.1"],
