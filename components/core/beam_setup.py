@@ -82,6 +82,13 @@ def close_dask_client(pipeline: beam.Pipeline) -> None:
         client.close()
 
 
+def runs_beside_the_launcher(options: PipelineOptions) -> bool:
+    """Whether the pipeline's work runs outside the calling thread (other threads, processes or machines)."""
+    if options.view_as(StandardOptions).runner is not None:
+        return True
+    return options.view_as(DirectOptions).direct_running_mode != "in_memory"
+
+
 def describe_runner(options: PipelineOptions) -> str:
     runner = options.view_as(StandardOptions).runner
     if runner is not None:
