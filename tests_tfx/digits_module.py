@@ -26,12 +26,14 @@ def _dataset(files, fn_args: FnArgs, schema):
 
 
 def _model():
+    """LeNet-5 (ReLU, max pooling, "same" padding): the textbook network for 28x28 digits."""
     image = keras.Input(shape=(HEIGHT, WIDTH, 1), name="image")
-    x = keras.layers.Conv2D(16, 3, activation="relu")(image)
-    x = keras.layers.MaxPooling2D()(x)
-    x = keras.layers.Conv2D(32, 3, activation="relu")(x)
-    x = keras.layers.MaxPooling2D()(x)
-    x = keras.layers.Dense(64, activation="relu")(keras.layers.Flatten()(x))
+    x = keras.layers.Conv2D(6, 5, padding="same", activation="relu")(image)
+    x = keras.layers.MaxPooling2D(2)(x)
+    x = keras.layers.Conv2D(16, 5, padding="same", activation="relu")(x)
+    x = keras.layers.MaxPooling2D(2)(x)
+    x = keras.layers.Dense(120, activation="relu")(keras.layers.Flatten()(x))
+    x = keras.layers.Dense(84, activation="relu")(x)
     model = keras.Model({"image": image}, keras.layers.Dense(CLASSES, activation="softmax")(x))
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", ["accuracy"])
     return model

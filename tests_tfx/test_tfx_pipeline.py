@@ -137,8 +137,8 @@ def test_pushed_model_serves_tf_examples_with_the_evaluated_accuracy(run: Run):
 
 def test_tfx_training_reaches_shardflows_own_trainer_accuracy(run: Run, tmp_path: Path):
     """The same shards, the same number of epochs and batch size: TFX's Trainer (the user's module,
-    through TFX's data accessor) against shardflow's Trainer (its LeNet) in this environment. Both
-    seeded and deterministic, so the comparison does not depend on the run."""
+    through TFX's data accessor) against shardflow's Trainer in this environment. Both train a LeNet-5
+    with Adam, seeded and deterministic, so the comparison does not depend on the run."""
     from shardflow.trainer import TrainerConfig, run as train
 
     examples = run.one("Examples", "ImageExampleGen")
