@@ -28,6 +28,10 @@ class BadCell(ValueError):
         self.reason = reason
 
 
+def too_many_pixels(width: int, height: int, max_pixels: int) -> BadCell:
+    return BadCell("too_many_pixels", f"image of {width}x{height} exceeds the limit of {max_pixels} pixels")
+
+
 def _escapes(cell: str) -> BadCell:
     return BadCell("path_escapes_root", f"path escapes the data root: {cell}")
 

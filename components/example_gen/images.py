@@ -15,22 +15,18 @@ from __future__ import annotations
 
 import io
 import re
-import struct
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, ImageOps
 
-from .data_root import BadCell
+from .data_root import BadCell, too_many_pixels
 from .jpeg_decode import decode_turbo, draft, draft_scale
+from .png_codec import PNG_MAGIC, fast_png, png16_bytes
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 JPEG_MAGIC = b"\xff\xd8\xff"
 # PIL mode → (numpy dtype, channels) kept as they are; other modes are converted (see `_to_array`).
 _NATIVE_MODES = {"L": ("uint8", 1), "RGB": ("uint8", 3), "RGBA": ("uint8", 4), "I;16": ("uint16", 1)}
-# The fast PNG path: (bit depth, colour type) → PIL mode (= raw mode) for plain 8-bit images.
-_FAST_PNG_MODES = {(8, 0): "L", (8, 2): "RGB", (8, 6): "RGBA"}
 # Low-bit grayscale PNG raw modes → the factor Pillow scales their values by (masks undo it).
 _LOW_BIT_GRAY = {"1": 255, "L;2": 85, "L;4": 17}
 # 16-bit colour PNGs: Pillow's 8-bit modes keep the high byte of each big-endian sample. A second
@@ -38,8 +34,6 @@ _LOW_BIT_GRAY = {"1": 255, "L;2": 85, "L;4": 17}
 _PNG16_SECOND_PASS = {"RGB;16B": "RGB;16L", "RGBA;16B": "RGBA;16L", "LA;16B": "RGBA"}
 _EXIF_ORIENTATION = 0x0112
 _QUARTER_TURNS = (5, 6, 7, 8)  # EXIF orientations that swap width and height
-_PNG_CHUNK = struct.Struct(">I4s")
-_PNG_IHDR = struct.Struct(">IIBBBBB")
 
 
 @dataclass(frozen=True)
@@ -61,44 +55,6 @@ def sniff_format(data: bytes) -> str:
     raise BadCell("not_an_image", "not a PNG or JPEG image")
 
 
-def _fast_png(data: bytes, rules: ImageRules) -> Image.Image | None:
-    """Plain 8-bit L/RGB/RGBA PNGs decoded by PIL's own zip decoder, without `Image.open`.
-
-    Same C decoder, so the same pixels; it skips the Python chunk machinery that costs more than
-    decoding a small image. Anything unusual (other chunks, bad CRC, interlace, truncation) returns
-    None and takes the full PIL path, which then produces PIL's own error.
-    """
-    header, idat, pos = None, [], 8
-    while pos + 12 <= len(data):
-        length, kind = _PNG_CHUNK.unpack_from(data, pos)
-        body, end = pos + 8, pos + 8 + length
-        if end + 4 > len(data):
-            return None
-        if zlib.crc32(memoryview(data)[pos + 4:end]) != int.from_bytes(data[end:end + 4], "big"):
-            return None
-        if kind == b"IDAT" and header is not None:
-            idat.append(data[body:end])
-        elif kind == b"IHDR" and header is None and length == _PNG_IHDR.size:
-            header = _PNG_IHDR.unpack_from(data, body)
-        elif kind == b"IEND" and idat:
-            break
-        else:
-            return None
-        pos = end + 4
-    else:
-        return None
-    width, height, depth, color, compression, filtering, interlace = header
-    mode = _FAST_PNG_MODES.get((depth, color))
-    if mode is None or compression or filtering or interlace or not width * height:
-        return None
-    if width * height > rules.max_pixels:  # our limit, not Pillow's (see `_allow_pixels`)
-        raise _too_many(width, height, rules)
-    try:
-        return Image.frombytes(mode, (width, height), b"".join(idat), "zip", mode)
-    except (ValueError, OSError):  # truncated or corrupt data: PIL's full path names the problem
-        return None
-
-
 def decode_image(data: bytes, rules: ImageRules) -> Image.Image | np.ndarray:
     """The decoded, converted and resized image, checked against the pixel limit first.
 
@@ -106,7 +62,7 @@ def decode_image(data: bytes, rules: ImageRules) -> Image.Image | np.ndarray:
     """
     image_format = sniff_format(data)
     _allow_pixels(rules.max_pixels)
-    fast = _fast_png(data, rules) if image_format == "PNG" else None
+    fast = fast_png(data, rules.max_pixels) if image_format == "PNG" else None
     if fast is not None:
         return _finish(fast, rules)
     image, rawmode = _load(data, image_format, rules)
@@ -129,8 +85,6 @@ def _allow_pixels(max_pixels: int) -> None:
         Image.MAX_IMAGE_PIXELS = max_pixels
 
 
-def _too_many(width: int, height: int, rules: ImageRules) -> BadCell:
-    return BadCell("too_many_pixels", f"image of {width}x{height} exceeds the limit of {rules.max_pixels} pixels")
 
 
 def _load(data: bytes, image_format: str, rules: ImageRules,
@@ -143,7 +97,7 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
         image = Image.open(io.BytesIO(data), formats=[image_format])
         width, height = image.size
         if width * height > rules.max_pixels:
-            raise _too_many(width, height, rules)
+            raise too_many_pixels(width, height, rules.max_pixels)
         file_rawmode = _rawmode(image.tile[0].args) if image_format == "PNG" and image.tile else None
         if rawmode is not None:  # PNG tiles' args are the raw mode alone
             image.tile = [tile._replace(args=rawmode) for tile in image.tile]
@@ -174,7 +128,7 @@ def _load_jpeg(data: bytes, header: Image.Image, rules: ImageRules) -> Image.Ima
         target = (target[1], target[0])
     scale = draft_scale(header.size, target)
     if orientation == 1:
-        decoded = decode_turbo(data, header, scale)
+        decoded = decode_turbo(data, header, scale, keep_color=rules.channels != "gray")
         if decoded is not None:
             return decoded
     draft(header, scale)
@@ -212,7 +166,12 @@ def _join16(rawmode: str, first: Image.Image, second: Image.Image) -> np.ndarray
 def _finish(image: Image.Image, rules: ImageRules) -> Image.Image | np.ndarray:
     if rules.channels == "rgb" and image.mode.startswith("I;16"):  # Pillow's RGB would clip it to 8 bits
         return _finish16(np.asarray(image).astype(np.uint16)[:, :, None], rules)
-    image = _convert(image, rules)
+    if image.mode == "RGBX":  # TurboJPEG's colour pixels (jpeg_decode): resized first, the X byte dropped last
+        return _resized(image, rules).convert("RGB")
+    return _resized(_convert(image, rules), rules)
+
+
+def _resized(image: Image.Image, rules: ImageRules) -> Image.Image:
     if rules.resize and image.size != (rules.resize[1], rules.resize[0]):
         resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
         image = image.resize((rules.resize[1], rules.resize[0]), resample)
@@ -254,6 +213,8 @@ def encode_image(image: Image.Image | np.ndarray, storage: str) -> bytes:
     """Payload bytes straight from the decoded image: raw row-major HWC bytes, or re-encoded."""
     if storage == "raw" and isinstance(image, Image.Image):
         return image.tobytes()
+    if storage in ("jpeg", "png") and isinstance(image, Image.Image) and image.mode in ("L", "RGB"):
+        return _saved(image, storage)  # the image as it is: no round trip through numpy
     return encode(_to_array(image), storage)
 
 
@@ -285,25 +246,15 @@ def encode(pixels: np.ndarray, storage: str) -> bytes:
     if storage == "raw":
         return pixels.astype("<u2").tobytes() if pixels.dtype == np.uint16 else pixels.tobytes()
     if storage == "png" and pixels.dtype == np.uint16 and pixels.shape[2] > 1:
-        return _png16_bytes(pixels)
+        return png16_bytes(pixels)
     squeezed = pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
-    image = Image.fromarray(squeezed)  # a 2-D uint16 array becomes mode I;16
+    return _saved(Image.fromarray(squeezed), storage)  # a 2-D uint16 array becomes mode I;16
+
+
+def _saved(image: Image.Image, storage: str) -> bytes:
     out = io.BytesIO()
     if storage == "png":
         image.save(out, format="PNG", compress_level=1)
     else:
         image.save(out, format="JPEG", quality=95)
     return out.getvalue()
-
-
-def _png16_bytes(pixels: np.ndarray) -> bytes:
-    """A 16-bit RGB/RGBA PNG (Pillow writes none): big-endian samples, filter 0, fast zlib."""
-    height, width, channels = pixels.shape
-    rows = np.zeros((height, 1 + width * channels * 2), np.uint8)  # each row: filter byte 0, then samples
-    rows[:, 1:] = pixels.astype(">u2").reshape(height, -1).view(np.uint8)
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return _PNG_CHUNK.pack(len(body), kind) + body + zlib.crc32(kind + body).to_bytes(4, "big")
-
-    header = _PNG_IHDR.pack(width, height, 16, 2 if channels == 3 else 6, 0, 0, 0)
-    return PNG_MAGIC + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")

@@ -28,7 +28,6 @@ from PIL import Image
 
 DRAFT_GAP = 3
 _DRAFT_SCALES = (8, 4, 2)
-_COLORSPACES = {"RGB": "RGB", "L": "GRAY"}  # PIL mode of the file → TurboJPEG output
 
 
 def draft_scale(size: tuple[int, int], target: tuple[int, int] | None) -> int:
@@ -39,22 +38,29 @@ def draft_scale(size: tuple[int, int], target: tuple[int, int] | None) -> int:
     return next((scale for scale in _DRAFT_SCALES if fits >= scale), 1)
 
 
-def decode_turbo(data: bytes, header: Image.Image, scale: int) -> Image.Image | None:
+def decode_turbo(data: bytes, header: Image.Image, scale: int, keep_color: bool = True) -> Image.Image | None:
     """The pixels of an opened (not yet loaded) JPEG at 1/`scale`, or None when Pillow must decode it.
 
-    Pillow keeps CMYK/YCCK files, other modes and anything libjpeg warns about (truncated or
-    corrupt data): its own decoder then names the problem as before.
+    Colour comes as an RGBX image over TurboJPEG's own buffer when `keep_color` (Pillow keeps RGB
+    as 4 bytes a pixel, so RGBX maps without a copy; `images._finish` resizes, then drops X) and
+    as RGB otherwise; gray as L, also without a copy. Pillow keeps CMYK/YCCK files, other modes
+    and anything libjpeg warns about (truncated or corrupt data): its own decoder then names the
+    problem as before.
     """
-    colorspace = _COLORSPACES.get(header.mode)
-    if colorspace is None:
+    if header.mode not in ("RGB", "L"):
         return None
+    colorspace = "GRAY" if header.mode == "L" else "RGBX" if keep_color else "RGB"
     width, height = header.size
     try:
         pixels = simplejpeg.decode_jpeg(data, colorspace, min_height=math.ceil(height / scale),
                                         min_width=math.ceil(width / scale), strict=True)
     except ValueError:
         return None
-    return Image.fromarray(pixels[:, :, 0] if colorspace == "GRAY" else pixels)
+    size = (pixels.shape[1], pixels.shape[0])
+    if colorspace == "RGB":
+        return Image.fromarray(pixels)
+    mode = "L" if colorspace == "GRAY" else "RGBX"
+    return Image.frombuffer(mode, size, pixels, "raw", mode, 0, 1)
 
 
 def draft(header: Image.Image, scale: int) -> None:
