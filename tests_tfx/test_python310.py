@@ -58,6 +58,7 @@ def test_options_are_the_cli_flags():
     ("d/a.csv", ["--num-shards", "many"], "invalid int value: 'many'"),
     ("d/a.csv", ["--split", "train"], "--split expects NAME=WEIGHT"),
     ({}, [], "index must be a CSV path or a non-empty"),
+    ({"train": 3}, [], "index must be a CSV path or a non-empty"),
     ("d/{SPAN}/a.csv", ["--span-store", "s"], "does not take span patterns"),
     ("d/a.csv", "--gzip", "options must be a list of strings"),
 ])
@@ -75,6 +76,9 @@ def test_component_refuses_bad_options_when_the_pipeline_is_defined():
     component = ImageExampleGen(index={"train": "d/t.csv", "eval": "d/e.csv"}, data_root="d", options=["--gzip"])
     assert json.loads(component.exec_properties["index"]) == {"train": "d/t.csv", "eval": "d/e.csv"}
     assert json.loads(component.exec_properties["options"]) == ["--gzip"]
+    from_paths = ImageExampleGen(index={"train": Path("d/t.csv")}, data_root=Path("d"))  # os.PathLike too
+    assert json.loads(from_paths.exec_properties["index"]) == {"train": "d/t.csv"}
+    assert from_paths.exec_properties["data_root"] == "d"
 
 
 def test_adapter_docstrings_run():

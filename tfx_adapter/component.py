@@ -7,7 +7,8 @@
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import os
+from typing import Optional, Sequence, Union
 
 from tfx import types
 from tfx.dsl.components.base import base_beam_component, executor_spec
@@ -15,7 +16,7 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
 from .executor import EXAMPLES_KEY, Executor
-from .options import Index, encode, example_gen_config
+from .options import Index, encode, example_gen_config, plain_index
 
 
 class ImageExampleGenSpec(types.ComponentSpec):
@@ -44,11 +45,12 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
     SPEC_CLASS = ImageExampleGenSpec
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)
 
-    def __init__(self, index: Index, data_root: str, options: Optional[Sequence[str]] = None):
+    def __init__(self, index: Index, data_root: Union[str, "os.PathLike[str]"],
+                 options: Optional[Sequence[str]] = None):
         options = list(options or [])
         # A mistake in the flags is reported here, when the pipeline is defined, not in the run.
         example_gen_config(index, data_root, options, output="<the Examples artifact>")
-        spec = ImageExampleGenSpec(index=encode(index if isinstance(index, str) else dict(index)),
-                                   data_root=data_root, options=encode(options),
+        spec = ImageExampleGenSpec(index=encode(plain_index(index)), data_root=os.fspath(data_root),
+                                   options=encode(options),
                                    examples=types.Channel(type=standard_artifacts.Examples))
         super().__init__(spec=spec)

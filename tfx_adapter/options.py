@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Mapping, NoReturn, Sequence, Union
 
 from shardflow.core.beam_options import unknown_flags
@@ -20,7 +21,7 @@ from shardflow.core.errors import ConfigError
 from shardflow.example_gen import ExampleGenConfig
 from shardflow.example_gen import cli as example_gen_cli
 
-Index = Union[str, Mapping[str, str]]
+Index = Union[str, "os.PathLike[str]", Mapping[str, Union[str, "os.PathLike[str]"]]]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,21 +31,31 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(f"ImageExampleGen options: {message}")
 
 
+def plain_index(index: Index) -> Union[str, dict[str, str]]:
+    """The index as JSON can hold it: a path string, or a `{split: path}` dict in the user's order."""
+    if isinstance(index, (str, os.PathLike)):
+        return os.fspath(index)
+    paths = index.values() if isinstance(index, Mapping) else ()
+    if not paths or not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise ConfigError(f"index must be a CSV path or a non-empty {{split: csv_path}} dict, got {index!r}")
+    return {str(split): os.fspath(path) for split, path in index.items()}
+
+
 def index_flags(index: Index) -> list[str]:
     """`{split: csv}` → named indexes; one CSV path → one index split by hashing (--split options)."""
-    if isinstance(index, str):
-        return ["--index", index]
-    if not isinstance(index, Mapping) or not index:
-        raise ConfigError(f"index must be a CSV path or a non-empty {{split: csv_path}} dict, got {index!r}")
-    return [flag for split, path in index.items() for flag in ("--index", f"{split}={path}")]
+    plain = plain_index(index)
+    if isinstance(plain, str):
+        return ["--index", plain]
+    return [flag for split, path in plain.items() for flag in ("--index", f"{split}={path}")]
 
 
-def example_gen_config(index: Index, data_root: str, options: Sequence[str], output: str,
+def example_gen_config(index: Index, data_root: Union[str, "os.PathLike[str]"], options: Sequence[str], output: str,
                        beam_args: Sequence[str] = ()) -> ExampleGenConfig:
     """The config `shardflow example-gen` would build from the same flags; TFX's Beam args come first,
     so a Beam option in `options` (this component's own) wins."""
     if isinstance(options, str) or not all(isinstance(o, str) for o in options):
         raise ConfigError(f"options must be a list of strings such as ['--resize', '28x28'], got {options!r}")
+    data_root = os.fspath(data_root)
     parser = _Parser(prog="ImageExampleGen", allow_abbrev=False)
     example_gen_cli.add_arguments(parser)
     given = index_flags(index)
