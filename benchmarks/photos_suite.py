@@ -112,7 +112,7 @@ def _hooks(data_root: Path, storages: list[str], rows: int, examples: Path | Non
 
 
 def _hook_results(hooks: dict[str, Any]) -> list[dict[str, Any]]:
-    return [*hooks["stages"].values(), hooks["reader"]]
+    return [*hooks["stages"].values(), hooks["reader"], hooks.get("storage", {})]
 
 
 def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:
@@ -128,11 +128,18 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         for rows in rows_list:
             index = ensure_photo_index(data_root, rows)
             for label in contenders:
-                for_reader = label == "c" and storage == "jpeg" and rows == rows_list[0]
+                for_reader = label == "c" and rows == rows_list[0]  # the reader and storage comparisons
                 runs.append(run_one(label, storage, rows, index, data_root, work, keep_all or for_reader))
     examples = next((Path(r["output"]) for r in runs if r["contender"] == "c" and r["storage"] == "jpeg"
                      and r["rows"] == rows_list[0] and r["ok"]), None)
+    outputs = {r["storage"]: Path(r["output"]) for r in runs
+               if r["contender"] == "c" and r["rows"] == rows_list[0] and r["ok"]}
     hooks = _hooks(data_root, list(args.photo_storage), rows_list[0], examples, work)
+    hooks["storage"] = (_call_hook("photos_storage", "storage_figures", outputs) if len(outputs) > 1
+                        else {"skipped": "needs ExampleGen (c) outputs of two storage kinds"})
+    if not keep_all:
+        for output in outputs.values():
+            shutil.rmtree(output, ignore_errors=True)
     return {
         "benchmark": NAME,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -198,6 +205,9 @@ def markdown(result: dict[str, Any]) -> str:
                   _hook_markdown("photos_stages", entry)]
     lines += ["", f"### reader on ExampleGen's JPEG output ({hooks['stage_rows']:,} rows)", "",
               _hook_markdown("photos_reader", hooks["reader"])]
+    if "storage" in hooks:
+        lines += ["", f"### raw or JPEG storage: shardflow's reader on ExampleGen's outputs ({hooks['stage_rows']:,} rows)",
+                  "", _hook_markdown("photos_storage", hooks["storage"])]
     quiet = "quiet" if result["quiet"] else f"**not quiet** (a run started with load > {QUIET_LOAD}: †)"
     lines += ["", f"_machine: {quiet}; " + result["notes"] + "_"]
     return "\n".join(lines)
