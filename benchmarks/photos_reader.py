@@ -15,6 +15,9 @@ deterministic=False, image + label:
   3/4-4/3), then bilinear resize to H×W (float32). The first decodes the whole image and slices the
   window; the second decodes only the window (`decode_and_crop_jpeg`). Both draw the window from
   the record's position in the stream, so both crop the same windows.
+- `trainer_warp_crop` and `trainer_fused_crop` (unless `--no-trainer`): the Trainer's training stream
+  (`build_streams`, default shuffle window, `--augment crop flip`, float32 in [0, 1]) for one epoch,
+  with the fused JPEG crop switched off (decode the batch, then the projective warp) and on.
 
 Rate = examples / pass seconds (median over rounds); CPU µs per example = the process's CPU
 seconds (all threads) during a pass / examples: the cost, less sensitive to other users' load.
@@ -24,9 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import math
 import sys
 from pathlib import Path
 from typing import Any, Callable
+from unittest import mock
 
 import tensorflow as tf
 
@@ -43,7 +48,8 @@ AREA_RANGE = (0.08, 1.0)  # the usual ImageNet random-resized-crop bounds
 ASPECT_RANGE = (3 / 4, 4 / 3)
 CROP_SEED = 14
 RATIOS = {"make_dataset / reference": ("make_dataset", "reference"),
-          "fused / decode-then-crop": ("fused_crop", "decode_then_crop")}
+          "fused / decode-then-crop": ("fused_crop", "decode_then_crop"),
+          "Trainer fused / warp crop": ("trainer_fused_crop", "trainer_warp_crop")}
 
 
 def _names(manifest: Manifest) -> tuple[str, str]:
@@ -118,20 +124,44 @@ def random_resized_crop(examples: Path, fused: bool) -> tf.data.Dataset:
     return _per_record(examples, decode, enumerate_=True)
 
 
-def contenders(examples: Path) -> dict[str, tf.data.Dataset]:
-    return {"reference": reference(examples), "make_dataset": shardflow_reader(examples),
-            "decode_then_crop": random_resized_crop(examples, fused=False),
-            "fused_crop": random_resized_crop(examples, fused=True)}
+def trainer_stream(examples: Path, fused: bool) -> tf.data.Dataset:
+    """One epoch of the Trainer's training stream with `crop` and `flip`, the fused JPEG crop on or off."""
+    from shardflow.trainer import TrainerConfig
+    from shardflow.trainer import input_pipeline
+    from shardflow.trainer.features import RawToModel
+    from shardflow.trainer.task import resolve_task
+
+    config = TrainerConfig(examples=str(examples), output="unused", steps=1, batch_size=BATCH_SIZE,
+                           augment=("crop", "flip"), eval_split=None)
+    task = resolve_task(config)
+    to_model = RawToModel(task, None)
+    if not input_pipeline.fused_crop_applies(task, config, to_model):
+        raise ValueError(f"{examples}: the fused crop does not apply (needs a JPEG classification input)")
+    with mock.patch.object(input_pipeline, "fused_crop_applies", return_value=fused):
+        streams = input_pipeline.build_streams(task, config, BATCH_SIZE, 1, to_model)
+    return streams.train.take(math.ceil(streams.train_examples / BATCH_SIZE))
 
 
-def reader_figures(examples: Path, work: Path, rounds: int = ROUNDS) -> dict[str, Any]:
+def contenders(examples: Path, trainer: bool = False) -> dict[str, tf.data.Dataset]:
+    datasets = {"reference": reference(examples), "make_dataset": shardflow_reader(examples),
+                "decode_then_crop": random_resized_crop(examples, fused=False),
+                "fused_crop": random_resized_crop(examples, fused=True)}
+    if trainer:
+        datasets.update(trainer_warp_crop=trainer_stream(examples, fused=False),
+                        trainer_fused_crop=trainer_stream(examples, fused=True))
+    return datasets
+
+
+def reader_figures(examples: Path, work: Path, rounds: int = ROUNDS, trainer: bool = True) -> dict[str, Any]:
     """Every contender's figures and the two ratios (of median rates and of CPU per example).
 
     `work` receives `photos_reader.json` (the same dict).
     """
-    figures = time_datasets(contenders(Path(examples)), rounds)
+    figures = time_datasets(contenders(Path(examples), trainer), rounds)
     ratios = {}
     for label, (numerator, denominator) in RATIOS.items():
+        if numerator not in figures:
+            continue
         top, bottom = figures[numerator], figures[denominator]
         ratios[label] = {"rate": top["median_per_s"] / bottom["median_per_s"],
                          "cpu_per_example": top["median_cpu_us_per_example"] / bottom["median_cpu_us_per_example"]}
@@ -163,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=Path, required=True, help="ExampleGen output with JPEG images, split train")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("BENCH_WORK", "bench_out")))
     parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--no-trainer", action="store_true", help="leave out the Trainer's two streams")
     args = parser.parse_args(argv)
-    print(markdown(reader_figures(args.examples, args.work, args.rounds)), flush=True)
+    print(markdown(reader_figures(args.examples, args.work, args.rounds, trainer=not args.no_trainer)), flush=True)
     return 0
 
 

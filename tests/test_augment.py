@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from shardflow.trainer.augment import GEOMETRIC, AugmentLayer, augment_batch
+from shardflow.trainer.augment import GEOMETRIC, AugmentLayer, _identity, _matrix, _op_seeds, _warp, augment_batch
 
 
 def _blocks(batch: int = 8, size: int = 32) -> tuple[tf.Tensor, tf.Tensor]:
@@ -47,3 +47,23 @@ def test_the_augment_layer_acts_in_training_only() -> None:
     np.testing.assert_array_equal(layer(images, training=False).numpy(), images.numpy())
     first, second = layer(images, training=True).numpy(), layer(images, training=True).numpy()
     assert not np.allclose(first, images.numpy()) and not np.allclose(first, second)
+
+
+def test_flips_alone_reverse_exactly_as_the_warp_would() -> None:
+    """Flip-only ops take the reverse shortcut: the same images and masks as the projective warp, bit for bit."""
+    images, masks = _blocks(batch=16)
+    images = images + tf.random.stateless_uniform(images.shape, seed=[1, 1])  # distinct values, not blocks
+    ops = ("brightness", "flip", "flip_vertical")
+    seed = tf.constant([4, 9])
+    got_images, got_masks = augment_batch(images, masks, ops, seed)
+    seeds = _op_seeds(ops, seed)
+    matrices = _identity(16)
+    for index in (1, 2):
+        matrices = tf.linalg.matmul(matrices, _matrix(ops[index], images, seeds[index]))
+    warped = _warp(images, matrices, "BILINEAR")
+    want_images, _ = augment_batch(warped, None, ("brightness",), seed)  # brightness draws from seeds[0] as above
+    np.testing.assert_allclose(got_images.numpy(), want_images.numpy(), atol=1e-5)
+    want_masks = tf.cast(tf.round(_warp(tf.cast(masks[..., None], tf.float32), matrices, "NEAREST")[..., 0]), tf.int32)
+    np.testing.assert_array_equal(got_masks.numpy(), want_masks.numpy())
+    moved = [not np.array_equal(a, b) for a, b in zip(got_masks.numpy(), masks.numpy())]
+    assert 0 < sum(moved) < 16  # some examples flipped, some not

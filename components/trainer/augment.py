@@ -23,6 +23,7 @@ import math
 import tensorflow as tf
 
 GEOMETRIC = ("flip", "flip_vertical", "rotate", "crop")
+FLIPS = {"flip": 2, "flip_vertical": 1}  # the axis each reverses, in [B, H, W, C] and in [B, H, W]
 PHOTOMETRIC = ("brightness", "contrast")
 MAX_ROTATION = math.pi / 12  # ±15°
 MIN_CROP_SCALE = 0.8  # a crop keeps at least 80 % of each side
@@ -38,7 +39,9 @@ def augment_batch(images: tf.Tensor, masks: tf.Tensor | None, ops: tuple[str, ..
     """
     seeds = _op_seeds(ops, seed)
     geometric = [op for op in ops if op in GEOMETRIC and not (cropped and op == "crop")]
-    if geometric:
+    if geometric and set(geometric) <= set(FLIPS):
+        images, masks = _flipped(images, masks, ops, seeds)
+    elif geometric:
         matrices = _identity(tf.shape(images)[0])
         for index, op in enumerate(ops):
             if op in geometric:
@@ -61,7 +64,7 @@ def crop_windows(ops: tuple[str, ...], seed: tf.Tensor, batch: tf.Tensor, height
     The same draws as the op's matrix: side scale s in [MIN_CROP_SCALE, 1] (both sides, so the
     aspect ratio stays), offsets uniform over the room left; sizes and offsets rounded to pixels.
     """
-    u = tf.random.stateless_uniform([batch, 3], seed=_op_seeds(ops, seed)[ops.index("crop")])
+    u = _uniform(batch, _op_seeds(ops, seed)[ops.index("crop")])
     scale = MIN_CROP_SCALE + (1.0 - MIN_CROP_SCALE) * u[:, 0]
     crop_h = tf.clip_by_value(tf.round(scale * height), 1.0, float(height))
     crop_w = tf.clip_by_value(tf.round(scale * width), 1.0, float(width))
@@ -74,6 +77,31 @@ def _op_seeds(ops: tuple[str, ...], seed: tf.Tensor) -> tf.Tensor:
     return tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=len(ops) + 1)
 
 
+def _flipped(images: tf.Tensor, masks: tf.Tensor | None, ops: tuple[str, ...],
+              seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor | None]:
+    """Flips alone, by reversing the drawn examples: the warp's result (integer sampling positions) at a fraction of its cost.
+
+    The projective warp costs ~3 ms of CPU per 224x224 RGB example; a reverse, a copy.
+    """
+    for index, op in enumerate(ops):
+        if op in FLIPS:
+            flip = _uniform(tf.shape(images)[0], seeds[index])[:, 0] < 0.5
+            axis = FLIPS[op]
+            size = tf.shape(images)[axis]
+            # Each example's row/column order, gathered in one pass (a broadcast tf.where over a
+            # reversed copy cost ~3x more CPU on 224x224 RGB batches).
+            order = tf.where(flip[:, None], tf.range(size - 1, -1, -1), tf.range(size)[None, :])
+            images = tf.gather(images, order, axis=axis, batch_dims=1)
+            if masks is not None:
+                masks = tf.gather(masks, order, axis=axis, batch_dims=1)
+    return images, masks
+
+
+def _uniform(batch: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+    """An op's draws for a batch: [B, 3] uniform in [0, 1)."""
+    return tf.random.stateless_uniform([batch, 3], seed=seed)
+
+
 def _identity(batch: tf.Tensor) -> tf.Tensor:
     return tf.eye(3, batch_shape=[batch], dtype=tf.float32)
 
@@ -82,7 +110,7 @@ def _matrix(op: str, images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
     """[B, 3, 3] maps from output pixel (x, y, 1) to input pixel, as ImageProjectiveTransform wants."""
     batch = tf.shape(images)[0]
     height, width = tf.cast(tf.shape(images)[1], tf.float32), tf.cast(tf.shape(images)[2], tf.float32)
-    u = tf.random.stateless_uniform([batch, 3], seed=seed)
+    u = _uniform(batch, seed)
     zero, one = tf.zeros([batch]), tf.ones([batch])
     if op in ("flip", "flip_vertical"):
         flip = tf.where(u[:, 0] < 0.5, -one, one)
