@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--photo-contenders", default="a,b,c", help="comma-separated subset of a,b,c (default a,b,c)")
     group.add_argument("--photo-count", type=int, default=NUM_PHOTOS,
                        help=f"distinct photo files (default {NUM_PHOTOS:,}); others go to <work>/photos-<count>")
+    group.add_argument("--no-photo-hooks", action="store_true",
+                       help="only the contenders: no per-stage times, reader or storage comparison")
 
 
 def _contenders(text: str) -> list[str]:
@@ -134,9 +136,13 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
                      and r["rows"] == rows_list[0] and r["ok"]), None)
     outputs = {r["storage"]: Path(r["output"]) for r in runs
                if r["contender"] == "c" and r["rows"] == rows_list[0] and r["ok"]}
-    hooks = _hooks(data_root, list(args.photo_storage), rows_list[0], examples, work)
-    hooks["storage"] = (_call_hook("photos_storage", "storage_figures", outputs) if len(outputs) > 1
-                        else {"skipped": "needs ExampleGen (c) outputs of two storage kinds"})
+    if getattr(args, "no_photo_hooks", False):
+        skipped = {"skipped": "--no-photo-hooks"}
+        hooks = {"stage_rows": rows_list[0], "stages": {}, "reader": skipped, "storage": skipped}
+    else:
+        hooks = _hooks(data_root, list(args.photo_storage), rows_list[0], examples, work)
+        hooks["storage"] = (_call_hook("photos_storage", "storage_figures", outputs) if len(outputs) > 1
+                            else {"skipped": "needs ExampleGen (c) outputs of two storage kinds"})
     if not keep_all:
         for output in outputs.values():
             shutil.rmtree(output, ignore_errors=True)
