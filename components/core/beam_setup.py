@@ -21,9 +21,13 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 # a row): equal total time at 200k rows (14 s of work), 1.3x faster at 1M.
 MULTI_PROCESS_MIN_WORK_SECONDS = 14.0
 # Threads start in milliseconds, but share the GIL: they are chosen when most of the work runs in
-# C code that releases it (Pillow's and TurboJPEG's decode, resize and encode of photos).
+# C code that releases it (Pillow's and TurboJPEG's decode, resize and encode of photos). Measured
+# on 8k photo rows (~20 s of work), 2 cores, whole runs: 1 thread 34.2 s, 2 threads 25.3 s,
+# 2 processes 24.8 s (their start-up paid back by ExampleGen importing TFDV meanwhile, which beside
+# encoding threads stalls them on the GIL): threads below ~20 s of work, processes above.
 MULTI_THREAD_MIN_WORK_SECONDS = 2.0
 MULTI_THREAD_MIN_GIL_FREE = 0.8
+MULTI_THREAD_MAX_WORK_SECONDS = 20.0
 
 
 DASK_RUNNER = "DaskRunner"
@@ -58,12 +62,14 @@ def pipeline_options(beam_args: list[str] | tuple[str, ...], work_seconds: float
 def local_running_mode(work_seconds: float, gil_free: float, cpus: int) -> str:
     """The FnApiRunner mode for a run of `work_seconds` single-core seconds, `gil_free` of them without the GIL.
 
-    >>> local_running_mode(50.0, 0.97, 2), local_running_mode(15.0, 0.2, 2), local_running_mode(5.0, 0.2, 2)
-    ('multi_threading', 'multi_processing', 'in_memory')
+    >>> local_running_mode(10.0, 0.97, 2), local_running_mode(50.0, 0.97, 2)  # photos: 4k and 20k rows
+    ('multi_threading', 'multi_processing')
+    >>> local_running_mode(15.0, 0.2, 2), local_running_mode(5.0, 0.2, 2)     # 28×28 PNGs: 200k and 70k rows
+    ('multi_processing', 'in_memory')
     """
     if cpus < 2 or work_seconds < MULTI_THREAD_MIN_WORK_SECONDS:
         return "in_memory"
-    if gil_free >= MULTI_THREAD_MIN_GIL_FREE:
+    if gil_free >= MULTI_THREAD_MIN_GIL_FREE and work_seconds < MULTI_THREAD_MAX_WORK_SECONDS:
         return "multi_threading"
     return "multi_processing" if work_seconds >= MULTI_PROCESS_MIN_WORK_SECONDS else "in_memory"
 
@@ -82,11 +88,11 @@ def close_dask_client(pipeline: beam.Pipeline) -> None:
         client.close()
 
 
-def runs_beside_the_launcher(options: PipelineOptions) -> bool:
-    """Whether the pipeline's work runs outside the calling thread (other threads, processes or machines)."""
+def runs_outside_the_launcher(options: PipelineOptions) -> bool:
+    """Whether the pipeline's work runs in other processes or machines, leaving this process idle."""
     if options.view_as(StandardOptions).runner is not None:
         return True
-    return options.view_as(DirectOptions).direct_running_mode != "in_memory"
+    return options.view_as(DirectOptions).direct_running_mode == "multi_processing"
 
 
 def describe_runner(options: PipelineOptions) -> str:
