@@ -10,8 +10,8 @@ run in Pillow's and TurboJPEG's C code, which releases the GIL: they are `gil_fr
     28×28 PNG, raw storage:          60 + 0.7 KB·1.5 + 784 px·12 + 784 px·1   ≈   72 µs (70 measured)
     ~400×400 JPEG → 224×224 JPEG:    60 + 46 KB·1.5 + 170k px·12 + 50k px·5   ≈ 2.4 ms (2.3-2.6 measured)
 
->>> photo = FileSample(bytes=46_000, pixels=400 * 420, fmt="JPEG")
->>> round(row_seconds([photo], stored_pixels=224 * 224, storage="jpeg") * 1e3, 2)
+>>> photo = FileSample(bytes=46_000, pixels=400 * 420)
+>>> round((ROW_SECONDS + column_seconds([photo], stored_pixels=224 * 224, storage="jpeg")) * 1e3, 2)
 2.4
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .data_root import BadCell, DataRoot, RemoteDataRoot
 
 ROW_SECONDS = 60e-6  # CSV cells, split hash, example encoding and framing, statistics values
 BYTE_SECONDS = 1.5e-9  # reading and hashing a file's bytes
-SOURCE_PIXEL_SECONDS = {"JPEG": 12e-9, "PNG": 12e-9}  # decode, convert and resize, per source pixel
+SOURCE_PIXEL_SECONDS = 12e-9  # decode, convert and resize, per source pixel (PNG and JPEG alike)
 STORED_PIXEL_SECONDS = {"raw": 1e-9, "png": 10e-9, "jpeg": 5e-9}  # encoding, per stored pixel
 FILES_SAMPLED = 8  # per file column
 
@@ -35,15 +35,14 @@ FILES_SAMPLED = 8  # per file column
 class FileSample:
     bytes: int
     pixels: int
-    fmt: str
 
 
-def row_seconds(files: list[FileSample], stored_pixels: int, storage: str) -> float:
-    """One row's estimated CPU seconds for one file column (plus the row's fixed cost)."""
+def column_seconds(files: list[FileSample], stored_pixels: int, storage: str) -> float:
+    """One row's estimated CPU seconds for one file column, from its sampled files (0 without any)."""
     if not files:
-        return ROW_SECONDS
-    per_file = sum(f.bytes * BYTE_SECONDS + f.pixels * SOURCE_PIXEL_SECONDS.get(f.fmt, 12e-9) for f in files)
-    return ROW_SECONDS + per_file / len(files) + stored_pixels * STORED_PIXEL_SECONDS[storage]
+        return 0.0
+    per_file = sum(f.bytes * BYTE_SECONDS + f.pixels * SOURCE_PIXEL_SECONDS for f in files) / len(files)
+    return per_file + stored_pixels * STORED_PIXEL_SECONDS[storage]
 
 
 def _sample_file(root: DataRoot | RemoteDataRoot, cell: str) -> FileSample | None:
@@ -52,7 +51,7 @@ def _sample_file(root: DataRoot | RemoteDataRoot, cell: str) -> FileSample | Non
         data = root.read(cell)
         with Image.open(io.BytesIO(data)) as image:
             width, height = image.size
-            return FileSample(len(data), width * height, str(image.format))
+            return FileSample(len(data), width * height)
     except (BadCell, OSError, ValueError):
         return None
 
@@ -71,5 +70,5 @@ def estimate_work(columns: list[ColumnSpec], samples: list[list[str]], root: Dat
         cells = [row[column.position] for row in samples if row[column.position]][:FILES_SAMPLED]
         files = [f for f in (_sample_file(root, cell) for cell in cells) if f is not None]
         stored = column.shape[0] * column.shape[1] if column.shape else 0  # pixels, whatever the channels
-        per_row += row_seconds(files, stored, column.storage) - ROW_SECONDS
+        per_row += column_seconds(files, stored, column.storage)
     return WorkEstimate(per_row * num_rows, 1.0 - ROW_SECONDS / per_row)
