@@ -40,22 +40,30 @@ def _import_seconds() -> float:
     return time.perf_counter() - started
 
 
+def _photo_columns(storage: str) -> list[Any]:
+    """ExampleGen's column specs for the photos' index (x, y) ingested as 224×224 RGB in `storage`."""
+    from shardflow.example_gen.columns import ColumnSpec
+    from shardflow.example_gen.images import ImageRules
+
+    rules = ImageRules(10**9, "rgb", (224, 224))
+    return [ColumnSpec("x", 0, "image", "uint8", (224, 224, 3), storage, rules), ColumnSpec("y", 1, "label", "int64")]
+
+
 def _stages_of_rows(cells: list[list[str]], root: Path, storage: str,
                     scratch: Path) -> tuple[dict[str, float], dict[str, float], int]:
     """CPU seconds per stage over `cells`, and of the once-per-split statistics pass."""
     from shardflow.core.example_proto import encode_example
     from shardflow.core.shard_writer import PartWriter
     from shardflow.example_gen.column_files import write_column_file
-    from shardflow.example_gen.columns import ColumnSpec
     from shardflow.example_gen.data_root import open_data_root
     from shardflow.example_gen.images import ImageRules, decode_image, encode_image
     from shardflow.example_gen.rows import content_digest
     from shardflow.example_gen.statistics import write_statistics
 
     data_root, stages = open_data_root(str(root)), {}
-    rules = ImageRules(10**9, "rgb", (224, 224))
+    columns = tuple(_photo_columns(storage))
+    rules = columns[0].rules
     decode_only = ImageRules(10**9, "rgb", None)
-    columns = (ColumnSpec("x", 0, "image", "uint8", (224, 224, 3), storage, rules), ColumnSpec("y", 1, "label", "int64"))
     writer, values = PartWriter(str(scratch / "part.tfrecord")), {"x": [], "y": []}
     for path, label in cells:
         data = _timed(stages, "read", lambda: data_root.read(path))
@@ -76,18 +84,14 @@ def _stages_of_rows(cells: list[list[str]], root: Path, storage: str,
 
 
 def _row_encoder_seconds(cells: list[list[str]], root: Path, storage: str) -> float:
-    from shardflow.example_gen.columns import ColumnSpec
     from shardflow.example_gen.csv_index import Record
-    from shardflow.example_gen.images import ImageRules
     from shardflow.example_gen.rows import RowEncoder
     from shardflow.example_gen.splitting import SplitAssigner
 
-    columns = [ColumnSpec("x", 0, "image", "uint8", (224, 224, 3), storage, ImageRules(10**9, "rgb", (224, 224))),
-               ColumnSpec("y", 1, "label", "int64")]
-    encoder = RowEncoder(columns, str(root), SplitAssigner((("train", 1),), (0,)))
+    encoder = RowEncoder(_photo_columns(storage), str(root), SplitAssigner((("train", 1),), (0,)))
     started = time.process_time()
-    for number, row in enumerate(cells):
-        encoder.encode(Record(number, list(row), None), "train")
+    for number, row in enumerate(cells, start=1):
+        encoder.encode(Record(number, list(row)), "train")
     return time.process_time() - started
 
 
