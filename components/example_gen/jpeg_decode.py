@@ -56,11 +56,10 @@ def decode_turbo(data: bytes, header: Image.Image, scale: int, keep_color: bool 
                                         min_width=math.ceil(width / scale), strict=True)
     except ValueError:
         return None
-    size = (pixels.shape[1], pixels.shape[0])
     if colorspace == "RGB":
         return Image.fromarray(pixels)
     mode = "L" if colorspace == "GRAY" else "RGBX"
-    return Image.frombuffer(mode, size, pixels, "raw", mode, 0, 1)
+    return Image.frombuffer(mode, (pixels.shape[1], pixels.shape[0]), pixels, "raw", mode, 0, 1)
 
 
 def draft(header: Image.Image, scale: int) -> None:
