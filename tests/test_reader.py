@@ -1,7 +1,7 @@
 """The tf.data reader on real ExampleGen output: decoded pixels equal the source files bit for bit.
 
-ExampleGen runs three times per module (raw; png/jpeg + GZIP; a resized segmentation set), each
-on ~20 small PNG files written here, because every run costs several seconds.
+ExampleGen runs twice per module (raw; png/jpeg + GZIP), each on ~20 small PNG files written here,
+because every run costs several seconds. The resized segmentation set: test_reader_segmentation.py.
 """
 from __future__ import annotations
 
@@ -12,20 +12,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from PIL import Image
 
 from shardflow.core import reader
 from shardflow.core.manifest import IncompleteOutputError, read_manifest
 from shardflow.core.reader import count_examples, decode_batch, feature_spec, make_dataset
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
-from helpers_images import random_pixels, read_pixels, write_csv, write_palette_mask, write_png
+from helpers_images import random_pixels, read_pixels, write_csv, write_png
+from helpers_reader import collect
 
 HEADER = ["gray", "rgb", "depth", "gray_lossy", "rgb_lossy", "y", "site", "score"]
 SPLIT_ROWS = {"train": range(0, 14), "eval": range(14, 20)}
 FILE_COLUMNS = ("gray", "rgb", "depth", "gray_lossy", "rgb_lossy")
-SEG_SIZE = (16, 13)  # resize target (H, W), an up-scale by a non-integer factor
-SEG_CLASSES = np.array([0, 1, 2, 5], dtype=np.uint8)
 
 
 def _smooth(rng: np.random.Generator, channels: int) -> np.ndarray:
@@ -76,17 +74,11 @@ def _csv_rows(data: Path, split: str) -> list[list[str]]:
     return [line.split(",") for line in lines[1:]]
 
 
-def _collect(dataset: tf.data.Dataset) -> dict[str, np.ndarray]:
-    """All batches of a finite dataset, concatenated per feature."""
-    batches = [{k: v.numpy() for k, v in batch.items()} for batch in dataset]
-    return {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
-
-
 @pytest.mark.parametrize("split", list(SPLIT_ROWS))
 def test_raw_storage_decodes_bit_exact_in_csv_order(photos: Path, raw_out: Path, split: str) -> None:
     manifest = read_manifest(raw_out)
     assert len(manifest.splits[split].shards) == 3  # order across shards and chunk parts is exercised
-    got = _collect(make_dataset(raw_out, split, batch_size=4))
+    got = collect(make_dataset(raw_out, split, batch_size=4))
     rows = _csv_rows(photos, split)
     assert len(got["y"]) == len(rows) == count_examples(manifest, split)
     for i, row in enumerate(rows):
@@ -116,7 +108,7 @@ def test_feature_spec_and_decode_batch_by_hand(raw_out: Path) -> None:
     assert spec["score"] == tf.io.FixedLenFeature([], tf.float32)
     records = tf.data.TFRecordDataset([str(p) for p in manifest.shard_paths(raw_out, "eval")]).batch(6)
     decoded = decode_batch(tf.io.parse_example(next(iter(records)), spec), manifest)
-    reference = _collect(make_dataset(raw_out, "eval", batch_size=6))
+    reference = collect(make_dataset(raw_out, "eval", batch_size=6))
     for name, tensor in decoded.items():
         np.testing.assert_array_equal(tensor.numpy(), reference[name], err_msg=name)
 
@@ -128,8 +120,8 @@ def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(raw_out: Path, coded
     for path in map(Path, manifest.shard_paths(coded_out, split)):
         assert path.name.endswith(".tfrecord.gz") and path.read_bytes()[:2] == b"\x1f\x8b"
     assert {manifest.features[c].encoding for c in ("gray", "rgb", "depth")} == {"png"}
-    coded = _collect(make_dataset(coded_out, split, batch_size=5))
-    raw = _collect(make_dataset(raw_out, split, batch_size=5))
+    coded = collect(make_dataset(coded_out, split, batch_size=5))
+    raw = collect(make_dataset(raw_out, split, batch_size=5))
     for name in ("gray", "rgb", "depth", "y", "site", "score"):
         assert coded[name].dtype == raw[name].dtype, name
         np.testing.assert_array_equal(coded[name], raw[name], err_msg=name)
@@ -143,16 +135,16 @@ def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(raw_out: Path, coded
 def test_png_and_jpeg_decode_per_record_with_shuffle_repeat_and_drop_remainder(
         coded_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Large PNG/JPEG images take the per-record decode path: the same pixels and examples in every mode."""
-    chunked = _collect(make_dataset(coded_out, "train", batch_size=4))
+    chunked = collect(make_dataset(coded_out, "train", batch_size=4))
     monkeypatch.setattr(reader, "PER_RECORD_PIXELS", 12 * 10)  # these 12x10 images count as large
     assert reader.decodes_per_record(read_manifest(coded_out))
-    ordered = _collect(make_dataset(coded_out, "train", batch_size=4))
+    ordered = collect(make_dataset(coded_out, "train", batch_size=4))
     for name in chunked:
         assert chunked[name].dtype == ordered[name].dtype, name
         np.testing.assert_array_equal(chunked[name], ordered[name], err_msg=name)
     key = lambda batch: sorted(zip(batch["y"].tolist(), (i.tobytes() for i in batch["rgb"]),  # noqa: E731
                                    (i.tobytes() for i in batch["rgb_lossy"])))
-    shuffled = _collect(make_dataset(coded_out, "train", batch_size=4, shuffle_buffer=6, seed=2, deterministic=False))
+    shuffled = collect(make_dataset(coded_out, "train", batch_size=4, shuffle_buffer=6, seed=2, deterministic=False))
     assert key(shuffled) == key(ordered) and not np.array_equal(shuffled["rgb"], ordered["rgb"])
     repeated = make_dataset(coded_out, "train", batch_size=5, repeat=True, drop_remainder=True)
     assert repeated.element_spec["rgb_lossy"] == tf.TensorSpec([5, 12, 10, 3], tf.uint8)
@@ -171,34 +163,34 @@ def test_batch_size_and_drop_remainder(raw_out: Path) -> None:
 
 
 def test_repeat_continues_into_the_next_epoch_in_order(raw_out: Path) -> None:
-    once = _collect(make_dataset(raw_out, "train", batch_size=14))["depth"]
+    once = collect(make_dataset(raw_out, "train", batch_size=14))["depth"]
     repeated = make_dataset(raw_out, "train", batch_size=4, repeat=True)
     got = np.concatenate([b["depth"].numpy() for b in repeated.take(5)])
     np.testing.assert_array_equal(got, np.concatenate([once, once[:6]]))
 
 
 def test_shuffle_is_a_repeatable_permutation(raw_out: Path) -> None:
-    ordered = _collect(make_dataset(raw_out, "train", batch_size=4))["depth"]
-    first = _collect(make_dataset(raw_out, "train", batch_size=4, shuffle_buffer=20, seed=3))["depth"]
-    second = _collect(make_dataset(raw_out, "train", batch_size=4, shuffle_buffer=20, seed=3))["depth"]
+    ordered = collect(make_dataset(raw_out, "train", batch_size=4))["depth"]
+    first = collect(make_dataset(raw_out, "train", batch_size=4, shuffle_buffer=20, seed=3))["depth"]
+    second = collect(make_dataset(raw_out, "train", batch_size=4, shuffle_buffer=20, seed=3))["depth"]
     np.testing.assert_array_equal(first, second)
     assert not np.array_equal(first, ordered)
     key = lambda images: sorted(image.tobytes() for image in images)  # noqa: E731 - order-free comparison
     assert key(first) == key(ordered)
-    loose = _collect(make_dataset(raw_out, "train", batch_size=4, deterministic=False))["depth"]
+    loose = collect(make_dataset(raw_out, "train", batch_size=4, deterministic=False))["depth"]
     assert key(loose) == key(ordered)
 
 
 def test_every_epoch_is_a_new_order_of_the_same_examples(raw_out: Path) -> None:
     key = lambda images: sorted(image.tobytes() for image in images)  # noqa: E731 - order-free comparison
-    ordered = key(_collect(make_dataset(raw_out, "train", batch_size=4))["depth"])
+    ordered = key(collect(make_dataset(raw_out, "train", batch_size=4))["depth"])
     # 14 train examples, batches of 14: each batch of the repeated stream is one whole epoch.
     repeated = make_dataset(raw_out, "train", batch_size=14, shuffle_buffer=6, seed=5, repeat=True)
     epochs = [batch["depth"].numpy() for batch in repeated.take(4)]
     assert all(key(epoch) == ordered for epoch in epochs)
     assert len({epoch.tobytes() for epoch in epochs}) == 4
     once = make_dataset(raw_out, "train", batch_size=14, shuffle_buffer=6, seed=5)
-    passes = [_collect(once)["depth"] for _ in range(3)]
+    passes = [collect(once)["depth"] for _ in range(3)]
     assert passes[0].tobytes() == epochs[0].tobytes()  # a new pass starts where a fresh dataset starts
     assert len({p.tobytes() for p in passes}) == 3
 
@@ -208,7 +200,7 @@ def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path, shuffl
     # The rewrite tf.distribute applies per worker under AutoShardPolicy.FILE (no public entry point).
     from tensorflow.python.data.experimental.ops.distribute import _AutoShardDataset
 
-    everything = sorted(image.tobytes() for image in _collect(make_dataset(raw_out, "train", batch_size=32))["depth"])
+    everything = sorted(image.tobytes() for image in collect(make_dataset(raw_out, "train", batch_size=32))["depth"])
     shards = sorted((raw_out / "Split-train").glob("data-*"))
     assert len(shards) == 3
     options = tf.data.Options()
@@ -217,7 +209,7 @@ def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path, shuffl
     for worker in range(2):
         dataset = make_dataset(raw_out, "train", batch_size=3, shuffle_buffer=shuffle_buffer, seed=1)
         sharded = _AutoShardDataset(dataset.with_options(options), 2, worker)
-        seen.append(sorted(image.tobytes() for image in _collect(sharded)["depth"]))
+        seen.append(sorted(image.tobytes() for image in collect(sharded)["depth"]))
     assert seen[0] and seen[1] and not set(seen[0]) & set(seen[1])
     assert sorted(seen[0] + seen[1]) == everything
 
@@ -265,43 +257,3 @@ def test_empty_split_yields_no_batches(raw_out: Path, tmp_path: Path) -> None:
     dataset = make_dataset(copy, "holdout", batch_size=3)
     assert list(dataset) == []
     assert dataset.element_spec["rgb"] == tf.TensorSpec([None, 12, 10, 3], tf.uint8)
-
-
-@pytest.fixture(scope="module")
-def segmentation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """16 RGB images with palette masks of class ids {0, 1, 2, 5}, hash-split, resized, masks stored as PNG."""
-    root = tmp_path_factory.mktemp("seg")
-    rng = np.random.default_rng(11)
-    rows = []
-    for i in range(16):
-        write_png(root / f"img/{i}.png", random_pixels(rng, (12, 10, 3)))
-        write_palette_mask(root / f"msk/{i}.png", rng.choice(SEG_CLASSES, size=(12, 10)))
-        rows.append([f"img/{i}.png", f"msk/{i}.png", str(100 + i)])
-    write_csv(root / "all.csv", ["img", "msk", "case_id"], rows)
-    out = tmp_path_factory.mktemp("seg_out") / "out"
-    run(ExampleGenConfig(indexes=(IndexSpec(str(root / "all.csv")),), data_root=str(root), output=str(out),
-                         split_weights=(("train", 1), ("eval", 1)), resize=(("*", SEG_SIZE),),
-                         storage=(("msk", "png"),), rows_per_chunk=4))
-    return root, out
-
-
-def test_segmentation_resize_keeps_mask_class_ids(segmentation: tuple[Path, Path]) -> None:
-    root, out = segmentation
-    manifest = read_manifest(out)
-    assert manifest.features["msk"].role == "mask" and manifest.features["msk"].encoding == "png"
-    height, width = SEG_SIZE
-    seen = 0
-    for split in ("train", "eval"):
-        got = _collect(make_dataset(out, split, batch_size=3))
-        assert got["img"].shape[1:] == (height, width, 3) and got["msk"].shape[1:] == (height, width, 1)
-        assert set(np.unique(got["msk"])) <= set(SEG_CLASSES.tolist())
-        for img, msk, case in zip(got["img"], got["msk"], got["case_id"]):
-            i = int(case) - 100
-            with Image.open(root / f"msk/{i}.png") as source:
-                expected_mask = np.asarray(source.resize((width, height), Image.Resampling.NEAREST))
-            with Image.open(root / f"img/{i}.png") as source:
-                expected_img = np.asarray(source.resize((width, height), Image.Resampling.BILINEAR))
-            np.testing.assert_array_equal(msk[:, :, 0], expected_mask, err_msg=f"mask {i}")
-            np.testing.assert_array_equal(img, expected_img, err_msg=f"image {i}")
-            seen += 1
-    assert seen == 16
