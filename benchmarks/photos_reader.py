@@ -52,12 +52,12 @@ RATIOS = {"make_dataset / reference": ("make_dataset", "reference"),
           "Trainer fused / warp crop": ("trainer_fused_crop", "trainer_warp_crop")}
 
 
-def _names(manifest: Manifest) -> tuple[str, str]:
-    """The JPEG image feature and the label feature."""
-    images = [n for n, f in manifest.features.items() if f.role == "image" and f.encoding == "jpeg"]
+def _names(manifest: Manifest, encoding: str | None = "jpeg") -> tuple[str, str]:
+    """The image feature (stored as `encoding`; None: any storage) and the label feature."""
+    images = [n for n, f in manifest.features.items() if f.role == "image" and encoding in (None, f.encoding)]
     labels = [n for n, f in manifest.features.items() if f.role == "label"]
     if not images or not labels:
-        raise ValueError(f"need a JPEG image feature and a label; features: {sorted(manifest.features)}")
+        raise ValueError(f"need a {encoding or ''} image feature and a label; features: {sorted(manifest.features)}")
     return images[0], labels[0]
 
 
@@ -99,8 +99,9 @@ def reference(examples: Path) -> tf.data.Dataset:
     return _per_record(examples, decode, enumerate_=False)
 
 
-def shardflow_reader(examples: Path) -> tf.data.Dataset:
-    image, label = _names(read_manifest(examples))
+def shardflow_reader(examples: Path, encoding: str | None = "jpeg") -> tf.data.Dataset:
+    """`make_dataset` over the image (stored as `encoding`; None: any) and label features, as (images, labels)."""
+    image, label = _names(read_manifest(examples), encoding)
     dataset = make_dataset(examples, "train", batch_size=BATCH_SIZE, deterministic=False, features=[image, label])
     return dataset.map(lambda batch: (batch[image], batch[label]))
 

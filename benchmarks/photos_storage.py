@@ -16,24 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import tensorflow as tf
-
 from shardflow.core.manifest import read_manifest
-from shardflow.core.reader import make_dataset
 
+from .photos_reader import shardflow_reader
 from .trainer_bench import time_datasets
 
 ROUNDS = 3
-BATCH_SIZE = 128
-
-
-def _reader(examples: Path) -> tf.data.Dataset:
-    """shardflow's reader over the image and label features, whatever their storage."""
-    features = read_manifest(examples).features
-    image = next(name for name, f in features.items() if f.role == "image")
-    label = next(name for name, f in features.items() if f.role == "label")
-    dataset = make_dataset(examples, "train", batch_size=BATCH_SIZE, deterministic=False, features=[image, label])
-    return dataset.map(lambda batch: (batch[image], batch[label]))
 
 
 def _bytes_per_example(examples: Path) -> float:
@@ -43,7 +31,7 @@ def _bytes_per_example(examples: Path) -> float:
 
 def storage_figures(outputs: dict[str, Path], rounds: int = ROUNDS) -> dict[str, Any]:
     """Per storage kind: bytes/example, examples/s and CPU µs/example of shardflow's reader."""
-    timed = time_datasets({kind: _reader(path) for kind, path in outputs.items()}, rounds)
+    timed = time_datasets({kind: shardflow_reader(path, encoding=None) for kind, path in outputs.items()}, rounds)
     return {kind: {"bytes_per_example": round(_bytes_per_example(path)),
                    "examples_per_s": round(timed[kind]["median_per_s"]),
                    "cpu_us_per_example": round(timed[kind]["median_cpu_us_per_example"], 1)}
