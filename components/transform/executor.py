@@ -8,7 +8,9 @@
 Crash safety as in ExampleGen, through the same `OutputDir` life cycle: the old manifest is removed
 first; scratch files go under `<output>/.staging/`; splits, statistics and the transform graph are
 written at `OutputDir.staged(name)` (locally under the staging area, moved into place on publish;
-on an object store at their final names); the manifest is written last. A run killed at any point
+on an object store at their final names); the graph's raw metadata (`raw_metadata.py`, which TFX
+user code reads) is added to the staged graph once the pipeline has written it; the manifest is
+written last. A run killed at any point
 leaves no manifest. `examples`, `output` and a preprocessing module file may be paths or URIs.
 """
 from __future__ import annotations
@@ -31,6 +33,7 @@ from .config import TransformConfig
 from .pipeline import TRANSFORM_GRAPH, TransformPlan, build_transform, load_result
 from .preprocessing import PreprocessingFn, make_preprocessing_fn, vocabulary_labels
 from .raw_input import default_batch_size
+from .raw_metadata import write_raw_metadata
 from .report import (UnseenLabelsError, mask_classes, options_json, split_infos, summary_text, unseen_labels,
                      unseen_message, vocabulary_info)
 
@@ -125,6 +128,7 @@ def output_location(root: str) -> OutputDir:
 def _finish(config: TransformConfig, out: OutputDir, plan: TransformPlan, features: dict[str, FeatureSpec],
             run_facts: dict, started: float, echo: Callable[[str], None]) -> Manifest:
     staged_graph = out.staged(TRANSFORM_GRAPH)
+    write_raw_metadata(staged_graph, plan.source)  # beside WriteTransformFn's output, as TFX's Transform does
     result = load_result(plan.scratch_dir)
     splits = split_infos(plan.source, plan.splits, result["shards"], result["batches"])
     labels = vocabulary_labels(plan.source.features) if config.preprocessing is None else []
