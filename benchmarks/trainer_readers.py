@@ -22,8 +22,8 @@ batch size, no parsing), `c_u8` = (c) without the cast.
 Why (c) reads chunks: in (r) every record passes one by one through `interleave`, `shuffle` and
 `batch`, which costs tf.data ~1–2 µs per record and per step, all on the one thread that feeds the
 batches. (c) moves records in chunks (`TFRecordDataset(path).batch(READ_CHUNK)`), parses and
-decodes each chunk in a parallel map, and permutes whole windows of `shuffle_buffer` decoded
-examples: the per-record work left is the read itself; the rest are vectorized kernels.
+decodes each chunk in a parallel map, after permuting whole windows of `shuffle_buffer` serialized
+records: the per-record work left is the read itself; the rest are vectorized kernels.
 """
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ import tensorflow as tf
 from PIL import Image
 
 from shardflow.core.manifest import Manifest, read_manifest
-from shardflow.core.reader import PARALLEL_FILES, decode_batch, feature_spec, make_dataset, record_chunks, shard_files
+from shardflow.core.reader import (PARALLEL_FILES, decode_batch, feature_spec, make_dataset, record_bytes, record_chunks,
+                                   shard_files)
 
 from .data import read_index
 
@@ -153,8 +154,13 @@ def reader_r(data: ReaderData) -> tf.data.Dataset:
 
 def reader_c_uint8(data: ReaderData) -> tf.data.Dataset:
     """Diagnostic: (c) without the cast."""
-    return make_dataset(data.examples, "train", batch_size=data.batch_size, shuffle_buffer=data.shuffle_buffer,
+    return make_dataset(data.examples, "train", batch_size=data.batch_size, shuffle_bytes=_budget(data),
                         deterministic=False)
+
+
+def _budget(data: ReaderData) -> int:
+    """shardflow's shuffle budget in bytes for the same number of records the other readers shuffle."""
+    return int(data.shuffle_buffer * record_bytes(read_manifest(data.examples), "train"))
 
 
 def reader_c_read(data: ReaderData) -> tf.data.Dataset:

@@ -104,7 +104,7 @@ def _task_and_stream(out: Path, augment: tuple[str, ...]) -> tuple[bool, tf.Tens
     from shardflow.trainer.input_pipeline import build_streams, fused_crop_applies
     from shardflow.trainer.task import resolve_task
 
-    config = TrainerConfig(examples=str(out), output="unused", steps=1, augment=augment, shuffle_buffer=0,
+    config = TrainerConfig(examples=str(out), output="unused", steps=1, augment=augment, shuffle_buffer_mb=0,
                            deterministic=True, batch_size=8, seed=4)
     task = resolve_task(config)
     to_model = RawToModel(task, None)

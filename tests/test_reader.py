@@ -19,7 +19,7 @@ from shardflow.core.reader import count_examples, decode_batch, feature_spec, ma
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
 from helpers_images import random_pixels, read_pixels, write_csv, write_png
-from helpers_reader import collect
+from helpers_reader import budget_for, collect
 
 HEADER = ["gray", "rgb", "depth", "gray_lossy", "rgb_lossy", "y", "site", "score"]
 SPLIT_ROWS = {"train": range(0, 14), "eval": range(14, 20)}
@@ -144,7 +144,8 @@ def test_png_and_jpeg_decode_per_record_with_shuffle_repeat_and_drop_remainder(
         np.testing.assert_array_equal(chunked[name], ordered[name], err_msg=name)
     key = lambda batch: sorted(zip(batch["y"].tolist(), (i.tobytes() for i in batch["rgb"]),  # noqa: E731
                                    (i.tobytes() for i in batch["rgb_lossy"])))
-    shuffled = collect(make_dataset(coded_out, "train", batch_size=4, shuffle_buffer=6, seed=2, deterministic=False))
+    budget = budget_for(coded_out, 6)
+    shuffled = collect(make_dataset(coded_out, "train", batch_size=4, shuffle_bytes=budget, seed=2, deterministic=False))
     assert key(shuffled) == key(ordered) and not np.array_equal(shuffled["rgb"], ordered["rgb"])
     repeated = make_dataset(coded_out, "train", batch_size=5, repeat=True, drop_remainder=True)
     assert repeated.element_spec["rgb_lossy"] == tf.TensorSpec([5, 12, 10, 3], tf.uint8)
@@ -171,8 +172,8 @@ def test_repeat_continues_into_the_next_epoch_in_order(raw_out: Path) -> None:
 
 def test_shuffle_is_a_repeatable_permutation(raw_out: Path) -> None:
     ordered = collect(make_dataset(raw_out, "train", batch_size=4))["depth"]
-    first = collect(make_dataset(raw_out, "train", batch_size=4, shuffle_buffer=20, seed=3))["depth"]
-    second = collect(make_dataset(raw_out, "train", batch_size=4, shuffle_buffer=20, seed=3))["depth"]
+    first = collect(make_dataset(raw_out, "train", batch_size=4, shuffle_bytes=budget_for(raw_out, 20), seed=3))["depth"]
+    second = collect(make_dataset(raw_out, "train", batch_size=4, shuffle_bytes=budget_for(raw_out, 20), seed=3))["depth"]
     np.testing.assert_array_equal(first, second)
     assert not np.array_equal(first, ordered)
     key = lambda images: sorted(image.tobytes() for image in images)  # noqa: E731 - order-free comparison
@@ -185,11 +186,11 @@ def test_every_epoch_is_a_new_order_of_the_same_examples(raw_out: Path) -> None:
     key = lambda images: sorted(image.tobytes() for image in images)  # noqa: E731 - order-free comparison
     ordered = key(collect(make_dataset(raw_out, "train", batch_size=4))["depth"])
     # 14 train examples, batches of 14: each batch of the repeated stream is one whole epoch.
-    repeated = make_dataset(raw_out, "train", batch_size=14, shuffle_buffer=6, seed=5, repeat=True)
+    repeated = make_dataset(raw_out, "train", batch_size=14, shuffle_bytes=budget_for(raw_out, 6), seed=5, repeat=True)
     epochs = [batch["depth"].numpy() for batch in repeated.take(4)]
     assert all(key(epoch) == ordered for epoch in epochs)
     assert len({epoch.tobytes() for epoch in epochs}) == 4
-    once = make_dataset(raw_out, "train", batch_size=14, shuffle_buffer=6, seed=5)
+    once = make_dataset(raw_out, "train", batch_size=14, shuffle_bytes=budget_for(raw_out, 6), seed=5)
     passes = [collect(once)["depth"] for _ in range(3)]
     assert passes[0].tobytes() == epochs[0].tobytes()  # a new pass starts where a fresh dataset starts
     assert len({p.tobytes() for p in passes}) == 3
@@ -207,7 +208,7 @@ def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path, shuffl
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
     seen = []
     for worker in range(2):
-        dataset = make_dataset(raw_out, "train", batch_size=3, shuffle_buffer=shuffle_buffer, seed=1)
+        dataset = make_dataset(raw_out, "train", batch_size=3, shuffle_bytes=budget_for(raw_out, shuffle_buffer), seed=1)
         sharded = _AutoShardDataset(dataset.with_options(options), 2, worker)
         seen.append(sorted(image.tobytes() for image in collect(sharded)["depth"]))
     assert seen[0] and seen[1] and not set(seen[0]) & set(seen[1])

@@ -72,7 +72,7 @@ def trained(s3_examples: str, bucket: str, tmp_path_factory: pytest.TempPathFact
     os.chdir(work)
     try:
         output = f"s3://{bucket}/model"
-        summary = train(TrainerConfig(examples=s3_examples, output=output, steps=30, batch_size=8, shuffle_buffer=32,
+        summary = train(TrainerConfig(examples=s3_examples, output=output, steps=30, batch_size=8, shuffle_buffer_mb=0.5,
                                       checkpoint_every=10, input_probe_batches=2), echo=lambda _: None)
     finally:
         os.chdir(before)
@@ -161,7 +161,7 @@ def test_evaluate_and_push_on_s3(trained: tuple[str, dict, Path], s3_examples: s
 def _train_command(examples: str, output: str, steps: int, batch: int) -> list[str]:
     return [sys.executable, "-m", "shardflow", "train", "--examples", examples, "--output", output, "--steps",
             str(steps), "--checkpoint-every", "10", "--batch-size", str(batch), "--eval-split", "",
-            "--input-probe-batches", "2", "--shuffle-buffer", "32"]
+            "--input-probe-batches", "2", "--shuffle-buffer-mb", "0.5"]
 
 
 def _env(s3_server, tmp: Path, **extra: str) -> dict[str, str]:  # noqa: ANN001

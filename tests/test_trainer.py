@@ -154,7 +154,7 @@ def test_a_corrupt_shard_stops_training_naming_the_file(digits: Path, tmp_path: 
     shard.write_bytes(bytes(data))
     with pytest.raises(CorruptShardError, match=str(shard)):
         run(TrainerConfig(examples=str(broken), output=str(tmp_path / "m"), epochs=2, input_probe_batches=1,
-                          shuffle_buffer=0), echo=lambda _: None)
+                          shuffle_buffer_mb=0), echo=lambda _: None)
     assert not (tmp_path / "m" / "model").exists()
 
 
@@ -191,7 +191,7 @@ def test_eval_stream_is_never_augmented_and_train_stream_is(digits: Path) -> Non
     from shardflow.trainer.task import resolve_task
 
     config = TrainerConfig(examples=str(digits), output="unused", steps=1, augment=("rotate", "brightness"),
-                           shuffle_buffer=0, deterministic=True, batch_size=32)
+                           shuffle_buffer_mb=0, deterministic=True, batch_size=32)
     task = resolve_task(config)
     streams = build_streams(task, config, 32, 1, RawToModel(task, None))
     plain = [b["x"].numpy() / 255.0 for b in make_dataset(digits, "eval", batch_size=32).take(2)]

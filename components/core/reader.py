@@ -11,20 +11,23 @@ Usage (Transform, Trainer and Evaluator read ExampleGen's output this way):
 
     from shardflow.core.reader import make_dataset
 
-    train = make_dataset("out", "train", batch_size=64, shuffle_buffer=10_000, seed=0, repeat=True)
+    train = make_dataset("out", "train", batch_size=64, shuffle_bytes=128 << 20, seed=0, repeat=True)
     for batch in train.take(1):
         batch["x"]  # uint8 tensor [64, 28, 28, 1], bit for bit the source PNG's pixels
         batch["y"]  # int64 tensor [64]
 
-With `deterministic=True` (the default) and no shuffle buffer, examples come in exactly the order
+With `deterministic=True` (the default) and no shuffle budget, examples come in exactly the order
 of the shards in the manifest (ExampleGen keeps CSV row order within a named split). With a
-shuffle buffer of S, the shard order is shuffled, several shards are read at once, a few chunks of
-READ_CHUNK records are shuffled, and each run of S consecutive examples is permuted as a whole (a
-window shuffle: memory bounded by S plus CHUNK_SHUFFLE chunks, with no per-record shuffle buffer).
+shuffle budget of B bytes, the shard order is shuffled, several shards are read at once, and each
+run of W consecutive *serialized* records is permuted as a whole, W = B / the split's mean record
+size (`shuffle_window`). Records are decoded after the shuffle, as ImageNet input pipelines do:
+the shuffle holds compact stored bytes, and its memory does not depend on the data set's size.
 """
 from __future__ import annotations
 
+import math
 import os
+from typing import Any, Callable, Collection
 
 import tensorflow as tf
 
@@ -40,6 +43,8 @@ PARALLEL_FILES = 4
 READ_CHUNK = 256
 # Chunks shuffled (at most) before the window shuffle.
 CHUNK_SHUFFLE = 8
+# Bytes per value of each stored dtype (a raw pixel's uncompressed size).
+_ITEM_BYTES = {"uint8": 1, "uint16": 2, "int64": 8, "float32": 4, "string": 1}
 # PNG/JPEG images of at least this many pixels (H x W) are decoded one record per map call. Measured
 # (loaded 2-core machine): 224x224 JPEG per chunk 0.6-0.95x a per-record reader (cores idle while one
 # call decodes 256 images); 28x28 PNG per record +15 % CPU per example (tf.data's ~6 us per record
@@ -60,12 +65,6 @@ def feature_spec(manifest: Manifest, features: list[str] | None = None) -> dict[
 def decode_batch(parsed: dict[str, tf.Tensor], manifest: Manifest) -> dict[str, tf.Tensor]:
     """Decodes a batch of parsed features: files → [B, H, W, C] pixels of their dtype, values unchanged."""
     return {name: decode_many(tensor, manifest.features[name]) if manifest.features[name].is_file else tensor
-            for name, tensor in parsed.items()}
-
-
-def decode_record(parsed: dict[str, tf.Tensor], manifest: Manifest) -> dict[str, tf.Tensor]:
-    """The same for one parsed record: files → [H, W, C] pixels, values unchanged."""
-    return {name: decode_one(tensor, manifest.features[name]) if manifest.features[name].is_file else tensor
             for name, tensor in parsed.items()}
 
 
@@ -120,65 +119,106 @@ def _check_no_unlisted(output_dir: str, paths: list[str]) -> None:
                              f"{len(listed)}: not listed {unlisted[:5]} (a mixed or partly overwritten output)")
 
 
-def make_dataset(output_dir: str | os.PathLike, split: str, *, batch_size: int, shuffle_buffer: int = 0,
+def record_bytes(manifest: Manifest, split: str) -> float:
+    """Mean bytes a serialized record of `split` holds in memory (what a shuffle buffer stores per example).
+
+    The shards' bytes per example; for GZIP shards at least each raw pixel feature's uncompressed size
+    (PNG/JPEG payloads do not shrink under GZIP, raw pixels do).
+    """
+    _check_split(manifest, split)
+    info = manifest.splits[split]
+    stored = sum(s.bytes for s in info.shards) / max(1, info.num_examples)
+    if manifest.compression == "GZIP":
+        raw = sum(math.prod(f.shape) * _ITEM_BYTES[f.dtype] for f in manifest.features.values()
+                  if f.is_file and f.encoding == "raw")
+        stored = max(stored, raw)
+    return max(1.0, stored)
+
+
+def shuffle_window(manifest: Manifest, split: str, shuffle_bytes: int) -> int:
+    """Records per shuffle window for a budget of `shuffle_bytes` serialized bytes (0: no shuffle).
+
+    >>> from shardflow.core.manifest import ShardInfo, SplitInfo
+    >>> m = Manifest({}, {"t": SplitInfo(100, [ShardInfo("Split-t/a", 100, 2_000_000)])}, "")
+    >>> shuffle_window(m, "t", 64 << 20), shuffle_window(m, "t", 1), shuffle_window(m, "t", 0)
+    (3355, 1, 0)
+    """
+    if shuffle_bytes <= 0:
+        return 0
+    return max(1, int(shuffle_bytes // record_bytes(manifest, split)))
+
+
+def make_dataset(output_dir: str | os.PathLike, split: str, *, batch_size: int, shuffle_bytes: int = 0,
                  seed: int | None = None, deterministic: bool = True, drop_remainder: bool = False,
-                 repeat: bool = False, features: list[str] | None = None, decode: bool = True) -> tf.data.Dataset:
+                 repeat: bool = False, features: list[str] | None = None, decode: bool | Collection[str] = True,
+                 per_example: Callable[[dict[str, tf.Tensor]], Any] | None = None) -> tf.data.Dataset:
     """Batches of decoded features (dicts of tensors) of `split` in `output_dir`.
 
-    `deterministic=True` with `shuffle_buffer=0` reads the shards one after another (exact shard
-    order); with a shuffle buffer the order is random but repeatable for a given `seed`, and every
+    The stream's order, here and nowhere else: shards → serialized records → shuffle window of
+    serialized records (`shuffle_bytes` of them: memory is counted in bytes, never in examples) →
+    repeat → parse → decode → `per_example` → batch → prefetch. Decoded pixels never wait in a
+    buffer: they exist only between their decode and the batch that takes them.
+
+    `deterministic=True` with `shuffle_bytes=0` reads the shards one after another (exact shard
+    order); with a shuffle budget the order is random but repeatable for a given `seed`, and every
     epoch (of `repeat`, or a new pass over the dataset) comes in a new order.
     `deterministic=False` lets TensorFlow read several shards at once in any order. `features`
-    keeps only the named features (less to parse and decode). `decode=False` stops after parsing:
-    files stay their stored bytes (what a tf.Transform graph takes as input). Raises `IncompleteOutputError` when
+    keeps only the named features (less to parse and decode). `decode`: True decodes every file
+    feature, False none (files stay their stored bytes: what a tf.Transform graph takes as input),
+    or the names of the features to decode. `per_example` runs on each parsed, decoded record in a
+    parallel map before batching; it may return any structure. Raises `IncompleteOutputError` when
     the directory has no manifest and FileNotFoundError when a listed shard is missing.
     """
     _check_positive("batch_size", batch_size)
-    if shuffle_buffer < 0:
-        raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer!r}")
+    if isinstance(shuffle_bytes, bool) or not isinstance(shuffle_bytes, int) or shuffle_bytes < 0:
+        raise ValueError(f"shuffle_bytes must be an integer >= 0, got {shuffle_bytes!r}")
     output_dir = os.fspath(output_dir)
     manifest = read_manifest(output_dir)
     files = shard_files(output_dir, manifest, split)
     enable_tensorflow_filesystems(files)  # before TensorFlow opens an s3:// shard
     spec = feature_spec(manifest, features)
-    selected = {name: manifest.features[name] for name in spec}
-    subset = Manifest(selected, manifest.splits, manifest.compression)
+    names = [n for n in spec if manifest.features[n].is_file and (decode is True or (decode and n in decode))]
+    decoded = Manifest({n: manifest.features[n] for n in names}, manifest.splits, manifest.compression)
 
-    chunks = record_chunks(files, manifest.compression, shuffle_buffer, seed, deterministic)
+    window = shuffle_window(manifest, split, shuffle_bytes)
+    records = record_chunks(files, manifest.compression, window, seed, deterministic)
+    if window:
+        records = _window_shuffled(records, window, seed)
+    if repeat:
+        records = records.repeat()
     parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": deterministic}
-    per_record = decode and decodes_per_record(subset)
-    if per_record:
+    if per_example is not None or decodes_per_record(decoded):
         # Large PNG/JPEG: a chunk is parsed at once, then each image is decoded in its own call of
         # a parallel map (see PER_RECORD_PIXELS).
-        parsed = chunks.map(lambda records: tf.io.parse_example(records, spec), **parallel)
-        dataset = parsed.unbatch().map(lambda record: decode_record(record, subset), **parallel)
+        finish = per_example or (lambda record: record)
+        parsed = records.map(lambda chunk: tf.io.parse_example(chunk, spec), **parallel).unbatch()
+        examples = parsed.map(lambda record: finish(_decoded(record, decoded, decode_one)), **parallel)
+        batched = examples.batch(batch_size, drop_remainder=drop_remainder)
     else:
-        def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
-            parsed = tf.io.parse_example(records, spec)
-            return decode_batch(parsed, subset) if decode else parsed
-
-        dataset = chunks.map(parse, **parallel)  # chunks parsed in parallel while the next ones are read
-    if shuffle_buffer:
-        windows = dataset.batch(shuffle_buffer) if per_record else dataset.rebatch(shuffle_buffer)
-        dataset, per_record = _window_shuffled(windows, seed, parallel), False
-    if repeat:
-        dataset = dataset.repeat()
-    batched = dataset.batch if per_record else dataset.rebatch
-    return batched(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+        chunks = records.map(lambda chunk: _decoded(tf.io.parse_example(chunk, spec), decoded, decode_many),
+                             **parallel)  # chunks parsed in parallel while the next ones are read
+        batched = chunks.rebatch(batch_size, drop_remainder=drop_remainder)
+    return batched.prefetch(tf.data.AUTOTUNE)
 
 
-def record_chunks(files: list[str], compression: str, shuffle_buffer: int, seed: int | None,
+def _decoded(parsed: dict[str, tf.Tensor], decoded: Manifest, decoder: Callable) -> dict[str, tf.Tensor]:
+    return {name: decoder(tensor, decoded.features[name]) if name in decoded.features else tensor
+            for name, tensor in parsed.items()}
+
+
+def record_chunks(files: list[str], compression: str, window: int, seed: int | None,
                   deterministic: bool) -> tf.data.Dataset:
     """Serialized records in chunks of up to READ_CHUNK (`make_dataset`'s read step; the benchmark times it alone).
 
-    One shard after another when order matters; with a shuffle buffer the shard order and a few
-    chunks are shuffled. The file names stay the pipeline's only source dataset, so multi-worker
-    FILE auto-sharding can split them between workers.
+    One shard after another when order matters; with a shuffle window of `window` records the shard
+    order is shuffled, several shards are read at once, and up to CHUNK_SHUFFLE chunks (never more
+    records than the window) are shuffled. The file names stay the pipeline's only source dataset,
+    so multi-worker FILE auto-sharding can split them between workers.
     """
     names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
-    if shuffle_buffer and len(files) > 1:
+    if window and len(files) > 1:
         names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    in_order = deterministic and not shuffle_buffer
+    in_order = deterministic and not window
     if in_order or len(files) == 1:
         # One stream of records, chunked outside the reader: a `batch` inside the function of a
         # flat_map/interleave costs ~1 us more per record here.
@@ -187,32 +227,32 @@ def record_chunks(files: list[str], compression: str, shuffle_buffer: int, seed:
         chunks = names.interleave(lambda path: tf.data.TFRecordDataset(path, compression).batch(READ_CHUNK),
                                   cycle_length=min(PARALLEL_FILES, len(files)), block_length=1,
                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-    if shuffle_buffer:
+    if window // READ_CHUNK >= 2:
         # A few chunks reshuffled every epoch, so that windows do not always hold the same chunks.
-        chunks = chunks.shuffle(max(2, min(CHUNK_SHUFFLE, shuffle_buffer // READ_CHUNK)), seed=seed,
-                                reshuffle_each_iteration=True)
+        chunks = chunks.shuffle(min(CHUNK_SHUFFLE, window // READ_CHUNK), seed=seed, reshuffle_each_iteration=True)
     return chunks
 
 
-def _window_shuffled(windows: tf.data.Dataset, seed: int | None, parallel: dict) -> tf.data.Dataset:
-    """Each window (a run of shuffle-buffer consecutive examples) permuted as a whole, by a new permutation every time.
+def _window_shuffled(chunks: tf.data.Dataset, window: int, seed: int | None) -> tf.data.Dataset:
+    """Each run of `window` consecutive serialized records permuted as a whole, by a new permutation every time.
 
-    The permutation seeds come from a `tf.random.Generator`: its state outlives an iteration (a
-    second pass gets new permutations) and is set by `seed` (the same sequence for the same seed).
-    They are drawn in a sequential step, so the stream order, not thread timing, decides who gets
-    which. A generator, unlike a second source dataset, keeps FILE auto-sharding possible.
+    Serialized records are the compact form (a JPEG photo ~20 KB, not 150 KB of pixels), and a
+    permutation of a whole window costs one gather instead of tf.data's per-record shuffle steps.
+    The map is sequential: at most the window being filled, the one being permuted and its copy
+    are in memory. The seeds come from a `tf.random.Generator`: its state outlives an iteration (a
+    second pass gets new permutations) and is set by `seed`; drawn in that sequential step, so the
+    stream order, not thread timing, decides who gets which. A generator, unlike a second source
+    dataset, keeps FILE auto-sharding possible.
     """
     generator = (tf.random.Generator.from_seed(seed) if seed is not None
                  else tf.random.Generator.from_non_deterministic_state())
-    seeded = windows.map(lambda examples: (examples, generator.make_seeds(1)[:, 0]))
-    return seeded.map(_permuted, **parallel)
 
+    def permuted(records: tf.Tensor) -> tf.Tensor:
+        order = tf.random.experimental.stateless_shuffle(tf.range(tf.shape(records)[0]),
+                                                         seed=generator.make_seeds(1)[:, 0])
+        return tf.gather(records, order)
 
-def _permuted(examples: dict[str, tf.Tensor], seed: tf.Tensor) -> dict[str, tf.Tensor]:
-    """The examples in one random order (the same for every feature)."""
-    size = tf.shape(next(iter(examples.values())))[0]
-    order = tf.random.experimental.stateless_shuffle(tf.range(size), seed=seed)
-    return {name: tf.gather(tensor, order) for name, tensor in examples.items()}
+    return chunks.rebatch(window).map(permuted).rebatch(READ_CHUNK)
 
 
 def _selected(manifest: Manifest, features: list[str] | None) -> list[str]:

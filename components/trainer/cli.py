@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ..core.errors import ConfigError
-from .config import AUGMENT_OPS, TrainerConfig
+from .config import AUGMENT_OPS, DEFAULT_SHUFFLE_MB, TrainerConfig
 
 
 def _ops(text: str) -> tuple[str, ...]:
@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     steps.add_argument("--epochs", type=int, help="epochs of ceil(train examples / global batch) steps")
     steps.add_argument("--steps", type=int, help="exact number of optimizer steps")
     add("--batch-size", type=int, default=64, help="examples per replica and step (default 64)")
-    add("--shuffle-buffer", type=int, default=10_000, help="examples per shuffle window (0 = no shuffle)")
+    add("--shuffle-buffer-mb", type=float, default=DEFAULT_SHUFFLE_MB,
+        help=f"MB of serialized records shuffled before decoding (default {DEFAULT_SHUFFLE_MB:g}; 0 = no shuffle)")
     add("--augment", type=_ops, default=(), metavar="OPS", help=f"train-time ops: {','.join(AUGMENT_OPS)}")
     add("--augment-on-device", action="store_true", help="augment in a Keras layer in the model (classification)")
     add("--seed", type=int, default=0, help="seed of shuffling and augmentation")
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> TrainerConfig:
     return TrainerConfig(
         examples=args.examples, output=args.output, transform=args.transform, model=args.model,
-        epochs=args.epochs, steps=args.steps, batch_size=args.batch_size, shuffle_buffer=args.shuffle_buffer,
+        epochs=args.epochs, steps=args.steps, batch_size=args.batch_size, shuffle_buffer_mb=args.shuffle_buffer_mb,
         augment=args.augment, augment_on_device=args.augment_on_device, seed=args.seed,
         deterministic=args.deterministic, warm_start=args.warm_start, mixed_precision=args.mixed_precision,
         xla=args.xla, learning_rate=args.learning_rate, checkpoint_every=args.checkpoint_every,

@@ -12,6 +12,10 @@ from ..core.errors import ConfigError
 from ..core.input_checks import examples_problem
 
 BUILTIN_MODELS = ("auto", "lenet", "unet")
+# The shuffle holds serialized records (a 224-px JPEG photo ~20 KB): 128 MB mixes ~6k photos or all
+# of a 28x28 data set, and the stream holds at most ~3 windows' worth at once.
+DEFAULT_SHUFFLE_MB = 128.0
+MAX_SHUFFLE_MB = 65_536.0
 AUGMENT_OPS = ("flip", "flip_vertical", "rotate", "crop", "brightness", "contrast")
 _MODULE_FN = re.compile(r"^([a-z][a-z0-9]*://)?[\w./-]+(\.py)?:[A-Za-z_]\w*$")  # file, URI or module
 
@@ -20,6 +24,8 @@ _MODULE_FN = re.compile(r"^([a-z][a-z0-9]*://)?[\w./-]+(\.py)?:[A-Za-z_]\w*$")  
 class TrainerConfig:
     """Options of one training run. `batch_size` is per replica (GPU or worker).
 
+    `shuffle_buffer_mb`: megabytes (10^6 bytes) of serialized records shuffled before they are
+    decoded; the window's example count is derived from it and the split's mean record size.
     `epochs` or `steps` (not both): with `steps`, training stops after exactly that many optimizer
     steps. An epoch is ceil(train examples / global batch) steps of a repeated, shuffled stream, so
     there is never a partial batch in training; evaluation keeps the last partial batch.
@@ -32,7 +38,7 @@ class TrainerConfig:
     epochs: int | None = None
     steps: int | None = None
     batch_size: int = 64
-    shuffle_buffer: int = 10_000
+    shuffle_buffer_mb: float = DEFAULT_SHUFFLE_MB
     augment: tuple[str, ...] = ()
     augment_on_device: bool = False
     seed: int = 0
@@ -47,6 +53,15 @@ class TrainerConfig:
     train_split: str = "train"
     eval_split: str | None = "eval"
     input_probe_batches: int = 50
+
+    @property
+    def shuffle_bytes(self) -> int:
+        """The shuffle budget in bytes.
+
+        >>> TrainerConfig(examples="e", output="m", epochs=1, shuffle_buffer_mb=1.5).shuffle_bytes
+        1500000
+        """
+        return int(self.shuffle_buffer_mb * 1_000_000)
 
     def check_inputs(self) -> None:
         """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
@@ -67,8 +82,9 @@ class TrainerConfig:
             _check_positive(name, getattr(self, name), optional=name in ("epochs", "steps", "num_classes"))
         if self.num_classes is not None and self.num_classes < 2:
             raise ConfigError(f"num_classes must be >= 2, got {self.num_classes!r}")
-        if isinstance(self.shuffle_buffer, bool) or not isinstance(self.shuffle_buffer, int) or self.shuffle_buffer < 0:
-            raise ConfigError(f"shuffle_buffer must be an integer >= 0, got {self.shuffle_buffer!r}")
+        mb = self.shuffle_buffer_mb
+        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not 0 <= mb <= MAX_SHUFFLE_MB:
+            raise ConfigError(f"shuffle_buffer_mb must be a number of MB in [0, {MAX_SHUFFLE_MB}], got {mb!r}")
         if not isinstance(self.augment, tuple):
             raise ConfigError(f"augment must be a tuple of op names, got {self.augment!r}")
         unknown = [op for op in self.augment if op not in AUGMENT_OPS]

@@ -93,7 +93,7 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
            to_model: RawToModel, streams: Streams, started: float, echo: Callable[[str], None]) -> dict:
     global_batch = config.batch_size * placement.replicas
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
-        input_rate = probe_input_rate(streams.train, config.input_probe_batches, global_batch)
+        input_rate = probe_input_rate(streams.probe, config.input_probe_batches, global_batch)
     echo(f"train: {task.kind} of {task.target!r} from {task.input_name!r}, {task.num_classes} classes, "
          f"{streams.train_examples} examples, {streams.steps_per_epoch} steps/epoch of {global_batch} "
          f"({placement.kind}, {placement.replicas} replica(s)); input alone {input_rate:,.0f} ex/s")

@@ -6,8 +6,14 @@ exactly the preprocessing it was trained with:
 - with a transform graph: the tf.Transform layer (per-channel standardization, vocabularies, …);
 - without: uint8/uint16 pixels scaled to [0, 1], string labels looked up in the sorted vocabulary.
 
+In training the reader decodes what `reader_decodes` names (in its parallel map), and
+`training_pair` does the rest: a stored image that the graph reads as bytes (raw examples with a
+transform graph, or Transform's compact output, whose pixels stay in their stored encoding) goes
+through the tf.Transform layer; materialized values are taken as they are.
+
     to_model = RawToModel(task, tft_layer=None)
-    image, target = to_model.inputs_and_target(parsed_batch)   # float32 [B, H, W, C], int32 [B]
+    image, target = to_model.training_pair(batch)   # float32 [B, H, W, C], int32 [B]
+    image, target = to_model.training_example(record)   # one record: [H, W, C], int32 []
 """
 from __future__ import annotations
 
@@ -30,6 +36,36 @@ class RawToModel(tf.Module):
         self.vocabulary_table = _vocabulary_table(task.label_vocabulary) if tft_layer is None else None
         names = [task.input_name, task.target]
         self._raw_subset = Manifest({n: task.raw_manifest.features[n] for n in names}, {}, "")
+        at_read = task.train_manifest.extra.get("applied_at_read", []) if task.materialized else [task.input_name]
+        # The image reaches the model through the graph: raw examples, or Transform's compact output.
+        self.image_through_graph = tft_layer is not None and task.input_name in at_read
+
+    @property
+    def reader_decodes(self) -> list[str]:
+        """The file features the reader decodes for `training_pair` (the graph decodes the others itself)."""
+        if self.tft_layer is None:
+            return [self.task.input_name, self.task.target]
+        names = [] if self.image_through_graph else [self.task.input_name]
+        return names + ([self.task.target] if self.task.materialized else [])
+
+    def training_pair(self, batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        """(image, class ids) from a batch the reader decoded as `reader_decodes` says."""
+        name, target, kind = self.task.input_name, self.task.target, self.task.kind
+        if self.tft_layer is None:
+            image = tf.cast(batch[name], tf.float32) / _PIXEL_MAX[self.task.raw_input_spec.dtype]
+            raw_target = batch[target]
+            if self.vocabulary_table is not None:
+                raw_target = self.vocabulary_table.lookup(raw_target)
+            return image, class_ids(raw_target, kind)
+        if self.task.materialized:
+            image = self.image(batch) if self.image_through_graph else tf.cast(batch[name], tf.float32)
+            return image, class_ids(batch[target], kind)
+        return self.inputs_and_target(batch)
+
+    def training_example(self, record: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        """`training_pair` of one record (a batch of one: the graph and the lookups take batches)."""
+        image, target = self.training_pair({name: value[tf.newaxis] for name, value in record.items()})
+        return image[0], target[0]
 
     def image(self, parsed: dict[str, tf.Tensor]) -> tf.Tensor:
         """float32 [B, H, W, C] model input from the raw image bytes alone (serving has no labels)."""
@@ -63,11 +99,6 @@ def class_ids(target: tf.Tensor, kind: str) -> tf.Tensor:
     if kind == "segmentation":
         return tf.squeeze(target, axis=-1) if target.shape.rank == 4 else target
     return tf.reshape(target, [-1])
-
-
-def materialized_inputs_and_target(batch: dict[str, tf.Tensor], task: TrainingTask) -> tuple[tf.Tensor, tf.Tensor]:
-    """The same pair from Transform's materialized (already decoded) output."""
-    return tf.cast(batch[task.input_name], tf.float32), class_ids(batch[task.target], task.kind)
 
 
 def _vocabulary_table(vocabulary: list[str] | None) -> tf.lookup.StaticHashTable | None:

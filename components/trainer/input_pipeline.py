@@ -1,7 +1,8 @@
-"""The tf.data streams the Trainer fits on: shards → record chunks → parse → window shuffle → batch → prepare → prefetch.
+"""The tf.data streams the Trainer fits on: read → shuffle serialized → decode → transform graph → augment → batch.
 
-The reading, parsing and shuffling are `shardflow.core.reader.make_dataset`'s. Memory is bounded
-by the shuffle window and the prefetch depth, never by the dataset size. The
+The reading, shuffling, parsing and decoding are `shardflow.core.reader.make_dataset`'s (`_stream`
+is the one place that says the whole order). Memory is bounded by the shuffle budget in bytes of
+serialized records (`--shuffle-buffer-mb`) and the prefetch depth, never by the dataset size. The
 training stream repeats, so an epoch is a step count (ceil(examples / global batch)) and every
 training batch is full; the eval stream is one pass that keeps its last partial batch.
 
@@ -25,11 +26,12 @@ import tensorflow as tf
 from ..core.errors import ShardflowError
 from ..core import storage
 from ..core.image_decode import decode_crop_resize
-from ..core.reader import make_dataset, shard_files
+from ..core.manifest import Manifest
+from ..core.reader import decodes_per_record, make_dataset, shard_files
 from ..core.tfrecord import CorruptRecordError, iter_records
 from .augment import augment_batch, crop_windows
 from .config import TrainerConfig
-from .features import RawToModel, materialized_inputs_and_target
+from .features import RawToModel
 from .task import TrainingTask
 
 
@@ -50,6 +52,7 @@ class Streams:
     eval_examples: int
     train_files: list[str]
     eval_files: list[str]
+    probe: tf.data.Dataset  # the training stream without its shuffle window: what the input probe times
 
 
 def build_streams(task: TrainingTask, config: TrainerConfig, global_batch: int, num_workers: int,
@@ -63,7 +66,10 @@ def build_streams(task: TrainingTask, config: TrainerConfig, global_batch: int, 
         eval_examples = task.train_manifest.splits[config.eval_split].num_examples
         eval_stream = _stream(task, config, config.eval_split, global_batch, to_model, training=False)
     steps = max(1, math.ceil(train_examples / global_batch))
-    return Streams(train, eval_stream, steps, train_examples, eval_examples, train_files, eval_files)
+    # The same reading, decoding and model-side steps, with no window of records held in memory: a
+    # probe of the shuffled stream would time batches cut from a window already read.
+    probe = _stream(task, config, config.train_split, global_batch, to_model, training=True, shuffle=False)
+    return Streams(train, eval_stream, steps, train_examples, eval_examples, train_files, eval_files, probe)
 
 
 def check_enough_shards(task: TrainingTask, split: str, num_workers: int) -> list[str]:
@@ -82,28 +88,39 @@ def checked_files(task: TrainingTask, split: str) -> list[str]:
 
 
 def _stream(task: TrainingTask, config: TrainerConfig, split: str, batch: int, to_model: RawToModel,
-            training: bool) -> tf.data.Dataset:
-    features = [task.input_name, task.target]
-    dataset = make_dataset(task.train_dir, split, batch_size=batch, features=features, repeat=training,
-                           shuffle_buffer=config.shuffle_buffer if training else 0, seed=config.seed,
-                           deterministic=config.deterministic or not training, drop_remainder=False,
-                           decode=task.materialized)
+            training: bool, shuffle: bool = True) -> tf.data.Dataset:
+    """The whole order: read → shuffle serialized → decode → transform graph → augment → batch → prefetch.
+
+    Up to the batch it is `make_dataset`'s: the model-side step (`to_model`) runs per record in its
+    parallel map when the images are large PNG/JPEG (each core decodes and transforms other
+    images), per batch otherwise (tf.data's per-call cost matters for 28x28 images).
+    """
     augmenting = training and config.augment and not config.augment_on_device
-    if augmenting and fused_crop_applies(task, config, to_model):
+    fused = augmenting and fused_crop_applies(task, config, to_model)
+    reading = {"batch_size": batch, "features": [task.input_name, task.target], "repeat": training,
+               "shuffle_bytes": config.shuffle_bytes if training and shuffle else 0, "seed": config.seed,
+               "deterministic": config.deterministic or not training}
+    if fused:
+        dataset = make_dataset(task.train_dir, split, decode=False, **reading)
         dataset = dataset.enumerate().map(_fused_crop(task, config, to_model), num_parallel_calls=tf.data.AUTOTUNE)
+    elif per_record_model_step(task):
+        dataset = make_dataset(task.train_dir, split, decode=to_model.reader_decodes,
+                               per_example=to_model.training_example, **reading)
     else:
-        dataset = _decoded(dataset, task, to_model)
-        if augmenting:
-            dataset = _augmented(dataset, config, masks=task.kind == "segmentation")
+        dataset = make_dataset(task.train_dir, split, decode=to_model.reader_decodes, **reading)
+        dataset = dataset.map(to_model.training_pair, num_parallel_calls=tf.data.AUTOTUNE)
+    if augmenting and not fused:
+        dataset = _augmented(dataset, config, masks=task.kind == "segmentation")
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
     return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
-def _decoded(dataset: tf.data.Dataset, task: TrainingTask, to_model: RawToModel) -> tf.data.Dataset:
-    if task.materialized:
-        return dataset.map(lambda b: materialized_inputs_and_target(b, task), num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.map(to_model.inputs_and_target, num_parallel_calls=tf.data.AUTOTUNE)
+def per_record_model_step(task: TrainingTask) -> bool:
+    """True when a large PNG/JPEG image is decoded in the model-side step or by the reader."""
+    manifest = task.train_manifest
+    stored = Manifest({n: manifest.features[n] for n in (task.input_name, task.target)}, {}, "")
+    return decodes_per_record(stored)
 
 
 def _augmented(dataset: tf.data.Dataset, config: TrainerConfig, masks: bool) -> tf.data.Dataset:

@@ -1,10 +1,12 @@
 """What a training run reports: the input pipeline's own rate vs the training rate, and loss curves.
 
 The input probe reads the training stream alone (no model) for a number of batches after a
-warm-up; the verdict is "input-bound" when that rate is less than `HEADROOM` times the rate
-training actually reached, i.e. the accelerator could go faster than the input can feed it.
+warm-up. It reads the stream as training does (read, parse, decode, transform graph, augment) but
+without the shuffle window: batches cut from a window already in memory would time no reading at
+all. The verdict is "input-bound" when that rate is less than `HEADROOM` times the rate training
+actually reached, i.e. the accelerator could go faster than the input can feed it.
 
-    rate = probe_input_rate(streams.train, batches=50, global_batch=64)
+    rate = probe_input_rate(streams.probe, batches=50, global_batch=64)
     report = write_input_report("MOUT/input_report.json", rate, timer.steady_rate(), details)
     write_rate_scalars("MOUT/tensorboard/input", report, timer.epochs, step=240)
 """
