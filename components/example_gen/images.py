@@ -22,7 +22,8 @@ from PIL import Image, ImageOps
 
 from .data_root import BadCell, too_many_pixels
 from .jpeg_decode import decode_turbo, draft, draft_scale
-from .png_codec import PNG_MAGIC, fast_png, png16_bytes
+from ..core.pixel_codec import PNG_MAGIC, encode_pixels, saved_image
+from .png_codec import fast_png
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 # PIL mode → (numpy dtype, channels) kept as they are; other modes are converted (see `_to_array`).
@@ -214,7 +215,7 @@ def encode_image(image: Image.Image | np.ndarray, storage: str) -> bytes:
     if storage == "raw" and isinstance(image, Image.Image):
         return image.tobytes()
     if storage in ("jpeg", "png") and isinstance(image, Image.Image) and image.mode in ("L", "RGB"):
-        return _saved(image, storage)  # the image as it is: no round trip through numpy
+        return saved_image(image, storage)  # the image as it is: no round trip through numpy
     return encode(_to_array(image), storage)
 
 
@@ -243,18 +244,4 @@ def _to_array(image: Image.Image | np.ndarray) -> np.ndarray:
 
 def encode(pixels: np.ndarray, storage: str) -> bytes:
     """Payload bytes for the `storage` kind: raw row-major HWC bytes, or a re-encoded PNG/JPEG."""
-    if storage == "raw":
-        return pixels.astype("<u2").tobytes() if pixels.dtype == np.uint16 else pixels.tobytes()
-    if storage == "png" and pixels.dtype == np.uint16 and pixels.shape[2] > 1:
-        return png16_bytes(pixels)
-    squeezed = pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
-    return _saved(Image.fromarray(squeezed), storage)  # a 2-D uint16 array becomes mode I;16
-
-
-def _saved(image: Image.Image, storage: str) -> bytes:
-    out = io.BytesIO()
-    if storage == "png":
-        image.save(out, format="PNG", compress_level=1)
-    else:
-        image.save(out, format="JPEG", quality=95)
-    return out.getvalue()
+    return encode_pixels(pixels, storage)

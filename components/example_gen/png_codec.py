@@ -1,28 +1,22 @@
-"""PNG bytes without Pillow's Python chunk machinery: the plain 8-bit decode fast path, and 16-bit colour writing.
+"""PNG bytes without Pillow's Python chunk machinery: the plain 8-bit decode fast path (writing: `core.pixel_codec`).
 
 >>> image = Image.new("RGB", (3, 2), (1, 2, 3)); out = io.BytesIO(); image.save(out, "PNG")
 >>> fast_png(out.getvalue(), max_pixels=10).getpixel((2, 1))
 (1, 2, 3)
->>> pixels = np.full((2, 3, 3), 65535, np.uint16)
->>> Image.open(io.BytesIO(png16_bytes(pixels))).mode   # Pillow reads it back (as 8-bit RGB)
-'RGB'
 """
 from __future__ import annotations
 
-import io
-import struct
+import io  # noqa: F401 - used by the doctest
 import zlib
 
 import numpy as np
 from PIL import Image
 
+from ..core.pixel_codec import PNG_CHUNK, PNG_IHDR, PNG_MAGIC
 from .data_root import too_many_pixels
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # The fast path: (bit depth, colour type) → PIL mode (= raw mode) for plain 8-bit images.
 _FAST_PNG_MODES = {(8, 0): "L", (8, 2): "RGB", (8, 6): "RGBA"}
-_PNG_CHUNK = struct.Struct(">I4s")
-_PNG_IHDR = struct.Struct(">IIBBBBB")
 
 
 def fast_png(data: bytes, max_pixels: int) -> Image.Image | None:
@@ -34,7 +28,7 @@ def fast_png(data: bytes, max_pixels: int) -> Image.Image | None:
     """
     header, idat, pos = None, [], 8
     while pos + 12 <= len(data):
-        length, kind = _PNG_CHUNK.unpack_from(data, pos)
+        length, kind = PNG_CHUNK.unpack_from(data, pos)
         body, end = pos + 8, pos + 8 + length
         if end + 4 > len(data):
             return None
@@ -42,8 +36,8 @@ def fast_png(data: bytes, max_pixels: int) -> Image.Image | None:
             return None
         if kind == b"IDAT" and header is not None:
             idat.append(data[body:end])
-        elif kind == b"IHDR" and header is None and length == _PNG_IHDR.size:
-            header = _PNG_IHDR.unpack_from(data, body)
+        elif kind == b"IHDR" and header is None and length == PNG_IHDR.size:
+            header = PNG_IHDR.unpack_from(data, body)
         elif kind == b"IEND" and idat:
             break
         else:
@@ -61,16 +55,3 @@ def fast_png(data: bytes, max_pixels: int) -> Image.Image | None:
         return Image.frombytes(mode, (width, height), b"".join(idat), "zip", mode)
     except (ValueError, OSError):  # truncated or corrupt data: PIL's full path names the problem
         return None
-
-
-def png16_bytes(pixels: np.ndarray) -> bytes:
-    """A 16-bit RGB/RGBA PNG (Pillow writes none): big-endian samples, filter 0, fast zlib."""
-    height, width, channels = pixels.shape
-    rows = np.zeros((height, 1 + width * channels * 2), np.uint8)  # each row: filter byte 0, then samples
-    rows[:, 1:] = pixels.astype(">u2").reshape(height, -1).view(np.uint8)
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return _PNG_CHUNK.pack(len(body), kind) + body + zlib.crc32(kind + body).to_bytes(4, "big")
-
-    header = _PNG_IHDR.pack(width, height, 16, 2 if channels == 3 else 6, 0, 0, 0)
-    return PNG_MAGIC + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")
