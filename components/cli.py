@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 import warnings
@@ -17,7 +16,7 @@ os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning:google.api_core._
 warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
 
 from . import __version__  # noqa: E402
-from .core.beam_options import BEAM_OPTION_NAMES, unknown_flags  # noqa: E402
+from .core.beam_options import unknown_flags, unknown_option_message  # noqa: E402
 from .evaluator import cli as evaluator_cli  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
 from .core.errors import ConfigError, ShardflowError  # noqa: E402
@@ -81,17 +80,9 @@ def _check_extra_flags(args: argparse.Namespace, extra: list[str]) -> None:
     """Flags the command does not define: Beam's own options pass through (example-gen, transform),
     anything else is a typo — Beam would only warn and the run would use the default."""
     unknown = unknown_flags(extra) if args.passes_beam_args else extra
-    if not unknown:
-        return
-    known = [s for action in args.command_parser._actions for s in action.option_strings]
-    if args.passes_beam_args:
-        known += [f"--{name}" for name in BEAM_OPTION_NAMES]
-    flag = unknown[0].partition("=")[0]
-    close = difflib.get_close_matches(flag, known, n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
-    what = (f"neither a shardflow {args.command} option nor a Beam pipeline option" if args.passes_beam_args
-            else f"not a shardflow {args.command} option")
-    raise ConfigError(f"unknown option {flag} ({what}){hint}")
+    if unknown:
+        known = [s for action in args.command_parser._actions for s in action.option_strings]
+        raise ConfigError(unknown_option_message(unknown[0], args.command, known, args.passes_beam_args))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,7 +49,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--drift-threshold", type=float, default=0.1)
     add("--validation-warn-only", action="store_true", help="data anomalies warn instead of failing the run")
     add("--validation-schema", default="", help="a curated schema.pbtxt to validate against (default: inferred on train)")
-    add("--threshold", action="append", metavar="METRIC>=VALUE", help="blessing threshold (default accuracy>=0.9)")
+    add("--threshold", action="append", metavar="METRIC>=VALUE",
+        help="blessing threshold; repeatable (default: accuracy>=0.9, or mean_iou>=0.5 when the index has a mask)")
     add("--max-regression", action="append", default=[], metavar="METRIC=DELTA")
     add("--slice-by", action="append", default=[], metavar="COLUMN")
     add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans")
@@ -68,7 +69,8 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         train_options=tuple(shlex.split(args.train_args)), beam_args=tuple(shlex.split(args.beam_args)),
         drift_threshold=args.drift_threshold, validation_warn_only=args.validation_warn_only,
         validation_schema=args.validation_schema,
-        eval_thresholds=tuple(args.threshold or ["accuracy>=0.9"]), max_regressions=tuple(args.max_regression),
+        eval_thresholds=tuple(args.threshold) if args.threshold else None,  # None: the index's task's default
+        max_regressions=tuple(args.max_regression),
         slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans)
     try:
         summary = run_locally(config, verbose=args.verbose)

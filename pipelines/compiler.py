@@ -4,7 +4,10 @@
                      cluster_options(mount_pvc=["data=/data"]), {"data_root": "/data"})
 
 `params` bakes defaults for pipeline parameters into the IR (text converted to each parameter's
-type), so a run of the package needs only the ones left without a default.
+type), so a run of the package needs only the ones left without a default. They are checked as
+`shardflow run` checks its flags (run_task.check_baked_params): the step options always; the
+thresholds against the index's task, and that task's default threshold, when the baked index is
+readable here.
 """
 from __future__ import annotations
 
@@ -18,15 +21,17 @@ from kfp import compiler
 
 from ..core import storage
 from .cluster_options import ClusterOptions, check_image
-from .params import typed_params
+from .params import declared_parameters, typed_params
 from .pipeline import build_pipeline
+from .run_task import check_baked_params
 
 
 def compile_pipeline(path: str | Path, image: str, cluster: ClusterOptions = ClusterOptions(),
                      params: Mapping[str, str] | None = None) -> str:
     """Writes the compiled pipeline to `path` (a local path or a URI) whole or not at all; returns it."""
     pipeline = build_pipeline(check_image(image), cluster)
-    defaults = typed_params(json_format.MessageToDict(pipeline.pipeline_spec), params or {}, require_all=False)
+    spec = json_format.MessageToDict(pipeline.pipeline_spec)
+    defaults = check_baked_params(declared_parameters(spec), typed_params(spec, params or {}, require_all=False))
     with tempfile.TemporaryDirectory(prefix="shardflow-compile-") as scratch:  # kfp writes to a local file
         compiled = os.path.join(scratch, "pipeline.yaml")
         compiler.Compiler().compile(pipeline, compiled, pipeline_parameters=defaults)

@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from ..core import storage
+from ..core.beam_options import flag_tokens, unknown_flags, unknown_option_message
 from ..core.errors import ConfigError
 from ..core.hashing import sha256_of
 from ..core.manifest import read_manifest
@@ -48,14 +49,30 @@ class _StepParser(argparse.ArgumentParser):
 
 
 def _parse(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool) -> tuple[Any, list[str]]:
-    """The command's own parser on `argv`; `takes_beam_options`: unknown flags go to Beam (as for
-    example-gen, transform and evaluate in shardflow.cli), otherwise they are an error."""
+    """The command's own parser on `argv`; `takes_beam_options`: Beam's own options pass through (as for
+    example-gen and transform in shardflow.cli); any other unknown flag is an error naming it."""
     parser = _StepParser(prog=f"shardflow {command}")
     cli.add_arguments(parser)
-    args, extra = parser.parse_known_args(argv)
+    known = [s for action in parser._actions for s in action.option_strings]
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except StepFailed:  # "--epochs or --steps is required" when the user wrote --epohcs: name the typo instead
+        _refuse_unknown(command, argv, known, takes_beam_options)
+        raise
+    _refuse_unknown(command, extra, known, takes_beam_options)
     if extra and not takes_beam_options:
         raise StepFailed(f"shardflow {command}: unrecognized arguments: {' '.join(extra)}")
     return args, extra
+
+
+def _refuse_unknown(command: str, tokens: list[str], known: list[str], takes_beam_options: bool) -> None:
+    """StepFailed for the first flag in `tokens` that neither the command (nor Beam, if it takes its options)
+    defines; an abbreviation of a known flag counts as known, as argparse takes it."""
+    flags = unknown_flags(tokens) if takes_beam_options else flag_tokens(tokens)
+    for flag in flags:
+        if not any(option.startswith(flag.partition("=")[0]) for option in known):
+            message = unknown_option_message(flag, command, known, takes_beam_options)
+            raise StepFailed(f"shardflow {command}: error: {message}")
 
 
 def _shardflow(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool = False) -> None:
@@ -179,33 +196,45 @@ def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_reg
     return argv
 
 
-def check_step_options(p: dict[str, Any]) -> None:
+# What the user wrote for each command's options, named in errors: `shardflow run`'s flags, or the
+# pipeline parameters `shardflow compile --param` bakes ("index": what the index says, read before any step).
+RUN_FLAGS = {"index": "--index/--example-gen-args", "example-gen": "--example-gen-args/--beam-args",
+             "validate": "--drift-threshold/--validation-schema", "transform": "--transform-args/--beam-args",
+             "train": "--train-args", "evaluate": "--threshold/--max-regression/--slice-by"}
+PIPELINE_PARAMETERS = {"index": "index/example_gen_options", "example-gen": "example_gen_options/beam_args",
+                       "validate": "drift_threshold/validation_schema", "transform": "transform_options/beam_args",
+                       "train": "train_options", "evaluate": "eval_thresholds/max_regressions/slice_by"}
+
+
+def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) -> dict[str, Any]:
     """Every step's options (`p`: the pipeline's parameters) through that command's own parser and config
     constructor, running nothing: a bad option stops the run before its first step, not hours later.
 
-    Raises ConfigError naming the run flag and the command's own message. The paths given to the
-    configs are placeholders under the run directory, never read (configs check files only in run()).
+    Returns each command's config by command name. Raises ConfigError naming the option (`labels`) and
+    the command's own message. The paths given to the configs are placeholders under the run directory,
+    never read (configs check files only in run()).
     """
     at = os.path.join(os.path.dirname(p["run_record_dir"]), "option-check")
     given, out, model = (os.path.join(at, name) for name in ("input", "output", "model"))
-    steps = [("--example-gen-args/--beam-args", "example-gen", example_gen_cli, True,
+    steps = [("example-gen", example_gen_cli, True,
               _example_gen_argv(p["index"], p["data_root"], p["example_gen_options"], p["beam_args"], out)),
-             ("--drift-threshold/--validation-schema", "validate", validation_cli, False,
+             ("validate", validation_cli, False,
               _validate_argv(given, out, p["drift_threshold"], p["validation_warn_only"], p["validation_schema"])),
-             ("--transform-args/--beam-args", "transform", transform_cli, True,
-              _transform_argv(given, p["transform_options"], p["beam_args"], out)),
-             ("--train-args", "train", trainer_cli, False, _train_argv(given, p["train_options"], out)),
-             ("--threshold/--max-regression/--slice-by", "evaluate", evaluator_cli, False,
+             ("transform", transform_cli, True, _transform_argv(given, p["transform_options"], p["beam_args"], out)),
+             ("train", trainer_cli, False, _train_argv(given, p["train_options"], out)),
+             ("evaluate", evaluator_cli, False,
               _evaluate_argv(model, given, p["eval_thresholds"], p["max_regressions"], p["slice_by"], out))]
-    for run_flags, command, cli, takes_beam_options, argv in steps:
+    configs = {}
+    for command, cli, takes_beam_options, argv in steps:
         try:
             args, extra = _parse(command, cli, argv, takes_beam_options)
             build = cli.config_from_args
-            build(args, extra) if len(inspect.signature(build).parameters) > 1 else build(args)
+            configs[command] = build(args, extra) if len(inspect.signature(build).parameters) > 1 else build(args)
         except StepFailed as err:
-            raise ConfigError(f"{run_flags}: {err}") from err
+            raise ConfigError(f"{labels[command]}: {err}") from err
         except ConfigError as err:
-            raise ConfigError(f"{run_flags}: shardflow {command}: {err}") from err
+            raise ConfigError(f"{labels[command]}: shardflow {command}: {err}") from err
+    return configs
 
 
 def push(model_dir: str, serving_dir: str, source: dict[str, Any]) -> str:

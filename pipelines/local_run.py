@@ -2,8 +2,10 @@
 
 Every step runs as a subprocess of this interpreter (SubprocessRunner, use_venv=False), Beam steps
 on the FnApiRunner. Every step's options are checked first, by that command's own parser and config,
-so a bad `--train-args` stops the run before ExampleGen. The run is quiet: one line per step and
-the final report (`verbose=True` also shows the framework logs). The run directory holds everything:
+so a bad `--train-args` stops the run before ExampleGen; so does a threshold naming a metric the
+index's task has not (a mask column means segmentation: run_task.py, which also picks the default
+threshold). The run is quiet: one line per step and the final report (`verbose=True` also shows
+the framework logs). The run directory holds everything:
 
     RUN_DIR/pipeline_root/shardflow-<time>/<step>/<artifact>   each step's outputs (KFP layout)
     RUN_DIR/pipeline_root/shardflow-<time>/logs/<step>.log     each step's full log (kfp.local's too)
@@ -47,7 +49,7 @@ class LocalRunConfig:
     drift_threshold: float = 0.1
     validation_warn_only: bool = False
     validation_schema: str = ""
-    eval_thresholds: tuple[str, ...] = ("accuracy>=0.9",)
+    eval_thresholds: tuple[str, ...] | None = None  # None: the default of the index's task (run_task.py)
     max_regressions: tuple[str, ...] = ()
     slice_by: tuple[str, ...] = ()
     warm_start: str = "latest"
@@ -83,7 +85,8 @@ class LocalRunConfig:
                 "drift_threshold": self.drift_threshold, "validation_warn_only": self.validation_warn_only,
                 "validation_schema": str(Path(self.validation_schema).resolve()) if self.validation_schema else "",
                 "transform_options": list(self.transform_options), "train_options": list(self.train_options),
-                "warm_start": self.warm_start, "eval_thresholds": list(self.eval_thresholds),
+                "warm_start": self.warm_start,
+                "eval_thresholds": None if self.eval_thresholds is None else list(self.eval_thresholds),
                 "max_regressions": list(self.max_regressions), "slice_by": list(self.slice_by),
                 "baseline_model": self.baseline_model}
 
@@ -91,11 +94,11 @@ class LocalRunConfig:
 def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = None,
                 verbose: bool = False) -> dict[str, Any]:
     """Runs the pipeline; returns the summary (also printed). Raises ConfigError for a bad step
-    option (before anything runs), RuntimeError when a step fails."""
-    from .launchers import check_step_options
+    option or a threshold the index's task has no metric for (before anything runs), RuntimeError
+    when a step fails."""
+    from .run_task import prepare_run
 
-    arguments = config.arguments()
-    check_step_options(arguments)
+    arguments = prepare_run(config.arguments())
     import kfp.local
 
     from . import local_control_flow

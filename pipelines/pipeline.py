@@ -21,6 +21,7 @@ from typing import Callable, List
 
 from kfp import dsl
 
+from ..evaluator.config import DEFAULT_THRESHOLDS
 from .cluster_options import ClusterOptions
 from .components import Components, make_components
 
@@ -62,7 +63,7 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions()) -> Ca
         example_gen_options: List[str] = [], beam_args: List[str] = [], drift_threshold: float = 0.1,
         validation_warn_only: bool = False, validation_schema: str = "", transform_options: List[str] = [],
         train_options: List[str] = ["--epochs", "10"], warm_start: str = "latest",
-        eval_thresholds: List[str] = ["accuracy>=0.9"], max_regressions: List[str] = [],
+        eval_thresholds: List[str] = [DEFAULT_THRESHOLDS["classification"]], max_regressions: List[str] = [],
         slice_by: List[str] = [], baseline_model: str = "latest",
         trainer_accelerator_type: str = "nvidia.com/gpu", trainer_accelerator_limit: int = 1,
         evaluator_accelerator_type: str = "nvidia.com/gpu", evaluator_accelerator_limit: int = 0,

@@ -13,6 +13,9 @@ list is regenerated from that function.
 """
 from __future__ import annotations
 
+import difflib
+from typing import Iterable
+
 BEAM_VERSION = "2.72.0"
 _NAMES = """
     allow_non_deterministic_key_coders allow_unsafe_triggers artifact_endpoint artifact_port artifacts_dir
@@ -52,11 +55,30 @@ _NAMES = """
 BEAM_OPTION_NAMES = frozenset(_NAMES.split())
 
 
+def flag_tokens(args: list[str] | tuple[str, ...]) -> list[str]:
+    """The tokens of `args` that are flags (`-x`, `--name`, `--name=value`); values (negative numbers too) are not."""
+    return [arg for arg in args if arg.startswith("-") and not _is_number(arg)]
+
+
 def unknown_flags(args: list[str] | tuple[str, ...]) -> list[str]:
     """The flags in `args` (`--name` or `--name=value`) that are not Beam options; values are skipped."""
-    flags = [arg for arg in args if arg.startswith("-") and not _is_number(arg)]
-    return [flag for flag in flags if flag.lstrip("-").partition("=")[0] not in BEAM_OPTION_NAMES
+    return [flag for flag in flag_tokens(args) if flag.lstrip("-").partition("=")[0] not in BEAM_OPTION_NAMES
             or not flag.startswith("--")]
+
+
+def unknown_option_message(flag: str, command: str, known: Iterable[str], passes_beam_args: bool) -> str:
+    """The one line for a flag `command` does not define (`known`: its option strings), with the closest name.
+
+    >>> unknown_option_message("--epohcs", "train", ["--epochs", "--steps"], False)
+    'unknown option --epohcs (not a shardflow train option); did you mean --epochs?'
+    """
+    name = flag.partition("=")[0]
+    candidates = list(known) + ([f"--{n}" for n in sorted(BEAM_OPTION_NAMES)] if passes_beam_args else [])
+    close = difflib.get_close_matches(name, candidates, n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    what = (f"neither a shardflow {command} option nor a Beam pipeline option" if passes_beam_args
+            else f"not a shardflow {command} option")
+    return f"unknown option {name} ({what}){hint}"
 
 
 def _is_number(text: str) -> bool:

@@ -22,14 +22,16 @@ from ..core.errors import ConfigError, ShardflowError
 from ..core.input_checks import examples_problem, model_problem
 from . import classification, segmentation
 
-__all__ = ["ConfigError", "EvaluationError", "EvaluatorConfig", "Regression", "Threshold", "TASK_METRICS",
-           "check_metric_names"]
+__all__ = ["ConfigError", "DEFAULT_THRESHOLDS", "EvaluationError", "EvaluatorConfig", "Regression", "Threshold",
+           "TASK_METRICS", "check_metric_names"]
 
 # The top-level ("overall") metrics a threshold or a regression may name, per model task.
 TASK_METRICS: dict[str, tuple[str, ...]] = {
     "classification": classification.OVERALL_METRICS,
     "segmentation": segmentation.OVERALL_METRICS,
 }
+# The blessing threshold of a run that names none (`shardflow run`, the IR default), per task.
+DEFAULT_THRESHOLDS: dict[str, str] = {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5"}
 _ALL_METRICS = tuple(dict.fromkeys(m for names in TASK_METRICS.values() for m in names))
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}

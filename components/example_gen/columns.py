@@ -23,8 +23,10 @@ from dataclasses import dataclass
 
 from ..core.manifest import FeatureSpec
 from .config import ConfigError, ExampleGenConfig
+from .csv_index import read_head
 from .data_root import BadCell, DataRoot, RemoteDataRoot, open_data_root
 from .images import ImageRules, decode, sniff_format
+from .spans import resolve_spans
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
 LABEL_NAMES = ("y", "label", "labels", "class", "target", "category")
@@ -37,6 +39,7 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]
 _OTHER_FORMATS = ((b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"), (b"GIF8", "GIF"), (b"BM", "BMP"),
                   (b"RIFF", "RIFF (WebP?)"), (b"%PDF", "PDF"), (b"\x00\x00\x00", "ISO media (HEIC/AVIF?)"))
 FILE_PROBES = 3  # cells of a value column tried as files under the data root
+SAMPLE_ROWS = 50  # rows whose cells decide each column's role and type
 
 
 @dataclass(frozen=True)
@@ -183,15 +186,32 @@ def _probe_shape(name: str, cells: list[str], root: DataRoot | RemoteDataRoot,
     return found.most_common(1)[0][0]
 
 
-def detect_columns(header: list[str], samples: list[list[str]], config: ExampleGenConfig) -> list[ColumnSpec]:
-    """The column specs of an index, from its header and sampled rows (cells as parsed)."""
+def detect_roles(header: list[str], samples: list[list[str]], config: ExampleGenConfig,
+                 root: DataRoot | RemoteDataRoot) -> dict[str, str]:
+    """Each column's role (image | mask | label | metadata) from the header and sampled rows; decodes no image."""
     data_like = [name for name in header if name.lower().endswith(IMAGE_EXTENSIONS)]
     if data_like:  # a headerless CSV: its first data row was read as the header
         raise ConfigError(f"the index has no header row: its first row names image files ({data_like[0]!r}); "
                           f"add a header row such as image,label")
     config.check_column_names(header)
+    return _base_roles(header, samples, dict(config.roles), root)
+
+
+def index_roles(config: ExampleGenConfig) -> dict[str, str]:
+    """The roles ExampleGen will detect, known before it runs: from the first SAMPLE_ROWS rows of the first
+    index (of the newest span, with span patterns). Costs a read of the file's start, and a few file probes."""
+    indexes, data_root = config.indexes, config.data_root
+    if config.uses_spans:
+        newest = resolve_spans(config.indexes, config.data_root, 1)[-1]
+        indexes, data_root = newest.indexes, newest.data_root
+    header, samples = read_head(indexes[0].path, SAMPLE_ROWS)
+    return detect_roles(header, samples, config, open_data_root(data_root))
+
+
+def detect_columns(header: list[str], samples: list[list[str]], config: ExampleGenConfig) -> list[ColumnSpec]:
+    """The column specs of an index, from its header and sampled rows (cells as parsed)."""
     root = open_data_root(config.data_root)
-    roles = _base_roles(header, samples, dict(config.roles), root)
+    roles = detect_roles(header, samples, config, root)
     specs = []
     for position, name in enumerate(header):
         role = roles[name]

@@ -242,6 +242,30 @@ def read_chunk(chunk: Chunk) -> Iterator[Record]:
             yield Record(number, cells)
 
 
+def read_head(path: str, rows: int) -> tuple[list[str], list[list[str]]]:
+    """The header (named columns) and the first `rows` well-formed data rows, reading only the file's start.
+
+    For checks before a run (which columns are masks): no scan of the whole file.
+    """
+    samples: list[list[str]] = []
+    with storage.open_read(path) as stream:
+        scanner = _Records(stream, file_start=True)
+        records = iter(scanner)
+        header = _header(path, records)
+        scanner.num_fields = len(header)
+        keep = [p for p, name in enumerate(header) if name]
+        for _, raw in records:
+            if len(samples) >= rows:
+                break
+            try:
+                cells = parse_record(raw)
+            except (csv.Error, UnicodeDecodeError):
+                continue  # a malformed row is ExampleGen's to reject
+            if len(cells) == len(header):
+                samples.append([cells[p] for p in keep])
+    return [header[p] for p in keep], samples
+
+
 def count_rows(path: str) -> int:
     """The number of data records (the same records `plan_chunks` finds)."""
     with storage.open_read(path) as stream:

@@ -24,7 +24,7 @@ from ..core.beam_setup import (close_dask_client, describe_runner, make_pipeline
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
-from .columns import ColumnSpec, detect_columns
+from .columns import SAMPLE_ROWS, ColumnSpec, detect_columns
 from .config import ConfigError, ExampleGenConfig
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
 from .encode_chunks import ChunkResult, IngestPlan
@@ -36,7 +36,6 @@ from ..core.statistics_io import write_schema
 from .data_root import open_data_root
 from .work_estimate import WorkEstimate, estimate_work
 
-SAMPLE_ROWS = 50
 OWNED = ("Split-*", "statistics")  # rejects.jsonl and schema.pbtxt are rewritten by every run
 
 

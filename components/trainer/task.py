@@ -12,6 +12,7 @@ Three inputs are possible:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from ..core import storage
 from ..core.errors import ConfigError
@@ -71,9 +72,8 @@ def _task(config: TrainerConfig, model_side: Manifest, raw: Manifest, raw_dir: s
     if not images:
         raise ConfigError(f"{raw_dir}: no image feature to train on (features {sorted(model_side.features)})")
     input_name = images[0]
-    target = _target(config, model_side)
-    spec = model_side.features[target]
-    kind = "segmentation" if spec.role == "mask" else "classification"
+    target = choose_target(config.label, {name: f.role for name, f in model_side.features.items()})
+    kind = task_kind(model_side.features[target].role)
     if input_name not in raw.features:
         raise ConfigError(f"the model input {input_name!r} is not a raw feature of {raw_dir}: "
                           "a custom preprocessing_fn must keep the image feature's name")
@@ -84,18 +84,27 @@ def _task(config: TrainerConfig, model_side: Manifest, raw: Manifest, raw_dir: s
                         model_side if materialized else raw, graph, materialized)
 
 
-def _target(config: TrainerConfig, manifest: Manifest) -> str:
-    if config.label is not None:
-        if config.label not in manifest.features:
-            raise ConfigError(f"label {config.label!r} is not a feature (has {sorted(manifest.features)})")
-        return config.label
-    masks = [n for n, f in manifest.features.items() if f.role == "mask"]
+def choose_target(label: str | None, roles: Mapping[str, str]) -> str:
+    """The feature to predict (`roles`: feature → role): `label` if given, else the first mask, else the only label.
+
+    Also used before a pipeline runs, on the roles ExampleGen will detect in the index.
+    """
+    if label is not None:
+        if label not in roles:
+            raise ConfigError(f"label {label!r} is not a feature (has {sorted(roles)})")
+        return label
+    masks = [name for name, role in roles.items() if role == "mask"]
     if masks:
         return masks[0]
-    labels = [n for n, f in manifest.features.items() if f.role == "label"]
+    labels = [name for name, role in roles.items() if role == "label"]
     if len(labels) != 1:
         raise ConfigError(f"cannot choose the target: label features {labels}, no mask; pass --label")
     return labels[0]
+
+
+def task_kind(target_role: str) -> str:
+    """A mask target is segmentation; any other target is classification."""
+    return "segmentation" if target_role == "mask" else "classification"
 
 
 def _vocabulary(manifest: Manifest, target: str, graph: str) -> list[str] | None:
