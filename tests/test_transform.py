@@ -28,6 +28,7 @@ from shardflow.core.statistics_io import read_statistics
 from shardflow.core.user_module import load_function
 
 from helpers_images import write_csv, write_png
+from helpers_transform import read_transformed
 
 TRAIN, EVAL = 32, 8
 WORDS = ["cat", "dog", "bird", "cat"]
@@ -127,12 +128,12 @@ def test_analyzer_mean_and_std_equal_numpy_over_train(rgb: Path, rgb_out: Path) 
 def test_every_split_is_standardized_with_train_statistics(rgb: Path, rgb_out: Path) -> None:
     mean, std = _channel_stats(_read(rgb, "train")["x"])
     for split in ("train", "eval"):
-        raw, out = _read(rgb, split)["x"], _read(rgb_out, split)["x"]
+        raw, out = _read(rgb, split)["x"], read_transformed(rgb_out, split)["x"]
         assert out.dtype == np.float32 and out.shape == (raw.shape[0], 8, 8, 3)
         np.testing.assert_allclose(out, (raw - mean) / std, atol=1e-5)
     eval_mean, eval_std = _channel_stats(_read(rgb, "eval")["x"])
     own = (_read(rgb, "eval")["x"] - eval_mean) / eval_std
-    assert np.abs(own - _read(rgb_out, "eval")["x"]).max() > 0.5  # eval's own statistics would differ
+    assert np.abs(own - read_transformed(rgb_out, "eval")["x"]).max() > 0.5  # eval's own statistics would differ
 
 
 def test_transform_graph_on_raw_records_equals_materialized_output(rgb: Path, rgb_out: Path) -> None:
@@ -141,7 +142,7 @@ def test_transform_graph_on_raw_records_equals_materialized_output(rgb: Path, rg
     for split in ("train", "eval"):
         records = tf.data.TFRecordDataset(shard_files(rgb, source, split)).batch(64)
         applied = [graph.transform_raw_features(tf.io.parse_example(r, feature_spec(source))) for r in records]
-        stored = _read(rgb_out, split)
+        stored = read_transformed(rgb_out, split)
         for name in ("x", "y", "site"):
             np.testing.assert_array_equal(np.concatenate([a[name].numpy() for a in applied]), stored[name])
         np.testing.assert_array_equal(stored["site"], _read(rgb, split)["site"])  # metadata unchanged
@@ -150,20 +151,25 @@ def test_transform_graph_on_raw_records_equals_materialized_output(rgb: Path, rg
 def test_manifest_statistics_and_layout(rgb: Path, rgb_out: Path) -> None:
     manifest = read_manifest(rgb_out)
     features = {n: (f.dtype, f.shape, f.encoding, f.role) for n, f in manifest.features.items()}
-    assert features == {"x": ("float32", [8, 8, 3], "raw", "image"), "y": ("int64", [], "value", "label"),
+    # The image stays ExampleGen's stored bytes; its standardization runs where it is read.
+    assert features == {"x": ("uint8", [8, 8, 3], "raw", "image"), "y": ("int64", [], "value", "label"),
                         "site": ("string", [], "value", "metadata")}
+    assert manifest.extra["applied_at_read"] == ["x"]
+    np.testing.assert_array_equal(_read(rgb_out, "eval")["x"], _read(rgb, "eval")["x"])
+    size = manifest.extra["size"]
+    assert size["input_bytes"] == sum(s.bytes for i in read_manifest(rgb).splits.values() for s in i.shards)
+    assert size["bytes"] == sum(s.bytes for i in manifest.splits.values() for s in i.shards)
+    assert size["ratio"] <= 1.5
     assert manifest.extra["component"] == "transform" and manifest.extra["preprocessing"] == "default"
     assert manifest.extra["inputs"][0]["sha256"] == sha256_of(str(rgb / "manifest.json"))
     assert {s: i.num_examples for s, i in manifest.splits.items()} == {"train": TRAIN, "eval": EVAL}
     assert manifest.splits["eval"].label_counts == {"y": {"0": 2, "1": 2, "2": 2, "3": 2}}
     assert not (rgb_out / ".staging").exists()
-    means = {}
     for split in ("train", "eval"):
         stats = read_statistics(str(rgb_out / manifest.extra["statistics"][split])).datasets[0]
         assert stats.num_examples == manifest.splits[split].num_examples
-        x = next(f for f in stats.features if f.path.step == ["x"])
-        means[split] = x.num_stats.mean
-    assert abs(means["train"]) < 1e-3 and means["eval"] > 0.5  # after transform: train centred, eval brighter
+        # Transformed values only: no pass-through columns; the image is described by ExampleGen's statistics.
+        assert sorted(f.path.step[0] for f in stats.features) == ["site", "y"]
 
 
 def test_user_preprocessing_fn_on_multi_process_runner(rgb: Path, user_out: Path) -> None:
@@ -201,10 +207,11 @@ def test_png_images_and_masks(words: Path, words_out: tuple) -> None:
     out, _ = words_out
     manifest = read_manifest(out)
     assert manifest.features["mask"].dtype == "uint8" and manifest.extra["mask_classes"] == {"mask": 3}
+    assert manifest.features["mask"].encoding == "png" and manifest.extra["applied_at_read"] == ["image"]
     assert manifest.compression == "GZIP" and manifest.splits["train"].shards[0].path.endswith(".tfrecord.gz")
     mean, std = _channel_stats(_read(words, "train")["image"])
     for split in ("train", "eval"):
-        raw, stored = _read(words, split), _read(out, split)
+        raw, stored = _read(words, split), read_transformed(out, split)
         np.testing.assert_array_equal(stored["mask"], raw["mask"])
         np.testing.assert_allclose(stored["image"], (raw["image"] - mean) / std, atol=1e-5)
 

@@ -34,8 +34,8 @@ from .pipeline import TRANSFORM_GRAPH, TransformPlan, build_transform, load_resu
 from .preprocessing import PreprocessingFn, make_preprocessing_fn, vocabulary_labels
 from .raw_input import default_batch_size
 from .raw_metadata import write_raw_metadata
-from .report import (UnseenLabelsError, mask_classes, options_json, split_infos, summary_text, unseen_labels,
-                     unseen_message, vocabulary_info)
+from .report import (UnseenLabelsError, mask_classes, options_json, output_size, split_infos, summary_text,
+                     unseen_labels, unseen_message, vocabulary_info)
 
 
 def choose_preprocessing(config: TransformConfig, source: Manifest) -> PreprocessingFn:
@@ -64,6 +64,7 @@ def _plan(config: TransformConfig, source: Manifest, out: OutputDir) -> Transfor
         examples_dir=config.examples, scratch_dir=out.staging, publish_dir=out.publish_root, source=source,
         splits=tuple(source.splits),
         analyze_split=config.analyze_split, batch_size=config.batch_size or default_batch_size(source), sizing=sizing,
+        compact_images=config.preprocessing is None,  # a user's graph may read other inputs for its image
     )
 
 
@@ -82,15 +83,15 @@ def beam_args_for(config: TransformConfig) -> list[str]:
 
 
 def _execute(config: TransformConfig, plan: TransformPlan, fn: PreprocessingFn,
-             echo: Callable[[str], None]) -> tuple[dict[str, FeatureSpec], str]:
+             echo: Callable[[str], None]) -> tuple[dict[str, FeatureSpec], dict]:
     total = sum(plan.source.splits[s].num_examples for s in plan.splits)
     options = pipeline_options(beam_args_for(config))  # the running mode is always set (see beam_args_for)
     echo(f"transform: {total:,} examples in {len(plan.splits)} splits, analyzers on {plan.analyze_split!r}, "
          f"batches of {plan.batch_size}, on {describe_runner(options)}")
     with ProgressReporter(storage.join(plan.scratch_dir, "done"), total, config.progress_seconds, echo):
         with make_pipeline(options) as pipeline:
-            features = build_transform(pipeline, plan, fn)
-    return features, describe_runner(options)
+            features, at_read = build_transform(pipeline, plan, fn)
+    return features, {"runner": describe_runner(options), "applied_at_read": list(at_read)}
 
 
 def read_source(config: TransformConfig) -> tuple[Manifest, str]:
@@ -115,9 +116,8 @@ def run(config: TransformConfig, echo: Callable[[str], None] = print) -> Manifes
     enable_tensorflow_filesystems([out.root])  # TFT writes and reads the transform graph with tf.io.gfile
     with out.staged_run():
         plan = _plan(config, source, out)
-        features, runner = _execute(config, plan, fn, echo)
-        return _finish(config, out, plan, features, {"runner": runner, "source_sha256": source_sha256}, started,
-                       echo)
+        features, facts = _execute(config, plan, fn, echo)
+        return _finish(config, out, plan, features, {**facts, "source_sha256": source_sha256}, started, echo)
 
 
 def output_location(root: str) -> OutputDir:
@@ -139,7 +139,7 @@ def _finish(config: TransformConfig, out: OutputDir, plan: TransformPlan, featur
     masks = mask_classes(staged_graph, [n for n, f in features.items() if f.role == "mask"])
     manifest = _manifest(config, plan, features, splits, run_facts.pop("source_sha256"), {
         "vocabularies": vocabularies, "unseen_labels": unseen, "mask_classes": masks, **run_facts,
-        "seconds": round(time.time() - started, 3),
+        "size": output_size(plan.source, splits), "seconds": round(time.time() - started, 3),
     })
     # Splits and statistics (as ExampleGen), then the transform graph; the manifest last.
     out.complete([f"Split-{s}" for s in plan.splits] + ["statistics", TRANSFORM_GRAPH], manifest.to_json())

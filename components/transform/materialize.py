@@ -28,7 +28,8 @@ from ..core.example_proto import encode_example
 from ..core.manifest import FeatureSpec
 from ..core.shard_plan import Part
 from ..core.shard_writer import PartWriter
-from .raw_input import POSITION
+from ..core.pixel_codec import encode_pixels
+from .raw_input import POSITION, stored_name
 
 MASK_HINT = ("mask ids must be < the number of classes, which is --mask-classes NAME=K or, without it, "
              "the largest id in the analyze split + 1")
@@ -68,8 +69,13 @@ def check_range(values: np.ndarray, low: int, high: int, what: str, name: str, s
 
 
 def stored_values(batch: pa.RecordBatch, spec: FeatureSpec, domain: tuple[int, int] | None, split: str,
-                  first: int) -> list[list]:
-    """Per example, the value list `encode_example` takes for this feature (checked, in storage dtype)."""
+                  first: int, applied_at_read: bool = False) -> list[list]:
+    """Per example, the value list `encode_example` takes for this feature (checked, in storage dtype).
+
+    `applied_at_read`: the input's stored bytes, passed through the transform unchanged.
+    """
+    if applied_at_read:
+        return [[v] for v in _flat(batch, stored_name(spec.name), 1).to_pylist()]
     width = math.prod(spec.shape) if spec.shape else 1
     values = _flat(batch, spec.name, width)
     if spec.dtype == "string":
@@ -86,6 +92,9 @@ def stored_values(batch: pa.RecordBatch, spec: FeatureSpec, domain: tuple[int, i
     if spec.encoding == "raw":
         stored = array.astype(np.dtype(spec.dtype).newbyteorder("<"), copy=False)
         return [[row.tobytes()] for row in stored]
+    if spec.encoding == "png":  # masks: ids compress to a few % of their raw bytes
+        pixels = array.astype(spec.dtype, copy=False).reshape(batch.num_rows, *spec.shape)
+        return [[encode_pixels(image, "png")] for image in pixels]
     return [[v] for v in array[:, 0].tolist()]
 
 
@@ -110,13 +119,16 @@ def label_counts(columns: dict[str, list[list]], features: Sequence[FeatureSpec]
 class WritePartsFn(beam.DoFn):
     """A transformed record batch of one split → one part file; yields its BatchResult."""
 
-    def __init__(self, split: str, scratch_dir: str, features: tuple[FeatureSpec, ...]) -> None:
+    def __init__(self, split: str, scratch_dir: str, features: tuple[FeatureSpec, ...],
+                 applied_at_read: tuple[str, ...] = ()) -> None:
         self.split, self.scratch_dir, self.features = split, scratch_dir, features
+        self.applied_at_read = applied_at_read
         self.examples_counter = beam.metrics.Metrics.counter("transform", f"examples_{split}")
 
     def process(self, batch: pa.RecordBatch, domains: dict[str, tuple[int, int]]) -> Iterator[BatchResult]:
         first = positions_of(batch)
-        columns = {s.name: stored_values(batch, s, domains.get(s.name), self.split, first) for s in self.features}
+        columns = {s.name: stored_values(batch, s, domains.get(s.name), self.split, first, s.name in self.applied_at_read)
+                   for s in self.features}
         writer = PartWriter(storage.join(self.scratch_dir, "parts", self.split, f"{first:012d}.tfrecord"))
         try:
             for row in range(batch.num_rows):

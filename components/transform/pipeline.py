@@ -1,7 +1,7 @@
 """Transform's Beam graph: analyze the train split, transform every split, write graph, shards, statistics.
 
     with make_pipeline(options) as p:
-        features = build_transform(p, plan, preprocessing_fn)
+        features, applied_at_read = build_transform(p, plan, preprocessing_fn)
 
 The analyze split is read twice (once for the analyzers, once to be transformed) instead of being
 kept between the two: a local runner would otherwise hold the whole split in memory while the
@@ -27,8 +27,8 @@ from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.manifest import FeatureSpec, Manifest, ShardInfo
 from ..core.shard_writer import ShardSizing, WriteShards
 from .materialize import BatchResult, WritePartsFn
-from .output_features import int_domains, output_features
-from .raw_input import POSITION, ReadRecordBatches, plan_ranges, raw_schema, tensor_adapter_config
+from .output_features import applied_at_read_names, int_domains, output_features
+from .raw_input import POSITION, ReadRecordBatches, plan_ranges, raw_schema, stored_name, tensor_adapter_config
 from .statistics import SplitStatistics
 
 RESULT_NAME = "result.pickle"
@@ -47,10 +47,11 @@ class TransformPlan:
     analyze_split: str
     batch_size: int
     sizing: ShardSizing
+    compact_images: bool = True  # keep image outputs as their stored bytes where the graph allows it
 
-    def read(self, split: str) -> ReadRecordBatches:
+    def read(self, split: str, stored: tuple[str, ...] = ()) -> ReadRecordBatches:
         ranges = plan_ranges(self.examples_dir, self.source, split, self.batch_size)
-        return ReadRecordBatches(ranges, raw_schema(self.source), self.batch_size)
+        return ReadRecordBatches(ranges, raw_schema(self.source), self.batch_size, stored)
 
 
 def _write_result(shards: list[tuple[str, ShardInfo]], batches: list[BatchResult], path: str) -> None:
@@ -63,32 +64,45 @@ def load_result(scratch_dir: str) -> dict[str, Any]:
 
 
 def _transform_split(pipeline: beam.Pipeline, plan: TransformPlan, split: str, transform_fn: Any,
-                     features: dict[str, FeatureSpec], domains: beam.PCollection) -> beam.PCollection:
-    """Reads, transforms, writes part files and statistics of one split; returns its BatchResults."""
-    adapter = tensor_adapter_config(raw_schema(plan.source))
-    raw = pipeline | f"Read[{split}]" >> plan.read(split)
+                     features: dict[str, FeatureSpec], at_read: tuple[str, ...],
+                     domains: beam.PCollection) -> beam.PCollection:
+    """Reads, transforms, writes part files and statistics of one split; returns its BatchResults.
+
+    Outputs applied at read are not computed here (`exclude_outputs`): their stored bytes pass
+    through instead, so Transform does no per-pixel work on them.
+    """
+    adapter = tensor_adapter_config(raw_schema(plan.source), at_read)
+    raw = pipeline | f"Read[{split}]" >> plan.read(split, at_read)
     transformed, _ = ((raw, adapter), transform_fn) | f"Transform[{split}]" >> tft_beam.TransformDataset(
-        output_record_batches=True)
+        exclude_outputs=list(at_read), output_record_batches=True)
     batches = transformed | f"Batches[{split}]" >> beam.Map(lambda pair: pair[0])
     statistics = storage.join(plan.publish_dir, "statistics", f"{split}.pb")
     _ = batches | f"Statistics[{split}]" >> SplitStatistics(statistics)
     return batches | f"WriteParts[{split}]" >> beam.ParDo(
-        WritePartsFn(split, plan.scratch_dir, tuple(features.values())), domains=beam.pvalue.AsSingleton(domains))
+        WritePartsFn(split, plan.scratch_dir, tuple(features.values()), at_read),
+        domains=beam.pvalue.AsSingleton(domains))
 
 
-def build_transform(pipeline: beam.Pipeline, plan: TransformPlan, preprocessing_fn: Callable) -> dict[str, FeatureSpec]:
-    """Adds the whole Transform graph to `pipeline`; returns the manifest features of the output."""
+def build_transform(pipeline: beam.Pipeline, plan: TransformPlan,
+                    preprocessing_fn: Callable) -> tuple[dict[str, FeatureSpec], tuple[str, ...]]:
+    """Adds the whole Transform graph to `pipeline`; returns the output's manifest features and
+    the names of the outputs applied at read (stored as their input's bytes)."""
     adapter = tensor_adapter_config(raw_schema(plan.source))
     temp_dir = storage.join(plan.scratch_dir, "tft_tmp")
     enable_tensorflow_filesystems([temp_dir, plan.publish_dir])  # TFT writes its files with tf.io.gfile
+    analyze_input = pipeline | f"ReadToAnalyze[{plan.analyze_split}]" >> plan.read(plan.analyze_split)
     with tft_beam.Context(temp_dir=temp_dir, passthrough_keys={POSITION}):
-        analyze_input = pipeline | f"ReadToAnalyze[{plan.analyze_split}]" >> plan.read(plan.analyze_split)
         transform_fn = (analyze_input, adapter) | "Analyze" >> tft_beam.AnalyzeDataset(preprocessing_fn)
+    schema = transform_fn[1].dataset_metadata.schema
+    at_read = tuple(applied_at_read_names(schema, plan.source.features)) if plan.compact_images else ()
+    passthrough = {POSITION, *(stored_name(name) for name in at_read)}
+    with tft_beam.Context(temp_dir=temp_dir, passthrough_keys=passthrough):
         _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(
             storage.join(plan.publish_dir, TRANSFORM_GRAPH))
-        features = output_features(transform_fn[1].dataset_metadata.schema, plan.source.features)
+        features = output_features(schema, plan.source.features, at_read)
         domains = transform_fn[1].deferred_metadata | "IntDomains" >> beam.Map(lambda m: int_domains(m.schema))
-        per_split = [_transform_split(pipeline, plan, s, transform_fn, features, domains) for s in plan.splits]
+        per_split = [_transform_split(pipeline, plan, s, transform_fn, features, at_read, domains)
+                     for s in plan.splits]
     results = per_split | "AllSplits" >> beam.Flatten()
     shards = (
         results
@@ -99,4 +113,4 @@ def build_transform(pipeline: beam.Pipeline, plan: TransformPlan, preprocessing_
     gathered = results | "GatherBatches" >> beam.combiners.ToList()
     _ = shards | "WriteResult" >> beam.Map(
         _write_result, batches=beam.pvalue.AsSingleton(gathered), path=storage.join(plan.scratch_dir, RESULT_NAME))
-    return features
+    return features, at_read

@@ -2,8 +2,10 @@
 
 Only small range descriptors (file, first and end record) travel through Beam; workers read the
 records themselves through `storage` (local, s3://, gs://: no TensorFlow, no Beam FileSystems) and
-decode a batch at a time with tfx_bsl's C++ decoder. Each batch carries a pass-through column with the split-wide position of every record, so the transformed output can
-be written back in the input's order (and a record is never confused with another).
+decode a batch at a time with tfx_bsl's C++ decoder. Each batch carries a pass-through column
+with the split-wide position of every record, so the transformed output can be written back in
+the input's order (and a record is never confused with another), and, for outputs kept compact, a
+pass-through copy of the stored image bytes (`stored_name`).
 
     ranges = plan_ranges("s3://bucket/runs/examples", manifest, "train", batch_size=1024)
     batches = pipeline | ReadRecordBatches(ranges, schema, batch_size=1024)
@@ -30,6 +32,8 @@ from ..core.reader import feature_spec
 from ..core.tfrecord import iter_frames
 
 POSITION = "__shardflow_position__"
+# Pass-through copies of stored image bytes, for outputs kept compact (see output_features).
+STORED_PREFIX = "__shardflow_stored__"
 TARGET_BATCH_BYTES = 4 << 20  # decoded input pixels per batch: big enough to amortize a graph call
 MAX_BATCH_SIZE = 1024
 BATCHES_PER_RANGE = 4
@@ -54,10 +58,17 @@ def raw_schema(manifest: Manifest) -> schema_pb2.Schema:
     return schema_utils.schema_from_feature_spec(feature_spec(manifest))
 
 
-def tensor_adapter_config(schema: schema_pb2.Schema) -> tfxio.TensorAdapterConfig:
-    """What TFT needs to turn the batches into tensors; the position column is not a tensor."""
+def stored_name(feature: str) -> str:
+    """The pass-through column holding `feature`'s stored bytes."""
+    return f"{STORED_PREFIX}{feature}"
+
+
+def tensor_adapter_config(schema: schema_pb2.Schema, stored: tuple[str, ...] = ()) -> tfxio.TensorAdapterConfig:
+    """What TFT needs to turn the batches into tensors; the position and stored-bytes columns are not tensors."""
     base = tfxio.TFExampleBeamRecord(physical_format="tfrecord", schema=schema).TensorAdapterConfig()
     arrow_schema = base.arrow_schema.append(pa.field(POSITION, pa.large_list(pa.int64())))
+    for name in stored:
+        arrow_schema = arrow_schema.append(pa.field(stored_name(name), base.arrow_schema.field(name).type))
     return tfxio.TensorAdapterConfig(arrow_schema, base.tensor_representations)
 
 
@@ -105,21 +116,26 @@ def read_range(record_range: RecordRange) -> Iterator[bytes]:
                          f"the file holds {record_range.start + count}")
 
 
-def with_positions(batch: pa.RecordBatch, first: int) -> pa.RecordBatch:
-    """The batch plus the pass-through column of split positions first, first+1, ..."""
+def with_positions(batch: pa.RecordBatch, first: int, stored: tuple[str, ...] = ()) -> pa.RecordBatch:
+    """The batch plus the pass-through columns: split positions first, first+1, ...; copies of `stored` features."""
     count = batch.num_rows
     offsets = pa.array(np.arange(count + 1, dtype=np.int64))
     positions = pa.LargeListArray.from_arrays(offsets, pa.array(np.arange(first, first + count, dtype=np.int64)))
     schema = batch.schema.append(pa.field(POSITION, pa.large_list(pa.int64())))
-    return pa.RecordBatch.from_arrays(list(batch.columns) + [positions], schema=schema)
+    columns = list(batch.columns) + [positions]
+    for name in stored:  # the same Arrow buffers under a second name: no bytes are copied
+        index = batch.schema.get_field_index(name)
+        schema = schema.append(pa.field(stored_name(name), batch.schema.field(index).type))
+        columns.append(batch.column(index))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 class ReadBatchesFn(beam.DoFn):
     """RecordRange → record batches of at most `batch_size` examples, with positions."""
 
-    def __init__(self, schema: schema_pb2.Schema, batch_size: int) -> None:
+    def __init__(self, schema: schema_pb2.Schema, batch_size: int, stored: tuple[str, ...] = ()) -> None:
         self.schema_bytes = schema.SerializeToString()
-        self.batch_size = batch_size
+        self.batch_size, self.stored = batch_size, stored
 
     def setup(self) -> None:
         self.decoder = ExamplesToRecordBatchDecoder(self.schema_bytes)
@@ -130,25 +146,26 @@ class ReadBatchesFn(beam.DoFn):
         for record in read_range(record_range):
             records.append(record)
             if len(records) == self.batch_size:
-                yield with_positions(self.decoder.DecodeBatch(records), position)
+                yield with_positions(self.decoder.DecodeBatch(records), position, self.stored)
                 position += len(records)
                 records = []
         if records:
-            yield with_positions(self.decoder.DecodeBatch(records), position)
+            yield with_positions(self.decoder.DecodeBatch(records), position, self.stored)
 
 
 class ReadRecordBatches(beam.PTransform):
     """Range descriptors in (spread over workers), Arrow record batches out."""
 
-    def __init__(self, ranges: list[RecordRange], schema: schema_pb2.Schema, batch_size: int) -> None:
+    def __init__(self, ranges: list[RecordRange], schema: schema_pb2.Schema, batch_size: int,
+                 stored: tuple[str, ...] = ()) -> None:
         super().__init__()
-        self.ranges, self.schema, self.batch_size = ranges, schema, batch_size
+        self.ranges, self.schema, self.batch_size, self.stored = ranges, schema, batch_size, stored
 
     def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection:
         return (
             root
             | "ListRanges" >> beam.Create(self.ranges)
             | "SpreadRanges" >> beam.Reshuffle()
-            | "ReadBatches" >> beam.ParDo(ReadBatchesFn(self.schema, self.batch_size))
+            | "ReadBatches" >> beam.ParDo(ReadBatchesFn(self.schema, self.batch_size, self.stored))
         )
 

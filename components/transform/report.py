@@ -85,6 +85,28 @@ def options_json(config: TransformConfig) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
+# Transformed output larger than this many times ExampleGen's is called out in the report.
+SIZE_WARNING_RATIO = 1.5
+
+
+def output_size(source: Manifest, splits: dict[str, SplitInfo]) -> dict[str, float]:
+    """Bytes of the transformed shards against ExampleGen's shards of the same splits."""
+    written = sum(s.bytes for split in splits.values() for s in split.shards)
+    read = sum(s.bytes for name in splits for s in source.splits[name].shards)
+    return {"bytes": written, "input_bytes": read, "ratio": round(written / read, 3) if read else 0.0}
+
+
+def size_line(manifest: Manifest) -> str | None:
+    """A warning when the output grew far beyond its input (float pixels a preprocessing_fn returned)."""
+    size = manifest.extra.get("size") or {}
+    if size.get("ratio", 0) <= SIZE_WARNING_RATIO:
+        return None
+    floats = sorted(n for n, f in manifest.features.items() if f.dtype == "float32" and f.shape)
+    return (f"WARNING: the output is {size['ratio']:.1f}x ExampleGen's bytes ({size['bytes'] / 1e6:,.0f} MB "
+            f"against {size['input_bytes'] / 1e6:,.0f} MB): float32 arrays {floats} are stored per pixel; "
+            "return them from the graph only where the Trainer needs them materialized")
+
+
 def summary_text(manifest: Manifest, elapsed: float) -> str:
     extra = manifest.extra
     lines = []
@@ -99,6 +121,11 @@ def summary_text(manifest: Manifest, elapsed: float) -> str:
         lines.append("WARNING: " + unseen_message(extra["unseen_labels"], extra["analyze_split"]) + " (OOV id)")
     for mask, classes in extra["mask_classes"].items():
         lines.append(f"mask {mask!r}: {classes} classes")
+    if extra.get("applied_at_read"):
+        lines.append(f"kept as stored bytes, transformed where read: {extra['applied_at_read']}")
+    warning = size_line(manifest)
+    if warning:
+        lines.append(warning)
     rate = total_examples / elapsed if elapsed > 0 else 0.0
     lines.append(f"{total_bytes / 1e6:.1f} MB written in {elapsed:.1f} s ({rate:,.0f} examples/s), "
                  f"runner {extra['runner']}")

@@ -1,7 +1,9 @@
 """TFDV statistics of the transformed examples of one split, computed on the transformed Arrow batches.
 
 The batches are the ones being written, so the statistics describe exactly the stored values
-(images as float lists: their mean/std show the standardization; masks and labels as ids).
+(images as float lists: their mean/std show the standardization; masks and labels as ids). Images
+kept as their stored bytes (applied at read) have no transformed values here: ExampleGen's
+statistics describe them.
 
     transformed_batches | SplitStatistics(storage.join(out.staged("statistics"), "train.pb"))
 """
@@ -12,12 +14,12 @@ import pyarrow as pa
 import tensorflow_data_validation as tfdv
 
 from ..core.statistics_io import write_statistics
-from .raw_input import POSITION
+from .raw_input import POSITION, STORED_PREFIX
 
 
 def without_positions(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch without the pass-through position column (not a feature)."""
-    keep = [i for i, name in enumerate(batch.schema.names) if name != POSITION]
+    """The batch without the pass-through columns (positions, stored bytes: not transformed features)."""
+    keep = [i for i, name in enumerate(batch.schema.names) if name != POSITION and not name.startswith(STORED_PREFIX)]
     return pa.RecordBatch.from_arrays([batch.column(i) for i in keep], [batch.schema.names[i] for i in keep])
 
 
