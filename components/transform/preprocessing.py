@@ -2,8 +2,9 @@
 
 - image: pixels (raw, png or jpeg storage, decoded in the graph) → float32 [B, H, W, C],
   standardized per channel, (x - mean_c) / std_c, with mean and variance over every pixel of the
-  whole analyze split (full-pass `tft.mean`/`tft.var` over the pixels reshaped to [-1, C]);
-  a channel with zero variance is only centred.
+  whole analyze split (full-pass `tft.mean` of each image's channel means of x and x²);
+  a channel with zero variance is only centred. Transform stores the image's bytes as they are:
+  the Trainer and the served model run this graph where they read the image.
 - mask: class ids as int64 [B, H, W, C], values unchanged. The number of classes K is the
   `mask_classes` option or else train's largest id + 1 (`tft.max`); the range [0, K-1] becomes
   the feature's int domain in the transformed schema, and the materializer fails the run on any
@@ -49,11 +50,20 @@ def decode_pixels(blobs: tf.Tensor, spec: FeatureSpec) -> tf.Tensor:
 
 
 def standardize_per_channel(pixels: tf.Tensor, channels: int) -> tf.Tensor:
-    """(x - mean_c) / std_c with full-pass statistics of every pixel of channel c."""
-    # float64 sums: float32 ones lose ~1e-5 relative over a batch of a million pixels already.
-    per_pixel = tf.reshape(tf.cast(pixels, tf.float64), [-1, channels])  # analyzers reduce axis 0: all pixels
-    mean = tft.mean(per_pixel, reduce_instance_dims=False)
-    std = tf.sqrt(tft.var(per_pixel, reduce_instance_dims=False))
+    """(x - mean_c) / std_c with full-pass statistics of every pixel of channel c.
+
+    Each image is reduced to its channel means of x and x² first; every image has the same pixel
+    count, so the full-pass mean of those is the pixel mean, and var = E[x²] - E[x]². Handing the
+    analyzers every pixel (tft.mean and tft.var over [B*H*W, C]) made the analysis of 224-px photos
+    ~4x slower than their decode.
+    """
+    # float64: float32 sums lose ~1e-5 relative over a million pixels already.
+    values = tf.cast(pixels, tf.float64)
+    image_means = tf.reduce_mean(values, axis=[1, 2])  # [B, C]
+    image_squares = tf.reduce_mean(tf.square(values), axis=[1, 2])
+    mean = tft.mean(image_means, reduce_instance_dims=False)
+    variance = tf.maximum(tft.mean(image_squares, reduce_instance_dims=False) - tf.square(mean), 0.0)
+    std = tf.sqrt(variance)
     safe_std = tf.where(std > 0, std, tf.ones_like(std))
     return (tf.cast(pixels, tf.float32) - tf.cast(mean, tf.float32)) / tf.cast(safe_std, tf.float32)
 
