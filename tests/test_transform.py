@@ -11,18 +11,20 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
 from shardflow.cli import main as cli_main
-from shardflow.core.manifest import IncompleteOutputError, read_manifest
+from shardflow.core.manifest import FeatureSpec, IncompleteOutputError, read_manifest
+from shardflow.core.pixel_codec import decode_pixels
 from shardflow.core.reader import feature_spec, make_dataset, shard_files
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.core.hashing import sha256_of
 from shardflow.transform import ConfigError, OutOfRangeError, TransformConfig, run
-from shardflow.transform.materialize import check_range
+from shardflow.transform.materialize import check_range, stored_values
 from shardflow.transform.output_features import output_feature
 from shardflow.core.statistics_io import read_statistics
 from shardflow.core.user_module import load_function
@@ -207,7 +209,9 @@ def test_png_images_and_masks(words: Path, words_out: tuple) -> None:
     out, _ = words_out
     manifest = read_manifest(out)
     assert manifest.features["mask"].dtype == "uint8" and manifest.extra["mask_classes"] == {"mask": 3}
-    assert manifest.features["mask"].encoding == "png" and manifest.extra["applied_at_read"] == ["image"]
+    # Ids unchanged by the default preprocessing: kept as ExampleGen stored them, range-checked when written.
+    assert manifest.features["mask"] == read_manifest(words).features["mask"]
+    assert manifest.extra["applied_at_read"] == ["image", "mask"]
     assert manifest.compression == "GZIP" and manifest.splits["train"].shards[0].path.endswith(".tfrecord.gz")
     mean, std = _channel_stats(_read(words, "train")["image"])
     for split in ("train", "eval"):
@@ -259,3 +263,15 @@ def test_unstorable_outputs_and_range_checks() -> None:
     check_range(np.array([[0, 2], [1, 1]]), 0, 2, "mask domain", "m", "eval", 10)
     with pytest.raises(OutOfRangeError, match="example 11: feature 'm' has value 3"):
         check_range(np.array([[0, 2], [1, 3]]), 0, 2, "mask domain", "m", "eval", 10)
+
+
+def test_mask_ids_a_user_graph_returns_are_stored_as_png() -> None:
+    """A mask output the default preprocessing did not keep as stored bytes: PNG of the mask's dtype, not int64."""
+    source = FeatureSpec("m", "uint8", [2, 2, 1], "raw", "mask")
+    spec = output_feature("m", tf.io.FixedLenFeature([2, 2, 1], tf.int64), source)
+    assert (spec.dtype, spec.encoding, spec.role) == ("uint8", "png", "mask")
+    ids = pa.array([[0, 1, 2, 1], [2, 2, 0, 0]], pa.large_list(pa.int64()))
+    values = stored_values(pa.RecordBatch.from_arrays([ids], ["m"]), spec, (0, 2), "train", 0)
+    assert decode_pixels(values[1][0], "png", "uint8", (2, 2, 1)).ravel().tolist() == [2, 2, 0, 0]
+    with pytest.raises(OutOfRangeError, match="example 0: feature 'm' has value 2"):
+        stored_values(pa.RecordBatch.from_arrays([ids], ["m"]), spec, (0, 1), "train", 0)

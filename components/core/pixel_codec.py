@@ -8,6 +8,8 @@ reader (`core.image_decode`) decodes what it writes.
 >>> payload = encode_pixels(mask, "png")
 >>> payload[:4], len(encode_pixels(mask, "raw"))
 (b'\\x89PNG', 4)
+>>> bool((decode_pixels(payload, "png", "uint8", (2, 2, 1)) == mask).all())
+True
 """
 from __future__ import annotations
 
@@ -31,6 +33,14 @@ def encode_pixels(pixels: np.ndarray, storage: str) -> bytes:
         return png16_bytes(pixels)
     squeezed = pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
     return saved_image(Image.fromarray(squeezed), storage)  # a 2-D uint16 array becomes mode I;16
+
+
+def decode_pixels(payload: bytes, storage: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The HxWxC pixels of a payload `encode_pixels` wrote (for checks in Python; training decodes in TensorFlow)."""
+    if storage == "raw":
+        return np.frombuffer(payload, np.dtype(dtype).newbyteorder("<")).reshape(shape)
+    with Image.open(io.BytesIO(payload)) as image:
+        return np.asarray(image).reshape(shape)
 
 
 def saved_image(image: Image.Image, storage: str) -> bytes:

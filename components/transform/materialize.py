@@ -28,7 +28,7 @@ from ..core.example_proto import encode_example
 from ..core.manifest import FeatureSpec
 from ..core.shard_plan import Part
 from ..core.shard_writer import PartWriter
-from ..core.pixel_codec import encode_pixels
+from ..core.pixel_codec import decode_pixels, encode_pixels
 from .raw_input import POSITION, stored_name
 
 MASK_HINT = ("mask ids must be < the number of classes, which is --mask-classes NAME=K or, without it, "
@@ -75,7 +75,12 @@ def stored_values(batch: pa.RecordBatch, spec: FeatureSpec, domain: tuple[int, i
     `applied_at_read`: the input's stored bytes, passed through the transform unchanged.
     """
     if applied_at_read:
-        return [[v] for v in _flat(batch, stored_name(spec.name), 1).to_pylist()]
+        payloads = _flat(batch, stored_name(spec.name), 1).to_pylist()
+        if spec.role == "mask" and domain is not None:  # ids kept as stored: checked on the stored pixels
+            pixels = np.stack([decode_pixels(p, spec.encoding, spec.dtype, tuple(spec.shape)) for p in payloads])
+            check_range(pixels.reshape(len(payloads), -1), domain[0], domain[1],
+                        f"{spec.role} domain from the transformed schema", spec.name, split, first)
+        return [[payload] for payload in payloads]
     width = math.prod(spec.shape) if spec.shape else 1
     values = _flat(batch, spec.name, width)
     if spec.dtype == "string":

@@ -8,7 +8,8 @@ Rules (the reader parses scalars, and decodes [H, W, C] arrays stored as raw lit
   preprocessing): the input's stored bytes, unchanged (JPEG, PNG or raw uint8). The graph's
   per-pixel arithmetic is applied where the pixels are read: by the Trainer's input pipeline and in
   the served model (`applied_at_read` in the manifest). A float32 pixel is 4 bytes where a JPEG
-  pixel is ~0.15: materialized floats made Transform's output 28x ExampleGen's;
+  pixel is ~0.15: materialized floats made Transform's output 28x ExampleGen's. Masks of the
+  default preprocessing (ids unchanged) are kept as their stored bytes too, range-checked;
 - any other float32 [H, W, C]: raw float32 bytes, role image (or the input's file role);
 - an int64 [H, W, C]: named like an input mask it is stored as a PNG of that mask's dtype
   (uint8/uint16, every value range-checked when written), otherwise as raw int64 bytes;
@@ -82,15 +83,17 @@ def output_features(schema: schema_pb2.Schema, inputs: Mapping[str, FeatureSpec]
 
 
 def applied_at_read_names(schema: schema_pb2.Schema, inputs: Mapping[str, FeatureSpec]) -> list[str]:
-    """Outputs kept as their input image's stored bytes: float32 [H, W, C] named like an input image file.
+    """Outputs kept as their input file's stored bytes: [H, W, C] arrays named like an input image or mask.
 
     Only for the default preprocessing, whose image output depends on that input alone (the
-    Trainer and the served model then run the graph on the image bytes by themselves).
+    Trainer and the served model then run the graph on the image bytes by themselves) and whose
+    mask output is the mask's ids unchanged (range-checked when written).
     """
     specs = schema_utils.schema_as_feature_spec(schema).feature_spec
+    kept = {"image": tf.float32, "mask": tf.int64}
     return sorted(name for name, spec in specs.items()
-                  if isinstance(spec, tf.io.FixedLenFeature) and spec.dtype == tf.float32 and len(spec.shape) == 3
-                  and name in inputs and inputs[name].role == "image")
+                  if isinstance(spec, tf.io.FixedLenFeature) and len(spec.shape) == 3 and name in inputs
+                  and spec.dtype == kept.get(inputs[name].role))
 
 
 def int_domains(schema: schema_pb2.Schema) -> dict[str, tuple[int, int]]:

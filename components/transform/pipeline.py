@@ -73,11 +73,14 @@ def _transform_split(pipeline: beam.Pipeline, plan: TransformPlan, split: str, t
     """
     adapter = tensor_adapter_config(raw_schema(plan.source), at_read)
     raw = pipeline | f"Read[{split}]" >> plan.read(split, at_read)
-    transformed, _ = ((raw, adapter), transform_fn) | f"Transform[{split}]" >> tft_beam.TransformDataset(
-        exclude_outputs=list(at_read), output_record_batches=True)
-    batches = transformed | f"Batches[{split}]" >> beam.Map(lambda pair: pair[0])
+    if set(features) <= set(at_read):
+        batches = raw  # nothing left for the graph to compute (TFT refuses to produce no output)
+    else:
+        transformed, _ = ((raw, adapter), transform_fn) | f"Transform[{split}]" >> tft_beam.TransformDataset(
+            exclude_outputs=list(at_read), output_record_batches=True)
+        batches = transformed | f"Batches[{split}]" >> beam.Map(lambda pair: pair[0])
     statistics = storage.join(plan.publish_dir, "statistics", f"{split}.pb")
-    _ = batches | f"Statistics[{split}]" >> SplitStatistics(statistics)
+    _ = batches | f"Statistics[{split}]" >> SplitStatistics(statistics, dropped=at_read)
     return batches | f"WriteParts[{split}]" >> beam.ParDo(
         WritePartsFn(split, plan.scratch_dir, tuple(features.values()), at_read),
         domains=beam.pvalue.AsSingleton(domains))

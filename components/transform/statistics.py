@@ -17,24 +17,25 @@ from ..core.statistics_io import write_statistics
 from .raw_input import POSITION, STORED_PREFIX
 
 
-def without_positions(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch without the pass-through columns (positions, stored bytes: not transformed features)."""
-    keep = [i for i, name in enumerate(batch.schema.names) if name != POSITION and not name.startswith(STORED_PREFIX)]
+def without_positions(batch: pa.RecordBatch, dropped: tuple[str, ...] = ()) -> pa.RecordBatch:
+    """The batch without the pass-through columns (positions, stored bytes: not transformed features) and `dropped`."""
+    keep = [i for i, name in enumerate(batch.schema.names)
+            if name != POSITION and not name.startswith(STORED_PREFIX) and name not in dropped]
     return pa.RecordBatch.from_arrays([batch.column(i) for i in keep], [batch.schema.names[i] for i in keep])
 
 
 class SplitStatistics(beam.PTransform):
     """Transformed record batches → TFDV statistics written to `path` (a path or URI)."""
 
-    def __init__(self, path: str, options: tfdv.StatsOptions | None = None) -> None:
+    def __init__(self, path: str, options: tfdv.StatsOptions | None = None, dropped: tuple[str, ...] = ()) -> None:
         super().__init__()
-        self.path = path
+        self.path, self.dropped = path, dropped  # dropped: features kept as stored bytes (no transformed values)
         self.options = options or tfdv.StatsOptions()
 
     def expand(self, batches: beam.PCollection) -> beam.pvalue.PDone:
         _ = (
             batches
-            | "DropPositions" >> beam.Map(without_positions)
+            | "DropPositions" >> beam.Map(without_positions, self.dropped)
             | "Generate" >> tfdv.GenerateStatistics(self.options)
             | "Write" >> beam.Map(write_statistics, self.path)
         )
