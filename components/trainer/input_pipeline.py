@@ -19,7 +19,7 @@ import contextlib
 import gzip
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator
 
 import tensorflow as tf
 
@@ -101,8 +101,7 @@ def _stream(task: TrainingTask, config: TrainerConfig, split: str, batch: int, t
                "shuffle_bytes": config.shuffle_bytes if training and shuffle else 0, "seed": config.seed,
                "deterministic": config.deterministic or not training}
     if fused:
-        dataset = make_dataset(task.train_dir, split, decode=False, **reading)
-        dataset = dataset.enumerate().map(_fused_crop(task, config, to_model), num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = _fused_crop(make_dataset(task.train_dir, split, decode=False, **reading), task, config, to_model, batch)
     elif per_record_model_step(task):
         dataset = make_dataset(task.train_dir, split, decode=to_model.reader_decodes,
                                per_example=to_model.training_example, **reading)
@@ -141,27 +140,36 @@ def fused_crop_applies(task: TrainingTask, config: TrainerConfig, to_model: RawT
             and task.raw_input_spec.encoding == "jpeg")
 
 
-def _fused_crop(task: TrainingTask, config: TrainerConfig,
-                to_model: RawToModel) -> Callable[[tf.Tensor, dict[str, tf.Tensor]], tuple[tf.Tensor, tf.Tensor]]:
-    """(batch index, parsed batch) → (augmented float32 images in [0, 1], class ids), decoding only each crop window.
+def _fused_crop(dataset: tf.data.Dataset, task: TrainingTask, config: TrainerConfig, to_model: RawToModel,
+                batch: int) -> tf.data.Dataset:
+    """Parsed batches → (augmented float32 images in [0, 1], class ids), decoding only each crop window.
 
-    The windows are `crop_windows`' (the `crop` op's draws for this batch's seed), so the seeding
-    rule is the unfused path's: randomness from (seed, batch index). The other ops follow as usual.
+    The windows are `crop_windows`' (the `crop` op's draws for each batch's seed), so the seeding
+    rule is the unfused path's: randomness from (seed, batch index). Each window is decoded in its
+    own call of a parallel map (a sequential `map_fn` over the batch left a core idle); the
+    training stream repeats, so its batches are full and re-batching restores them exactly.
     """
     name, ops = task.input_name, config.augment
     height, width, channels = task.raw_input_spec.shape
-    signature = tf.TensorSpec([height, width, channels], tf.float32)
+    parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": config.deterministic}
 
-    def fused(index: tf.Tensor, parsed: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+    def with_windows(index: tf.Tensor, parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        count = tf.shape(parsed[name])[0]
         seed = tf.stack([tf.constant(config.seed, tf.int64), index])
-        blobs = parsed[name]
-        windows = crop_windows(ops, seed, tf.shape(blobs)[0], height, width)
-        images = tf.map_fn(lambda pair: decode_crop_resize(pair[0], pair[1], [height, width], channels),
-                           (blobs, windows), fn_output_signature=signature) / 255.0  # JPEG is uint8
-        images, _ = augment_batch(images, None, ops, seed, cropped=True)
-        return images, to_model.target(parsed)
+        return {"blob": parsed[name], "window": crop_windows(ops, seed, count, height, width),
+                "target": to_model.target(parsed), "index": tf.fill([count], index)}
 
-    return fused
+    def cropped(example: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        image = decode_crop_resize(example["blob"], example["window"], [height, width], channels) / 255.0  # uint8
+        return {"image": image, "target": example["target"], "index": example["index"]}
+
+    def augmented(examples: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        seed = tf.stack([tf.constant(config.seed, tf.int64), examples["index"][0]])
+        images, _ = augment_batch(examples["image"], None, ops, seed, cropped=True)
+        return images, examples["target"]
+
+    records = dataset.enumerate().map(with_windows, **parallel).unbatch().map(cropped, **parallel)
+    return records.batch(batch, drop_remainder=True).map(augmented, **parallel)
 
 
 @contextlib.contextmanager
