@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from shardflow.core.image_decode import decode_crop_resize, decode_then_crop_resize
+from shardflow.core.image_decode import JPEG_DCT, decode_crop_resize, decode_then_crop_resize
 from shardflow.core.manifest import read_manifest
 from shardflow.core.reader import make_dataset
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
@@ -88,8 +88,8 @@ def test_fused_crop_equals_decode_then_crop_inside_the_window(shards: dict[str, 
         windows = crop_windows(("crop",), tf.constant([9, i], tf.int64), 4, HEIGHT, WIDTH)
         for window in windows:
             y, x, h, w = window.numpy()
-            fused = tf.image.decode_and_crop_jpeg(blob, window, channels=3).numpy().astype(int)
-            full = tf.io.decode_jpeg(blob, channels=3).numpy()[y:y + h, x:x + w].astype(int)
+            fused = tf.image.decode_and_crop_jpeg(blob, window, channels=3, dct_method=JPEG_DCT).numpy().astype(int)
+            full = tf.io.decode_jpeg(blob, channels=3, dct_method=JPEG_DCT).numpy()[y:y + h, x:x + w].astype(int)
             assert fused.shape == full.shape == (h, w, 3)
             np.testing.assert_array_equal(fused[:, 1:-1], full[:, 1:-1])
             edge_errors.append(np.abs(fused - full).max())

@@ -22,6 +22,9 @@ from .manifest import FeatureSpec
 
 TF_DTYPES = {"uint8": tf.uint8, "uint16": tf.uint16, "int64": tf.int64, "float32": tf.float32, "string": tf.string}
 CODED = ("png", "jpeg")  # file encodings decoded one image per kernel call
+# libjpeg's accurate integer IDCT: the pixels Pillow (ExampleGen, clients) decodes; TensorFlow's
+# default differs from them by up to 3 levels.
+JPEG_DCT = "INTEGER_ACCURATE"
 
 
 def decode_one(blob: tf.Tensor, feature: FeatureSpec) -> tf.Tensor:
@@ -33,7 +36,7 @@ def decode_one(blob: tf.Tensor, feature: FeatureSpec) -> tf.Tensor:
     elif feature.encoding == "png":
         pixels = tf.io.decode_png(blob, channels=channels, dtype=dtype)
     elif feature.encoding == "jpeg":
-        pixels = tf.io.decode_jpeg(blob, channels=channels)
+        pixels = tf.io.decode_jpeg(blob, channels=channels, dct_method=JPEG_DCT)
     else:
         raise ValueError(f"feature {feature.name!r}: unknown encoding {feature.encoding!r} for an image file")
     return tf.ensure_shape(tf.reshape(pixels, [height, width, channels]), [height, width, channels])
@@ -55,13 +58,13 @@ def decode_many(blobs: tf.Tensor, feature: FeatureSpec) -> tf.Tensor:
 
 def decode_crop_resize(blob: tf.Tensor, window: tf.Tensor, size: list[int], channels: int) -> tf.Tensor:
     """JPEG bytes → the window [y, x, h, w] alone decoded, resized (bilinear) to `size`: float32 [H, W, C]."""
-    crop = tf.image.decode_and_crop_jpeg(blob, tf.cast(window, tf.int32), channels=channels)
+    crop = tf.image.decode_and_crop_jpeg(blob, tf.cast(window, tf.int32), channels=channels, dct_method=JPEG_DCT)
     return tf.ensure_shape(tf.image.resize(crop, size), [*size, channels])
 
 
 def decode_then_crop_resize(blob: tf.Tensor, window: tf.Tensor, size: list[int], channels: int) -> tf.Tensor:
     """The same as `decode_crop_resize` by decoding the whole image first (the reference it is measured against)."""
     window = tf.cast(window, tf.int32)
-    pixels = tf.io.decode_jpeg(blob, channels=channels)
+    pixels = tf.io.decode_jpeg(blob, channels=channels, dct_method=JPEG_DCT)
     crop = tf.slice(pixels, [window[0], window[1], 0], [window[2], window[3], channels])
     return tf.ensure_shape(tf.image.resize(crop, size), [*size, channels])

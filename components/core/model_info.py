@@ -37,6 +37,9 @@ from . import storage
 MODEL_INFO_NAME = "shardflow_model.json"
 SERVING_SIGNATURE = "serving_default"
 SERVING_INPUT = "examples"
+# The second signature: encoded image files of any size (what a TF Serving REST client sends as {"b64": ...}).
+IMAGE_SIGNATURE = "serving_image"
+IMAGE_INPUT = "images"
 TASKS = ("classification", "segmentation")
 
 

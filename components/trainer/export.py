@@ -1,6 +1,10 @@
-"""Exports the trained model as a SavedModel whose serving signature takes raw serialized tf.Examples.
+"""Exports the trained model as a SavedModel whose signatures take the image as the user has it.
 
-The signature parses the ExampleGen-format records, applies the same `RawToModel` preprocessing as
+`serving_default` takes serialized tf.Examples in ExampleGen's format; `serving_image` takes
+encoded image files (JPEG/PNG, string [None], what a TF Serving REST client sends as {"b64": ...}).
+For PNG/JPEG-stored uint8 images both accept any size and channel layout: the graph applies
+ingest's EXIF orientation, channels and resize (`core.serving_image`); an image at the stored size
+gives exactly the pixels it gave before. Then the same `RawToModel` preprocessing as
 training (the tf.Transform graph when there is one) and returns `probabilities` and `class_ids`
 (the contract in `shardflow.core.model_info`); for string labels also `classes` and `scores` (the
 names of the classes and their probabilities, TF Serving's classification outputs that TFMA reads)
@@ -24,28 +28,43 @@ import tf_keras as keras
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ConfigError
-from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, write_model_info
+from ..core.image_decode import CODED
+from ..core.model_info import IMAGE_INPUT, IMAGE_SIGNATURE, SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, write_model_info
 from .features import RawToModel
 from .task import TrainingTask
 
 WEIGHTS_PREFIX = "variables/variables"  # the SavedModel's own checkpoint: what --warm-start loads
 
 
-def serving_function(model: keras.Model, to_model: RawToModel, task: TrainingTask) -> tf.types.experimental.ConcreteFunction:
-    spec = {task.input_name: tf.io.FixedLenFeature([], tf.string if task.raw_input_spec.is_file else tf.float32)}
+def serving_functions(model: keras.Model, to_model: RawToModel,
+                      task: TrainingTask) -> dict[str, tf.types.experimental.ConcreteFunction]:
+    """`serving_default` on tf.Examples and, for uint8 images, `serving_image` on encoded files of any size."""
+    name, stored = task.input_name, task.raw_input_spec
+    spec = {name: tf.io.FixedLenFeature([], tf.string if stored.is_file else tf.float32)}
     named = task.kind == "classification" and task.label_vocabulary is not None
     names = tf.constant(task.class_names, tf.string) if named else None
+    any_size = to_model.serves_any_size and stored.encoding in CODED  # raw bytes carry no size to read
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
-    def serve(examples: tf.Tensor) -> dict[str, tf.Tensor]:
-        parsed = tf.io.parse_example(examples, spec)
-        probabilities = tf.cast(model({task.input_name: to_model.image(parsed)}, training=False), tf.float32)
+    def predict(image: tf.Tensor) -> dict[str, tf.Tensor]:
+        probabilities = tf.cast(model({name: image}, training=False), tf.float32)
         outputs = {"probabilities": probabilities, "class_ids": tf.argmax(probabilities, axis=-1)}
         if names is not None:
             outputs.update(class_name_outputs(names, probabilities, outputs["class_ids"]))
         return outputs
 
-    return serve.get_concrete_function()
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
+    def serve(examples: tf.Tensor) -> dict[str, tf.Tensor]:
+        parsed = tf.io.parse_example(examples, spec)
+        return predict(to_model.image_from_files(parsed[name]) if any_size else to_model.image(parsed))
+
+    signatures = {SERVING_SIGNATURE: serve.get_concrete_function()}
+    if to_model.serves_any_size:
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGE_INPUT)])
+        def serve_image(images: tf.Tensor) -> dict[str, tf.Tensor]:
+            return predict(to_model.image_from_files(images))
+
+        signatures[IMAGE_SIGNATURE] = serve_image.get_concrete_function()
+    return signatures
 
 
 def class_name_outputs(names: tf.Tensor, probabilities: tf.Tensor, class_ids: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -63,7 +82,7 @@ def export_model(model: keras.Model, to_model: RawToModel, task: TrainingTask, i
     scratch directory of their own that is deleted right away (they share nothing but the outputs).
     """
     model.raw_to_model = to_model  # tracked, so the transform graph's assets and tables are saved with it
-    signatures = {SERVING_SIGNATURE: serving_function(model, to_model, task)}
+    signatures = serving_functions(model, to_model, task)
     if is_chief:
         model_dir = os.fspath(model_dir)
         storage.remove(model_dir)  # a killed earlier export's objects must not mix with this one

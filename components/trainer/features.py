@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from ..core.manifest import Manifest
 from ..core.reader import decode_batch
+from ..core.serving_image import canonical_pixels, stored_bytes
 from .task import TrainingTask
 
 _PIXEL_MAX = {"uint8": 255.0, "uint16": 65535.0}
@@ -74,6 +75,23 @@ class RawToModel(tf.Module):
             return tf.cast(self.tft_layer({name: parsed[name]})[name], tf.float32)
         pixels = decode_batch({name: parsed[name]}, self._raw_subset)[name]
         return tf.cast(pixels, tf.float32) / _PIXEL_MAX[self.task.raw_input_spec.dtype]
+
+    @property
+    def serves_any_size(self) -> bool:
+        """True when encoded files of any size can be turned into this model's input (uint8 images)."""
+        spec = self.task.raw_input_spec
+        return spec.dtype == "uint8" and spec.shape[2] in (1, 3, 4)
+
+    def image_from_files(self, blobs: tf.Tensor) -> tf.Tensor:
+        """float32 model input from encoded image files of any size [B] (serving): ingest's ops, then `image`."""
+        spec = self.task.raw_input_spec
+        ops = (self.task.raw_manifest.extra.get("ingest_ops") or {}).get(self.task.input_name) or {}
+        exif = ops.get("exif_orientation", "applied") == "applied"
+        pixels = tf.map_fn(lambda blob: canonical_pixels(blob, tuple(spec.shape), exif), blobs,
+                           fn_output_signature=tf.TensorSpec(spec.shape, tf.uint8))
+        if self.tft_layer is None:
+            return tf.cast(pixels, tf.float32) / _PIXEL_MAX["uint8"]
+        return self.image({self.task.input_name: stored_bytes(pixels, spec.encoding)})
 
     def inputs_and_target(self, parsed: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
         """(image, class ids): ids are int32 [B] for labels, [B, H, W] for masks."""
