@@ -10,6 +10,9 @@ deterministic=False, image + label:
 - `reference`: interleave over the shards → `parse_single_example` → `decode_jpeg` in a parallel
   map → batch → prefetch (uint8 [B, H, W, C]);
 - `make_dataset`: `shardflow.core.reader.make_dataset(..., deterministic=False)` (uint8, same shape);
+- `garden_shuffled` and `make_dataset_shuffled`: the same two, shuffling 2,048 serialized records
+  before decoding (the Model Garden's reader; shardflow's budget is 2,048 mean-sized records in
+  bytes). Each is also run alone in a process of its own for its peak RSS;
 - `decode_then_crop` and `fused_crop`: random-resized-crop as ImageNet input pipelines draw it
   (`stateless_sample_distorted_bounding_box` over `extract_jpeg_shape`: 8-100 % of the area, aspect
   3/4-4/3), then bilinear resize to H×W (float32). The first decodes the whole image and slices the
@@ -28,6 +31,7 @@ import argparse
 import json
 import os
 import math
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -35,10 +39,11 @@ from unittest import mock
 
 import tensorflow as tf
 
-from shardflow.core.image_decode import decode_crop_resize, decode_then_crop_resize
+from shardflow.core.image_decode import JPEG_DCT, decode_crop_resize, decode_then_crop_resize
 from shardflow.core.manifest import Manifest, read_manifest
-from shardflow.core.reader import PARALLEL_FILES, make_dataset, shard_files
+from shardflow.core.reader import PARALLEL_FILES, make_dataset, record_bytes, shard_files
 
+from .monitor import child_env
 from .trainer_bench import time_datasets
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -47,7 +52,9 @@ ROUNDS = 3
 AREA_RANGE = (0.08, 1.0)  # the usual ImageNet random-resized-crop bounds
 ASPECT_RANGE = (3 / 4, 4 / 3)
 CROP_SEED = 14
+SHUFFLED_RECORDS = 2_048  # the Model Garden reader's shuffle of serialized records
 RATIOS = {"make_dataset / reference": ("make_dataset", "reference"),
+          "shuffled: make_dataset / Model Garden": ("make_dataset_shuffled", "garden_shuffled"),
           "fused / decode-then-crop": ("fused_crop", "decode_then_crop"),
           "Trainer fused / warp crop": ("trainer_fused_crop", "trainer_warp_crop")}
 
@@ -69,9 +76,11 @@ def _records(examples: Path, manifest: Manifest) -> tf.data.Dataset:
                             deterministic=False)
 
 
-def _per_record(examples: Path, decode: Callable[..., tuple[tf.Tensor, tf.Tensor]], enumerate_: bool) -> tf.data.Dataset:
+def _per_record(examples: Path, decode: Callable[..., tuple[tf.Tensor, tf.Tensor]], enumerate_: bool,
+                shuffle: int = 0) -> tf.data.Dataset:
     manifest = read_manifest(examples)
     records = _records(examples, manifest)
+    records = records.shuffle(shuffle) if shuffle else records  # serialized records, before decoding
     records = records.enumerate() if enumerate_ else records
     return records.map(decode, num_parallel_calls=AUTOTUNE, deterministic=False).batch(BATCH_SIZE).prefetch(AUTOTUNE)
 
@@ -87,22 +96,31 @@ def _parser(manifest: Manifest) -> Callable[[tf.Tensor], tuple[tf.Tensor, tf.Ten
     return parse
 
 
-def reference(examples: Path) -> tf.data.Dataset:
-    """The plain reader: interleave → parse_single_example → decode_jpeg (parallel map) → batch → prefetch."""
+def reference(examples: Path, shuffle: int = 0) -> tf.data.Dataset:
+    """The plain reader: interleave → [shuffle serialized] → parse_single_example → decode_jpeg (parallel map) → batch.
+
+    With `shuffle`, the Model Garden's reader: `shuffle` serialized records, decoded after.
+    """
     manifest = read_manifest(examples)
     parse, channels = _parser(manifest), manifest.features[_names(manifest)[0]].shape[2]
 
     def decode(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         blob, label = parse(record)
-        return tf.io.decode_jpeg(blob, channels=channels), label
+        return tf.io.decode_jpeg(blob, channels=channels, dct_method=JPEG_DCT), label
 
-    return _per_record(examples, decode, enumerate_=False)
+    return _per_record(examples, decode, enumerate_=False, shuffle=shuffle)
 
 
-def shardflow_reader(examples: Path, encoding: str | None = "jpeg") -> tf.data.Dataset:
-    """`make_dataset` over the image (stored as `encoding`; None: any) and label features, as (images, labels)."""
-    image, label = _names(read_manifest(examples), encoding)
-    dataset = make_dataset(examples, "train", batch_size=BATCH_SIZE, deterministic=False, features=[image, label])
+def shardflow_reader(examples: Path, encoding: str | None = "jpeg", shuffle: int = 0) -> tf.data.Dataset:
+    """`make_dataset` over the image (stored as `encoding`; None: any) and label features, as (images, labels).
+
+    `shuffle`: records to shuffle, given to `make_dataset` as bytes (that many mean-sized records).
+    """
+    manifest = read_manifest(examples)
+    image, label = _names(manifest, encoding)
+    budget = math.ceil(shuffle * record_bytes(manifest, "train"))
+    dataset = make_dataset(examples, "train", batch_size=BATCH_SIZE, deterministic=False, features=[image, label],
+                           shuffle_bytes=budget)
     return dataset.map(lambda batch: (batch[image], batch[label]))
 
 
@@ -145,6 +163,8 @@ def trainer_stream(examples: Path, fused: bool) -> tf.data.Dataset:
 
 def contenders(examples: Path, trainer: bool = False) -> dict[str, tf.data.Dataset]:
     datasets = {"reference": reference(examples), "make_dataset": shardflow_reader(examples),
+                "garden_shuffled": reference(examples, SHUFFLED_RECORDS),
+                "make_dataset_shuffled": shardflow_reader(examples, shuffle=SHUFFLED_RECORDS),
                 "decode_then_crop": random_resized_crop(examples, fused=False),
                 "fused_crop": random_resized_crop(examples, fused=True)}
     if trainer:
@@ -166,6 +186,8 @@ def reader_figures(examples: Path, work: Path, rounds: int = ROUNDS, trainer: bo
         top, bottom = figures[numerator], figures[denominator]
         ratios[label] = {"rate": top["median_per_s"] / bottom["median_per_s"],
                          "cpu_per_example": top["median_cpu_us_per_example"] / bottom["median_cpu_us_per_example"]}
+    for name in ("garden_shuffled", "make_dataset_shuffled"):
+        figures[name]["peak_rss_mb"] = alone_peak_rss_mb(Path(examples), name)
     manifest = read_manifest(examples)
     result = {"examples_dir": str(examples), "examples": figures["reference"]["examples"],
               "image_shape": list(manifest.features[_names(manifest)[0]].shape), "batch_size": BATCH_SIZE,
@@ -175,13 +197,33 @@ def reader_figures(examples: Path, work: Path, rounds: int = ROUNDS, trainer: bo
     return result
 
 
+def alone_peak_rss_mb(examples: Path, name: str) -> float:
+    """Peak RSS (MB) of a process that drains contender `name` twice and nothing else (its memory alone)."""
+    command = [sys.executable, "-m", "benchmarks.photos_reader", "--examples", str(examples), "--alone", name]
+    process = subprocess.Popen(command, env=child_env(), stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"reader {name} alone failed (exit {os.waitstatus_to_exitcode(status)})")
+    return usage.ru_maxrss / 1024  # kilobytes on Linux
+
+
+def _drain_alone(examples: Path, name: str) -> None:
+    datasets = {"garden_shuffled": lambda: reference(examples, SHUFFLED_RECORDS),
+                "make_dataset_shuffled": lambda: shardflow_reader(examples, shuffle=SHUFFLED_RECORDS)}
+    dataset = datasets[name]()
+    for _ in range(2):
+        for _ in dataset:
+            pass
+
+
 def markdown(result: dict[str, Any]) -> str:
     shape = "×".join(map(str, result["image_shape"]))
     lines = [f"{result['examples']:,} examples of {shape} JPEG, batch {result['batch_size']}, "
              f"median of {result['rounds']} rounds (1-min load before: {result['load_before']:.1f})", "",
-             "| contender | examples/s | CPU µs/example |", "|---|---:|---:|"]
+             "| contender | examples/s | CPU µs/example | peak RSS alone |", "|---|---:|---:|---:|"]
     for name, figures in result["contenders"].items():
-        lines.append(f"| {name} | {figures['median_per_s']:,.0f} | {figures['median_cpu_us_per_example']:,.0f} |")
+        rss = f"{figures['peak_rss_mb']:,.0f} MB" if "peak_rss_mb" in figures else ""
+        lines.append(f"| {name} | {figures['median_per_s']:,.0f} | {figures['median_cpu_us_per_example']:,.0f} | {rss} |")
     lines += ["", "| ratio | rate | CPU per example |", "|---|---:|---:|"]
     for label, ratio in result["ratios"].items():
         lines.append(f"| {label} | {ratio['rate']:.2f}× | {ratio['cpu_per_example']:.2f}× |")
@@ -195,7 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("BENCH_WORK", "bench_out")))
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--no-trainer", action="store_true", help="leave out the Trainer's two streams")
+    parser.add_argument("--alone", help=argparse.SUPPRESS)  # drain one shuffled contender (its peak RSS)
     args = parser.parse_args(argv)
+    if args.alone:
+        _drain_alone(args.examples, args.alone)
+        return 0
     print(markdown(reader_figures(args.examples, args.work, args.rounds, trainer=not args.no_trainer)), flush=True)
     return 0
 

@@ -5,6 +5,7 @@
     BENCH_ROWS="5000 20000" make bench                        # the same through make
     python -m benchmarks.run_all --only example_gen --eg-mode auto --eg-mode in_memory
     python -m benchmarks.run_all --only photos --photo-rows 20k --photo-storage jpeg   # its own sizes
+    python -m benchmarks.run_all --only photos_e2e --e2e-rows 5k 20k                  # shardflow run vs Keras
 
 A suite is a module `benchmarks.<name>_suite` with `NAME`, `add_arguments(parser)`,
 `run(args, sizes, work) -> dict` (JSON-able; key "failed" when something went wrong) and
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos")
+SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e")
 DEFAULT_ROWS = "200000 1000000"
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 

@@ -132,3 +132,17 @@ def test_serving_image_takes_b64_png_and_gray_files(trained: tuple) -> None:
     np.testing.assert_allclose(png["probabilities"].numpy(), jpeg["probabilities"].numpy(), atol=0.05)
     gray = served(**{IMAGE_INPUT: tf.constant([_encoded(pixels, "PNG", "L")])})
     assert gray["probabilities"].shape == (1, 2)
+
+
+@pytest.mark.parametrize("image_format,mode,size,fits", [
+    ("JPEG", None, (24, 32), True), ("JPEG", None, (25, 32), False), ("JPEG", "L", (24, 32), False),
+    ("PNG", None, (24, 32), True), ("PNG", "RGBA", (24, 32), False), ("PNG", "P", (24, 32), False),
+    ("PNG", None, (32, 24), False)])
+def test_files_at_the_stored_layout_are_recognised_from_their_headers(image_format: str, mode: str | None,
+                                                                      size: tuple[int, int], fits: bool) -> None:
+    from shardflow.core.serving_image import at_stored_layout
+
+    data = _encoded(_photo(np.random.default_rng(1), *size), image_format, mode)
+    assert bool(at_stored_layout(tf.constant(data), (24, 32, 3), exif=True)) is fits
+    rotated = _encoded(_photo(np.random.default_rng(1), 24, 32), "JPEG", exif=exif_with_orientation(3))
+    assert not bool(at_stored_layout(tf.constant(rotated), (24, 32, 3), exif=True))

@@ -238,8 +238,8 @@ def _window_shuffled(chunks: tf.data.Dataset, window: int, seed: int | None) -> 
 
     Serialized records are the compact form (a JPEG photo ~20 KB, not 150 KB of pixels), and a
     permutation of a whole window costs one gather instead of tf.data's per-record shuffle steps.
-    The map is sequential: at most the window being filled, the one being permuted and its copy
-    are in memory. The seeds come from a `tf.random.Generator`: its state outlives an iteration (a
+    The map is sequential and one permuted window is prefetched: at most the window being filled,
+    the one being permuted and its copy, and the one being decoded are in memory. The seeds come from a `tf.random.Generator`: its state outlives an iteration (a
     second pass gets new permutations) and is set by `seed`; drawn in that sequential step, so the
     stream order, not thread timing, decides who gets which. A generator, unlike a second source
     dataset, keeps FILE auto-sharding possible.
@@ -252,7 +252,8 @@ def _window_shuffled(chunks: tf.data.Dataset, window: int, seed: int | None) -> 
                                                          seed=generator.make_seeds(1)[:, 0])
         return tf.gather(records, order)
 
-    return chunks.rebatch(window).map(permuted).rebatch(READ_CHUNK)
+    # The next window is read and permuted while this one is decoded (a stall at every window otherwise).
+    return chunks.rebatch(window).map(permuted).prefetch(1).rebatch(READ_CHUNK)
 
 
 def _selected(manifest: Manifest, features: list[str] | None) -> list[str]:

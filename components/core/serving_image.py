@@ -49,6 +49,34 @@ def canonical_pixels(blob: tf.Tensor, shape: tuple[int, int, int], exif: bool) -
     return tf.ensure_shape(pixels, [height, width, channels])
 
 
+def at_stored_layout(blob: tf.Tensor, shape: tuple[int, int, int], exif: bool) -> tf.Tensor:
+    """True when an encoded file already has the stored H x W and channels (and no rotation to apply).
+
+    Read from the headers alone (JPEG's SOF, PNG's IHDR: 8-bit gray, RGB or RGBA): such a file
+    needs none of ingest's ops, and the model can decode it as it decodes stored examples.
+    """
+    height, width, channels = shape
+    is_jpeg = tf.equal(tf.strings.substr(blob, 0, 2), b"\xff\xd8")
+
+    def jpeg() -> tf.Tensor:
+        fits = tf.reduce_all(tf.equal(tf.image.extract_jpeg_shape(blob), [height, width, channels]))
+        return tf.logical_and(fits, tf.equal(exif_orientation(blob), 1)) if exif else fits
+
+    def png() -> tf.Tensor:
+        header = tf.cast(tf.io.decode_raw(tf.strings.substr(blob, 16, 10), tf.uint8), tf.int32)
+        size = tf.stack([_big_endian(header[4:8]), _big_endian(header[0:4])])
+        color = {1: 0, 3: 2, 4: 6}.get(channels, -1)  # PNG colour types of 8-bit gray, RGB, RGBA
+        is_png = tf.logical_and(tf.equal(tf.strings.substr(blob, 1, 3), b"PNG"), tf.equal(tf.size(header), 10))
+        layout = tf.reduce_all(tf.equal(tf.concat([size, header[8:10]], 0), [height, width, 8, color]))
+        return tf.logical_and(is_png, layout)
+
+    return tf.cond(is_jpeg, jpeg, png)
+
+
+def _big_endian(values: tf.Tensor) -> tf.Tensor:
+    return tf.reduce_sum(values * tf.constant([1 << 24, 1 << 16, 1 << 8, 1]))
+
+
 def stored_bytes(pixels: tf.Tensor, encoding: str) -> tf.Tensor:
     """uint8 [B, H, W, C] → each image's bytes in a stored encoding a graph can decode, losslessly.
 

@@ -13,7 +13,7 @@ from ..core.input_checks import examples_problem
 
 BUILTIN_MODELS = ("auto", "lenet", "unet")
 # The shuffle holds serialized records (a 224-px JPEG photo ~20 KB): 128 MB mixes ~6k photos or all
-# of a 28x28 data set, and the stream holds at most ~3 windows' worth at once.
+# of a 28x28 data set, and the stream holds at most ~4 windows' worth at once.
 DEFAULT_SHUFFLE_MB = 128.0
 MAX_SHUFFLE_MB = 65_536.0
 AUGMENT_OPS = ("flip", "flip_vertical", "rotate", "crop", "brightness", "contrast")

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from ..core.manifest import Manifest
 from ..core.reader import decode_batch
-from ..core.serving_image import canonical_pixels, stored_bytes
+from ..core.serving_image import at_stored_layout, canonical_pixels, stored_bytes
 from .task import TrainingTask
 
 _PIXEL_MAX = {"uint8": 255.0, "uint16": 65535.0}
@@ -83,10 +83,21 @@ class RawToModel(tf.Module):
         return spec.dtype == "uint8" and spec.shape[2] in (1, 3, 4)
 
     def image_from_files(self, blobs: tf.Tensor) -> tf.Tensor:
-        """float32 model input from encoded image files of any size [B] (serving): ingest's ops, then `image`."""
-        spec = self.task.raw_input_spec
-        ops = (self.task.raw_manifest.extra.get("ingest_ops") or {}).get(self.task.input_name) or {}
+        """float32 model input from encoded image files of any size [B] (serving): ingest's ops, then `image`.
+
+        A batch whose files all have the stored layout (the Evaluator's, stored examples) takes
+        `image` directly, as training does; any other goes through `canonical_pixels` first.
+        """
+        spec, name = self.task.raw_input_spec, self.task.input_name
+        ops = (self.task.raw_manifest.extra.get("ingest_ops") or {}).get(name) or {}
         exif = ops.get("exif_orientation", "applied") == "applied"
+        fits = tf.map_fn(lambda blob: at_stored_layout(blob, tuple(spec.shape), exif), blobs,
+                         fn_output_signature=tf.TensorSpec([], tf.bool))
+        return tf.cond(tf.reduce_all(fits), lambda: self.image({name: blobs}),
+                       lambda: self._image_from_canonical(blobs, exif))
+
+    def _image_from_canonical(self, blobs: tf.Tensor, exif: bool) -> tf.Tensor:
+        spec = self.task.raw_input_spec
         pixels = tf.map_fn(lambda blob: canonical_pixels(blob, tuple(spec.shape), exif), blobs,
                            fn_output_signature=tf.TensorSpec(spec.shape, tf.uint8))
         if self.tft_layer is None:

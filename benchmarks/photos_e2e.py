@@ -1,0 +1,160 @@
+"""End to end on photos: `shardflow run` against the hand-written Keras route, side by side, in one run.
+
+    python -m benchmarks.photos_e2e --rows 5000 20000 --epochs 3      # figures → <work>/photos_e2e.json
+
+Data: N distinct JPEG crops of real photographs (`photo_data`, 300–500 px), label = number % 2,
+the first 80 % in train.csv, the rest in eval.csv. Contenders, one after the other:
+
+- (a) `shardflow run … --example-gen-args "--resize 224x224 --channels rgb --storage jpeg"
+  --train-args "--epochs E"` (LeNet, batch 64), threshold accuracy>=0 so that it pushes;
+- (b) `benchmarks/handwritten_keras.py`: tf.data over the JPEG files, the same LeNet, epochs, batch.
+
+Measured: wall per step (the run's step lines) and in all; peak RSS of the whole process tree
+(sampled every 0.2 s: the driver, kfp's launcher and the step's processes together), per step
+from the step logs' first and last timestamps; disk of each step's outputs. Targets: wall ≤ 1.5×
+(b); peak RSS ≤ 2× (b) and flat from the smallest to the largest N (within +15 %); Transform's
+output ≤ 1.5× ExampleGen's.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from .monitor import Watch, child_env, run_monitored
+from .photo_data import ensure_photos, photo_name
+
+STEP_LINE = re.compile(r"^([a-z-]+)\s+ok\s+([\d.]+)s")
+STAMP = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) - INFO")
+TARGETS = {"wall_ratio": 1.5, "rss_ratio": 2.0, "rss_growth": 1.15, "transform_disk_ratio": 1.5}
+
+
+def make_data(work: Path, rows: int) -> Path:
+    root = ensure_photos(work / f"photos-{rows}", count=rows)
+    cut = int(rows * 0.8)
+    for name, numbers in (("train", range(cut)), ("eval", range(cut, rows))):
+        with open(root / f"{name}.csv", "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["image", "label"])
+            writer.writerows((photo_name(n), n % 2) for n in numbers)
+    return root
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def _step_windows(run_root: Path, started_at: float) -> dict[str, tuple[float, float]]:
+    """Seconds after the run's start at which each step's log begins and ends."""
+    day = dt.datetime.fromtimestamp(started_at).date()
+    windows = {}
+    for log in sorted(run_root.glob("logs/*.log")):
+        stamps = [STAMP.match(line) for line in log.read_text(errors="replace").splitlines()]
+        times = [dt.datetime.combine(day, dt.time()).timestamp() + int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+                 for m in stamps if m]
+        if times:
+            windows[log.stem] = (min(times) - started_at, max(times) - started_at)
+    return windows
+
+
+def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, Any]:
+    shutil.rmtree(out, ignore_errors=True)
+    command = [sys.executable, "-m", "shardflow", "run", "--index", f"train={root / 'train.csv'}",
+               "--index", f"eval={root / 'eval.csv'}", "--data-root", str(root), "--output", str(out),
+               "--example-gen-args", f"--resize {resize} --channels rgb --storage jpeg",
+               "--train-args", f"--epochs {epochs} --batch-size 64", "--threshold", "accuracy>=0"]
+    measured = run_monitored(command, out.parent / f"{out.name}-log", Watch(), env=child_env())
+    if measured.returncode:
+        raise RuntimeError(f"shardflow run failed (exit {measured.returncode}); see {out.parent / out.name}-log.err")
+    run_root = next((out / "pipeline_root").iterdir())
+    walls = {m[1]: float(m[2]) for m in map(STEP_LINE.match, Path(f"{out.parent / out.name}-log.out").read_text()
+                                             .splitlines()) if m}
+    windows = _step_windows(run_root, measured.started_at)
+    steps = {}
+    for name, wall in walls.items():
+        low, high = windows.get(name, (0.0, measured.wall_s))
+        rss = [point[2] for point in measured.timeline if low - 1 <= point[0] <= high + 1]
+        steps[name] = {"wall_s": wall, "peak_rss_mb": max(rss, default=0.0), "disk_mb": _du(run_root / name) / 1e6}
+    return {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "load_before": measured.load_before,
+            "steps": steps, "disk_mb": _du(out) / 1e6}
+
+
+def handwritten(root: Path, out: Path, epochs: int, resize: str) -> dict[str, Any]:
+    shutil.rmtree(out, ignore_errors=True)
+    command = [sys.executable, "-m", "benchmarks.handwritten_keras", "--train", str(root / "train.csv"),
+               "--eval", str(root / "eval.csv"), "--data-root", str(root), "--output", str(out),
+               "--epochs", str(epochs), "--size", resize]
+    measured = run_monitored(command, out.parent / f"{out.name}-log", Watch(), env=child_env())
+    if measured.returncode:
+        raise RuntimeError(f"the hand-written route failed (exit {measured.returncode})")
+    return {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "load_before": measured.load_before,
+            "accuracy": measured.report.get("accuracy"), "disk_mb": _du(out) / 1e6}
+
+
+def compare(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Ratios per size and whether each target is met."""
+    checks: dict[str, Any] = {}
+    for rows, pair in results.items():
+        a, b = pair["shardflow"], pair["handwritten"]
+        transform = a["steps"]["transform"]["disk_mb"] / a["steps"]["example-gen"]["disk_mb"]
+        checks[str(rows)] = {"wall_ratio": a["wall_s"] / b["wall_s"], "rss_ratio": a["peak_rss_mb"] / b["peak_rss_mb"],
+                             "transform_disk_ratio": transform}
+    sizes = sorted(results)
+    growth = results[sizes[-1]]["shardflow"]["peak_rss_mb"] / results[sizes[0]]["shardflow"]["peak_rss_mb"]
+    met = {name: all(c[name] <= TARGETS[name] for c in checks.values())
+           for name in ("wall_ratio", "rss_ratio", "transform_disk_ratio")}
+    met["rss_growth"] = growth <= TARGETS["rss_growth"]
+    return {"per_size": checks, "rss_growth": growth, "targets": TARGETS, "met": met}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [f"Photos end to end, {result['epochs']} epochs, load before each contender: "
+             + ", ".join(f"{r['shardflow']['load_before']:.1f}/{r['handwritten']['load_before']:.1f}"
+                         for r in result["results"].values()), "",
+             "| rows | step | wall s | peak RSS MB (tree) | disk MB |", "|---:|---|---:|---:|---:|"]
+    for rows, pair in result["results"].items():
+        for name, step in pair["shardflow"]["steps"].items():
+            lines.append(f"| {int(rows):,} | {name} | {step['wall_s']:.1f} | {step['peak_rss_mb']:,.0f} | "
+                         f"{step['disk_mb']:,.1f} |")
+        for who in ("shardflow", "handwritten"):
+            whole = pair[who]
+            lines.append(f"| {int(rows):,} | **{who} (all)** | {whole['wall_s']:.1f} | {whole['peak_rss_mb']:,.0f} | "
+                         f"{whole['disk_mb']:,.1f} |")
+    lines += ["", "| rows | wall (a)/(b) | peak RSS (a)/(b) | Transform / ExampleGen disk |", "|---:|---:|---:|---:|"]
+    for rows, check in result["comparison"]["per_size"].items():
+        lines.append(f"| {int(rows):,} | {check['wall_ratio']:.2f}× | {check['rss_ratio']:.2f}× | "
+                     f"{check['transform_disk_ratio']:.2f}× |")
+    comparison = result["comparison"]
+    lines += ["", f"Peak RSS growth from the smallest to the largest size: {comparison['rss_growth']:.2f}×. "
+              "Targets met: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in comparison["met"].items())]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.photos_e2e", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, nargs="+", default=[5_000, 20_000])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--resize", default="224x224")
+    parser.add_argument("--work", type=Path, default=Path(os.environ.get("BENCH_WORK", "bench_out")))
+    args = parser.parse_args(argv)
+    results = {}
+    for rows in args.rows:
+        root = make_data(args.work, rows)
+        results[rows] = {"shardflow": shardflow_run(root, args.work / f"e2e-run-{rows}", args.epochs, args.resize),
+                         "handwritten": handwritten(root, args.work / f"e2e-keras-{rows}", args.epochs, args.resize)}
+    result = {"epochs": args.epochs, "results": results, "comparison": compare(results)}
+    (args.work / "photos_e2e.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(markdown(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
