@@ -61,19 +61,26 @@ def decode_image(data: bytes, rules: ImageRules) -> Image.Image | np.ndarray:
 
     A PIL image, or an HxWxC uint16 array for 16-bit colour, which no PIL mode holds.
     """
+    return decode_sized(data, rules)[0]
+
+
+def decode_sized(data: bytes, rules: ImageRules) -> tuple[Image.Image | np.ndarray, tuple[int, int]]:
+    """`decode_image`, and the file's (H, W) before any resize or DCT downscale, EXIF orientation
+    applied as the rules say: the size a mask must match (taken from the header on the JPEG paths,
+    which may decode fewer pixels than the file holds)."""
     image_format = sniff_format(data)
     _allow_pixels(rules.max_pixels)
     fast = fast_png(data, rules.max_pixels) if image_format == "PNG" else None
     if fast is not None:
-        return _finish(fast, rules)
-    image, rawmode = _load(data, image_format, rules)
+        return _finish(fast, rules), (fast.size[1], fast.size[0])
+    image, rawmode, source = _load(data, image_format, rules)
     if rawmode in _PNG16_SECOND_PASS:
-        second, _ = _load(data, image_format, rules, _PNG16_SECOND_PASS[rawmode])
-        return _finish16(_join16(rawmode, image, second), rules)
+        second, _, _ = _load(data, image_format, rules, _PNG16_SECOND_PASS[rawmode])
+        return _finish16(_join16(rawmode, image, second), rules), source
     if rules.nearest and rawmode in _LOW_BIT_GRAY:  # a mask's class ids, not Pillow's 0-255 scale
         scale = _LOW_BIT_GRAY[rawmode]
         image = image.convert("L").point([value // scale for value in range(256)])
-    return _finish(image, rules)
+    return _finish(image, rules), source
 
 
 def _allow_pixels(max_pixels: int) -> None:
@@ -89,8 +96,9 @@ def _allow_pixels(max_pixels: int) -> None:
 
 
 def _load(data: bytes, image_format: str, rules: ImageRules,
-          rawmode: str | None = None) -> tuple[Image.Image, str | None]:
-    """Pillow's full decode (EXIF orientation applied if the rules say so) and the file's raw mode.
+          rawmode: str | None = None) -> tuple[Image.Image, str | None, tuple[int, int]]:
+    """Pillow's full decode (EXIF orientation applied if the rules say so), the file's raw mode, and
+    its oriented (H, W) before any downscale.
 
     The raw mode names the bit depth and colour type (`L;2`, `RGB;16B`); `rawmode` replaces it.
     """
@@ -103,11 +111,12 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
         if rawmode is not None:  # PNG tiles' args are the raw mode alone
             image.tile = [tile._replace(args=rawmode) for tile in image.tile]
         if image_format == "JPEG":
-            image = _load_jpeg(data, image, rules)
+            image, source = _load_jpeg(data, image, rules)
         else:
             image.load()
             if rules.exif_transpose and _orientation(image) != 1:
                 image = ImageOps.exif_transpose(image)
+            source = (image.size[1], image.size[0])  # PNGs are never downscaled while decoding
     except BadCell:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:  # above our own limit too
@@ -115,15 +124,18 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
     except Exception as err:  # PIL raises many types for corrupt data
         detail = re.sub(r" at 0x[0-9a-f]+", "", str(err))  # PIL names a memory address: keep reasons stable
         raise BadCell("corrupt_image", f"corrupt or truncated image: {detail}") from err
-    return image, file_rawmode
+    return image, file_rawmode, source
 
 
-def _load_jpeg(data: bytes, header: Image.Image, rules: ImageRules) -> Image.Image:
-    """A JPEG's pixels, DCT-downscaled when the resize allows (see jpeg_decode), EXIF orientation applied.
+def _load_jpeg(data: bytes, header: Image.Image, rules: ImageRules) -> tuple[Image.Image, tuple[int, int]]:
+    """A JPEG's pixels, DCT-downscaled when the resize allows (see jpeg_decode), EXIF orientation
+    applied, and the file's oriented (H, W), read from the header before any downscale.
 
     Upright files go through TurboJPEG; rotated ones, and what it declines, through Pillow.
     """
     orientation = _orientation(header) if rules.exif_transpose else 1
+    width, height = header.size  # `draft` below shrinks header.size: the file's size is taken first
+    source = (width, height) if orientation in _QUARTER_TURNS else (height, width)
     target = None if rules.resize is None or rules.nearest else (rules.resize[1], rules.resize[0])
     if target is not None and orientation in _QUARTER_TURNS:  # the stored image is turned: so is the target
         target = (target[1], target[0])
@@ -131,10 +143,10 @@ def _load_jpeg(data: bytes, header: Image.Image, rules: ImageRules) -> Image.Ima
     if orientation == 1:
         decoded = decode_turbo(data, header, scale, keep_color=rules.channels != "gray")
         if decoded is not None:
-            return decoded
+            return decoded, source
     draft(header, scale)
     header.load()
-    return ImageOps.exif_transpose(header) if orientation != 1 else header
+    return (ImageOps.exif_transpose(header) if orientation != 1 else header), source
 
 
 def _orientation(image: Image.Image) -> int:

@@ -12,7 +12,7 @@ from ..core.example_proto import encode_example
 from .columns import ColumnSpec, parse_value
 from .csv_index import Record
 from .data_root import BadCell, open_data_root
-from .images import decode_image, encode_image, image_layout
+from .images import decode_sized, encode_image, image_layout
 from .splitting import SplitAssigner
 
 
@@ -52,6 +52,10 @@ class RowEncoder:
         self.assigner = assigner
         primary = [c for c in columns if c.role == "image"]
         self.primary = primary[0] if primary else None
+        # Masks are checked against the row's first image: it is decoded first when a mask precedes it.
+        self.order = list(columns)
+        if self.primary is not None and any(c.role == "mask" and c.position < self.primary.position for c in columns):
+            self.order = [self.primary] + [c for c in columns if c is not self.primary]
 
     def encode(self, record: Record, fixed_split: str | None) -> Encoded | Reject:
         split = fixed_split
@@ -63,14 +67,19 @@ class RowEncoder:
         values: dict[str, Any] = {}
         digests: list[int] = []
         payload = 0
-        for column in self.columns:
+        image_hw: tuple[int, int] | None = None  # the primary image's size as stored, EXIF orientation applied
+        for column in self.order:
             cell = record.cells[column.position]
             try:
                 if not cell:
                     raise BadCell("empty_cell", "empty cell")
                 if column.is_file:
                     data = self.root.read(cell)
-                    image = decode_image(data, column.rules)  # type: ignore[arg-type]
+                    image, source_hw = decode_sized(data, column.rules)  # type: ignore[arg-type]
+                    if column is self.primary:
+                        image_hw = source_hw
+                    elif column.role == "mask" and image_hw is not None:
+                        self._check_mask(column, source_hw, image_hw)
                     self._check(column, *image_layout(image))
                     blob = encode_image(image, column.storage)
                     features[column.name] = [blob]
@@ -87,18 +96,27 @@ class RowEncoder:
                 return Reject(record.row, split, column.name, path, err.code, err.reason)
         return Encoded(record.row, split, encode_example(features), payload, values, digests)
 
-    def _check(self, column: ColumnSpec, dtype: str, shape: tuple[int, int, int]) -> None:
-        # A mask sized unlike its image is checked first: that reason tells more than "wrong shape".
-        if column.role == "mask" and self.primary is not None:
-            image_hw = self.primary.shape[:2]
-            if shape[:2] != image_hw:
-                raise BadCell("mask_shape_mismatch",
-                              f"mask of {shape[0]}x{shape[1]} does not match image {self.primary.name!r} of "
-                              f"{image_hw[0]}x{image_hw[1]}")
+    def _check_mask(self, column: ColumnSpec, mask_hw: tuple[int, int], image_hw: tuple[int, int]) -> None:
+        """Sizes as the files are, before --resize: resizing both would hide a mask saved at another scale."""
+        if mask_hw != image_hw:
+            oriented = "after EXIF orientation" if column.rules is None or column.rules.exif_transpose else "as stored"
+            raise BadCell("mask_shape_mismatch",
+                          f"mask {mask_hw[0]}x{mask_hw[1]} differs from its image {image_hw[0]}x{image_hw[1]} "
+                          f"(column {self.primary.name!r}, {oriented}); "  # type: ignore[union-attr]
+                          f"masks must be saved at their image's size")
+
+    @staticmethod
+    def _check(column: ColumnSpec, dtype: str, shape: tuple[int, int, int]) -> None:
         if dtype != column.dtype:
             raise BadCell("wrong_dtype", f"{dtype} pixels, the column holds {column.dtype}")
-        if shape != column.shape:
-            raise BadCell("wrong_shape", f"shape {shape} differs from the column's {column.shape}")
+        if shape == column.shape:
+            return
+        reason = f"shape {shape} differs from the column's {column.shape}"
+        if shape[:2] != column.shape[:2]:
+            reason += "; pass --resize HxW to resize every image"
+        elif column.role == "image":  # masks keep their channels: class ids are not converted
+            reason += "; pass --channels gray or --channels rgb to convert every image"
+        raise BadCell("wrong_shape", reason)
 
     @staticmethod
     def _parse(column: ColumnSpec, cell: str) -> int | float | str:
