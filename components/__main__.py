@@ -1,5 +1,3 @@
-import sys
+from .cli import console_main
 
-from .cli import main
-
-sys.exit(main())  # the exit status survives tensorflow-io's teardown abort: see cloud_env._install_exit_guard
+console_main()  # the exit status survives tensorflow-io's teardown abort: see cloud_env.install_exit_guard

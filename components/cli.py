@@ -19,6 +19,7 @@ from . import __version__  # noqa: E402
 from .core.beam_options import unknown_flags, unknown_option_message  # noqa: E402
 from .evaluator import cli as evaluator_cli  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
+from .core.cloud_env import install_exit_guard  # noqa: E402
 from .core.errors import ConfigError, ShardflowError  # noqa: E402
 from .pusher import cli as pusher_cli  # noqa: E402
 from .pipelines import cli as pipeline_cli  # noqa: E402
@@ -96,5 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
 
 
+def console_main() -> None:
+    """The `shardflow` executable: `main` in a process of its own, whose exit status survives
+    tensorflow-io's teardown abort (cloud_env.install_exit_guard; never installed by a library call)."""
+    install_exit_guard()
+    sys.exit(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())  # the status survives tensorflow-io's teardown abort: see cloud_env._install_exit_guard
+    console_main()

@@ -20,16 +20,20 @@ from kfp.dsl import HTML, ClassificationMetrics, Dataset, Input, Markdown, Metri
 
 def fingerprint(index: List[str], data_root: str) -> str:
     from shardflow.pipelines import launchers
+    from shardflow.pipelines.step_errors import reported_step
 
-    return launchers.data_fingerprint(index, data_root)
+    with reported_step():
+        return launchers.data_fingerprint(index, data_root)
 
 
 def example_gen(index: List[str], data_root: str, data_fingerprint: str, options: List[str], beam_args: List[str],
                 examples: Output[Dataset]):
     from shardflow.pipelines import launchers
     from shardflow.pipelines.locations import output_location
+    from shardflow.pipelines.step_errors import reported_step
 
-    summary = launchers.example_gen(index, data_root, options, beam_args, output_location(examples))
+    with reported_step():
+        summary = launchers.example_gen(index, data_root, options, beam_args, output_location(examples))
     examples.metadata.update({"fingerprint": data_fingerprint, **summary})
 
 
@@ -39,10 +43,13 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
     import shutil
 
     from shardflow.pipelines import launchers
+    from shardflow.pipelines.step_errors import reported_step
 
     workdir = report.path + ".d"
+    report_html.uri += ".html"  # a page a browser opens as one (KFP uploads the artifact at its new URI)
     try:
-        launchers.validate(examples.path, workdir, drift_threshold, warn_only, schema)
+        with reported_step():
+            launchers.validate(examples.path, workdir, drift_threshold, warn_only, schema)
     finally:  # the readable report is kept whether or not the data passed
         if os.path.exists(os.path.join(workdir, "report.md")):
             shutil.copyfile(os.path.join(workdir, "report.md"), report.path)
@@ -52,8 +59,11 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
 def transform(examples: Input[Dataset], options: List[str], beam_args: List[str], transformed: Output[Dataset]):
     from shardflow.pipelines import launchers
     from shardflow.pipelines.locations import output_location
+    from shardflow.pipelines.step_errors import reported_step
 
-    transformed.metadata.update(launchers.transform(examples.path, options, beam_args, output_location(transformed)))
+    with reported_step():
+        transformed.metadata.update(launchers.transform(examples.path, options, beam_args,
+                                                        output_location(transformed)))
 
 
 def train(transformed: Input[Dataset], options: List[str], warm_start: str, serving_dir: str,
@@ -61,10 +71,12 @@ def train(transformed: Input[Dataset], options: List[str], warm_start: str, serv
           training_page: Output[HTML]):
     from shardflow.pipelines import launchers
     from shardflow.pipelines.locations import output_location
+    from shardflow.pipelines.step_errors import reported_step
     from shardflow.pipelines.ui_pages import page_from_files
 
-    start_from = launchers.resolve_model_reference(warm_start, serving_dir)
-    summary = launchers.train(transformed.path, options, start_from, output_location(model))
+    with reported_step():
+        start_from = launchers.resolve_model_reference(warm_start, serving_dir)
+        summary = launchers.train(transformed.path, options, start_from, output_location(model))
     model.metadata.update({"framework": "tensorflow", "warm_start": start_from, "strategy": summary["strategy"],
                            "accelerators_requested": f"{accelerator_limit} x {accelerator_type}",
                            "optimizer_steps": summary["optimizer_steps"],
@@ -75,6 +87,7 @@ def train(transformed: Input[Dataset], options: List[str], warm_start: str, serv
             training_metrics.log_metric(name, float(value))
     training_metrics.log_metric("training_examples_per_second",
                                 float(summary["input_report"]["training_examples_per_second"] or 0.0))
+    training_page.uri += ".html"  # a page a browser opens as one (KFP uploads the artifact at its new URI)
     with open(training_page.path, "w") as page:  # curves and per-epoch table, shown by the KFP UI
         page.write(page_from_files("training", output_location(model)))
 
@@ -87,11 +100,13 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
     from collections import namedtuple
 
     from shardflow.pipelines import launchers
+    from shardflow.pipelines.step_errors import reported_step
     from shardflow.pipelines.ui_pages import page_from_files
 
-    reference = launchers.resolve_model_reference(baseline, serving_dir)
-    result = launchers.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
-                                max_regressions, slice_by, evaluation.path)
+    with reported_step():
+        reference = launchers.resolve_model_reference(baseline, serving_dir)
+        result = launchers.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
+                                    max_regressions, slice_by, evaluation.path)
     overall = result["metrics"]["overall"]
     for name, value in overall.items():
         if isinstance(value, (int, float)):
@@ -101,6 +116,7 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
         confusion.log_confusion_matrix(result["metrics"].get("class_names") or [str(i) for i in range(len(matrix))],
                                        matrix)
     metrics.log_metric("blessed", float(result["blessing"]["blessed"]))
+    evaluation_page.uri += ".html"
     with open(evaluation_page.path, "w") as page:  # confusion matrix, per-class and per-slice tables for the UI
         page.write(page_from_files("evaluation", evaluation.path))
     metrics.metadata["accelerators_requested"] = f"{accelerator_limit} x {accelerator_type}"
@@ -112,9 +128,11 @@ def push(model: Input[Model], serving_dir: str, data_fingerprint: str, pushed: O
     import os
 
     from shardflow.pipelines import launchers
+    from shardflow.pipelines.step_errors import reported_step
 
-    version_dir = launchers.push(os.path.join(model.path, "model"), serving_dir,
-                                 {"source": model.uri, "data_fingerprint": data_fingerprint})
+    with reported_step():
+        version_dir = launchers.push(os.path.join(model.path, "model"), serving_dir,
+                                     {"source": model.uri, "data_fingerprint": data_fingerprint})
     pushed.metadata.update({"serving_path": version_dir})
     with open(pushed.path, "w") as note:
         note.write(version_dir + "\n")

@@ -12,21 +12,17 @@ An output may be a local path or a remote URI (s3://, gs://); the commands take 
 from __future__ import annotations
 
 import argparse
-import collections
-import contextlib
 import hashlib
 import inspect
-import io
 import json
 import os
-import sys
 import time
 from types import ModuleType
 from typing import Any, NoReturn
 
 from ..core import storage
 from ..core.beam_options import flag_tokens, unknown_flags, unknown_option_message
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, ShardflowError
 from ..core.hashing import sha256_of
 from ..core.manifest import read_manifest
 from ..evaluator import cli as evaluator_cli
@@ -37,15 +33,19 @@ from ..trainer import cli as trainer_cli
 from ..transform import cli as transform_cli
 from ..validation import cli as validation_cli
 
-class StepFailed(RuntimeError):
-    """A shardflow command ended with a non-zero exit code."""
+class StepFailed(ShardflowError):
+    """A shardflow command of a step failed; the message is the command's own one line, the exit code its own."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class _StepParser(argparse.ArgumentParser):
     """A bad option fails the step with StepFailed naming it, not with argparse's SystemExit."""
 
     def error(self, message: str) -> NoReturn:
-        raise StepFailed(f"{self.prog}: error: {message}")
+        raise StepFailed(f"{self.prog}: error: {message}", ConfigError.exit_code)
 
 
 def _parse(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool) -> tuple[Any, list[str]]:
@@ -61,7 +61,7 @@ def _parse(command: str, cli: ModuleType, argv: list[str], takes_beam_options: b
         raise
     _refuse_unknown(command, extra, known, takes_beam_options)
     if extra and not takes_beam_options:
-        raise StepFailed(f"shardflow {command}: unrecognized arguments: {' '.join(extra)}")
+        raise StepFailed(f"shardflow {command}: unrecognized arguments: {' '.join(extra)}", ConfigError.exit_code)
     return args, extra
 
 
@@ -72,42 +72,19 @@ def _refuse_unknown(command: str, tokens: list[str], known: list[str], takes_bea
     for flag in flags:
         if not any(option.startswith(flag.partition("=")[0]) for option in known):
             message = unknown_option_message(flag, command, known, takes_beam_options)
-            raise StepFailed(f"shardflow {command}: error: {message}")
+            raise StepFailed(f"shardflow {command}: error: {message}", ConfigError.exit_code)
 
 
 def _shardflow(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool = False) -> None:
-    """`shardflow COMMAND ARGV` as the CLI runs it; a failure raises StepFailed with the command's own message."""
+    """`shardflow COMMAND ARGV` as the CLI runs it; a failure raises StepFailed with the command's own message
+    and exit code (a command's main returns 0 or raises: nothing is read back from its output)."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # as shardflow.cli sets it, before TF is imported
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args, extra = _parse(command, cli, argv, takes_beam_options)
-    said = _LastLines(sys.stderr)
     try:
-        with contextlib.redirect_stderr(said):
-            code = cli.main(args, extra)
-    except Exception as err:  # noqa: BLE001 — shardflow's errors carry `exit_code` (ShardflowError, ConfigError)
-        if not hasattr(err, "exit_code"):
-            raise  # a bug: its traceback is the step's log
-        raise StepFailed(f"shardflow {command}: error: {err}") from err
-    if code != 0:  # the command printed why: that line is the step's error, not only its exit code
-        raise StepFailed(said.last_starting(f"shardflow {command}")
-                         or f"shardflow {command} exited with code {code} (arguments: {' '.join(argv)})")
-
-
-class _LastLines(io.TextIOBase):
-    """Writes through to `stream` and keeps the last lines written (the command's own error line)."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream, self._lines = stream, collections.deque(maxlen=50)
-
-    def write(self, text: str) -> int:
-        self._lines.extend(line for line in text.splitlines() if line.strip())
-        return self._stream.write(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def last_starting(self, prefix: str) -> str:
-        return next((line.strip() for line in reversed(self._lines) if line.startswith(prefix)), "")
+        cli.main(args, extra)
+    except ShardflowError as err:  # anything else is a bug: its traceback is the step's log
+        raise StepFailed(f"shardflow {command}: error: {err}", err.exit_code) from err
 
 
 def data_fingerprint(index: list[str], data_root: str) -> str:

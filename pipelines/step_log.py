@@ -7,20 +7,20 @@ RUN/logs/<task>.log (and to the terminal too with `verbose`), and the reporter p
 
     steps = StepLog(echo=print, verbose=False)
     outputs, state = steps.run_task("train", Path("runs/x/pipeline_root/shardflow-..."), run_the_task)
-    steps.error("train")   # the failing step's own message, read from the end of its log
+    steps.error("train")   # the failing step's own one-line message (its error record: step_errors.py)
 """
 from __future__ import annotations
 
 import contextlib
-import re
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from .step_errors import STEP_ERROR_ENV, read_step_error
+
 LOGS = "logs"
-# The exception line closing a Python traceback: `pkg.module.StepFailed: shardflow train: error: ...`.
-_EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?P<kind>[A-Z]\w*(?:Error|Exception|Failed|Exit)): (?P<msg>.+)$")
 
 
 class _Tee:
@@ -50,13 +50,18 @@ class StepLog:
     def run_task(self, task: str, run_dir: Path, call: Callable[[], tuple[dict, Any]]) -> tuple[dict, Any]:
         path = run_dir / LOGS / f"{task}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
+        record = run_dir / LOGS / f"{task}.error.json"
         started = time.monotonic()
-        with open(path, "w") as log, contextlib.redirect_stdout(_Tee(log, self.terminal) if self.verbose else log):
-            outputs, state = call()
+        os.environ[STEP_ERROR_ENV] = str(record)  # the step's subprocess inherits it
+        try:
+            with open(path, "w") as log, contextlib.redirect_stdout(_Tee(log, self.terminal) if self.verbose else log):
+                outputs, state = call()
+        finally:
+            os.environ.pop(STEP_ERROR_ENV, None)
         seconds = time.monotonic() - started
         failed = getattr(state, "name", str(state)) == "FAILURE"
         if failed:
-            self.errors[task] = error_message(path.read_text())
+            self.errors[task] = step_error(record, path)
         figure = f"error: {self.errors[task]}" if failed else key_figure(task, outputs)
         self.echo(step_line(task, "FAILED" if failed else "ok", seconds, figure))
         return outputs, state
@@ -74,17 +79,14 @@ def step_line(task: str, state: str, seconds: float | None, figure: str) -> str:
     return f"{task:<15} {state:<8} {took}  {figure}".rstrip()
 
 
-def error_message(log: str) -> str:
-    """The step's own error: the exception line of its last traceback, else its last non-empty line."""
-    lines = [line for line in log.splitlines() if line.strip()]
-    start = max((i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line), default=-1)
-    for line in reversed(lines[start + 1:] if start >= 0 else []):
-        match = _EXCEPTION.match(line)
-        if match:
-            return match["msg"].strip() if match["kind"] in ("StepFailed", "RuntimeError") else \
-                f"{match['kind']}: {match['msg'].strip()}"
-    own = [line.strip() for line in lines if not re.match(r"^\d\d:\d\d:\d\d\.\d+ - |^-+$", line.strip())]
-    return own[-1] if own else "(the step printed nothing)"
+def step_error(record: Path, log: Path) -> str:
+    """The failed step's own one-line error, from the record it left; else where to look."""
+    found = read_step_error(record)
+    if found is None:
+        return f"the step failed before shardflow could report why; see {log}"
+    if found.get("bug"):
+        return f"unexpected error {found['message']} (its traceback: {log})"
+    return found["message"]
 
 
 def _metadata(outputs: dict, name: str) -> dict:

@@ -72,7 +72,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     # tensorflow-io's s3 plugin aborts in interpreter teardown after the work is done (see
-    # shardflow.core.cloud_env._install_exit_guard); keep pytest's real exit status.
+    # shardflow.core.cloud_env.install_exit_guard); keep pytest's real exit status.
     if "tensorflow_io" in sys.modules and _exit_status:
         sys.stdout.flush()
         sys.stderr.flush()

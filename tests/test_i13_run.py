@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shardflow.pipelines.step_log import error_message
 from shardflow.pipelines.ui_pages import evaluation_page
 
 from helpers_images import write_csv, write_png
@@ -72,7 +71,9 @@ def test_item18_the_demo_run_prints_one_line_per_step_and_keeps_each_steps_log(d
 def test_item23_the_kfp_ui_pages_embed_the_plots_and_tables(demo_run) -> None:
     out, done = demo_run
     run = _newest_run(out)
-    page = (run / "evaluate" / "evaluation_page").read_text()
+    page = (run / "evaluate" / "evaluation_page.html").read_text()
+    # Every HTML page is a .html file, which a browser opens as a page.
+    assert {p.name for p in run.glob("*/*.html")} == {"evaluation_page.html", "training_page.html", "report_html.html"}
     png = (run / "evaluate" / "evaluation" / "confusion_matrix.png").read_bytes()
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert [base64.b64decode(image) for image in images] == [png]
@@ -80,7 +81,7 @@ def test_item23_the_kfp_ui_pages_embed_the_plots_and_tables(demo_run) -> None:
     assert len(metrics["per_class"]) == 10  # the digits
     for name in metrics["per_class"]:
         assert f"<tr><td>{name}</td>" in page
-    training = (run / "train" / "training_page").read_text()
+    training = (run / "train" / "training_page.html").read_text()
     (curves,) = re.findall(r'src="data:image/png;base64,([^"]+)"', training)
     assert base64.b64decode(curves) == (run / "train" / "model" / "curves.png").read_bytes()
     assert training.count("<tr><td>") == 2  # one row per epoch
@@ -133,27 +134,45 @@ def test_item18_a_failing_steps_own_message_ends_the_output_and_is_in_the_run_re
     assert (_newest_run(tmp_path / "out") / "logs" / "example-gen.log").is_file()
 
 
-def test_item18_the_error_message_is_the_exception_line_of_the_last_traceback() -> None:
-    log = ("    Traceback (most recent call last):\n      File \"x.py\", line 1\n    ValueError: first\n"
-           "    Traceback (most recent call last):\n      File \"y.py\", line 2\n"
-           "    shardflow.pipelines.launchers.StepFailed: shardflow train: error: no shards\n\n"
-           "12:00:00.000 - ERROR - Task 'train' finished with status FAILURE\n" + "-" * 80 + "\n")
-    assert error_message(log) == "shardflow train: error: no shards"
-    assert error_message("just one line\n" + "-" * 80) == "just one line"
+def test_a_failed_step_hands_its_one_line_error_over_in_a_record_not_in_its_log(tmp_path: Path, monkeypatch,
+                                                                               capsys) -> None:
+    from shardflow.core.errors import ConfigError
+    from shardflow.pipelines.step_errors import STEP_ERROR_ENV, reported_step
+    from shardflow.pipelines.step_log import step_error
+
+    record, log = tmp_path / "train.error.json", tmp_path / "train.log"
+    monkeypatch.setenv(STEP_ERROR_ENV, str(record))
+    # A step's process is its own: the guard on sys.exit is not for this test process.
+    monkeypatch.setattr("shardflow.pipelines.step_errors.install_exit_guard", lambda: None)
+    with pytest.raises(SystemExit) as stopped, reported_step():
+        raise ConfigError("shardflow train: error: no shards\nsecond line")
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == "shardflow train: error: no shards\n"
+    assert step_error(record, log) == "shardflow train: error: no shards"
+    with pytest.raises(KeyError), reported_step():  # a bug: recorded, and its traceback is kept
+        raise KeyError("x")
+    assert step_error(record, log) == f"unexpected error KeyError: 'x' (its traceback: {log})"
+    record.unlink()
+    assert "before shardflow could report why" in step_error(record, log)
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-def test_item18_verbose_also_shows_the_framework_log_which_is_always_kept(tmp_path: Path, capsys,
+def test_item18_verbose_also_shows_the_framework_log_which_is_always_kept(tmp_path: Path, capsys, monkeypatch,
                                                                           verbose: bool) -> None:
     from kfp.local.status import Status
 
+    from shardflow.core.errors import ShardflowError
+    from shardflow.pipelines.step_errors import reported_step
     from shardflow.pipelines.step_log import StepLog
 
     said: list[str] = []
     steps = StepLog(echo=said.append, verbose=verbose)
+    monkeypatch.setattr("shardflow.pipelines.step_errors.install_exit_guard", lambda: None)
 
-    def task() -> tuple[dict, Status]:
-        print("framework detail\nshardflow train: error: no shards")
+    def task() -> tuple[dict, Status]:  # what a step's process does (here in this one)
+        print("framework detail")
+        with pytest.raises(SystemExit), reported_step():
+            raise ShardflowError("shardflow train: error: no shards")
         return {}, Status.FAILURE
     steps.run_task("train", tmp_path, task)
     assert ("framework detail" in capsys.readouterr().out) is verbose

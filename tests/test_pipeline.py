@@ -118,7 +118,7 @@ def test_a_local_run_goes_through_every_step_and_its_artifacts_agree(span_runs: 
     assert summary["outcome"]["state"] == "SUCCEEDED"
     assert "Blessed: yes" in summary["report"] and "| eval | 24 |" in summary["report"]
     assert Path(outputs["validation"]).read_text().strip()
-    page = (Path(summary["run"]) / "evaluate" / "evaluation_page").read_text()  # the KFP UI's page
+    page = (Path(summary["run"]) / "evaluate" / "evaluation_page.html").read_text()  # the KFP UI's page
     assert "Slices by site" in page and all(f"<tr><td>site-{i}</td><td>8</td>" in page for i in range(3))
     assert all((Path(summary["run"]) / "logs" / f"{step}.log").is_file() for step in ("example-gen", "train", "push"))
 

@@ -49,7 +49,6 @@ def enable_tensorflow_filesystems(locations: Iterable[str]) -> None:
         return
     for name, value in tensorflow_s3_settings(os.environ).items():
         os.environ.setdefault(name, value)
-    _install_exit_guard()
     import tensorflow_io  # noqa: F401  (registers the s3:// filesystem plugin with TensorFlow)
 
 
@@ -60,8 +59,12 @@ def used_tensorflow_io() -> bool:
 _exit_status = [0]
 
 
-def _install_exit_guard() -> None:
+def install_exit_guard() -> None:
     """Keeps the process's real exit status although tensorflow-io aborts in interpreter teardown.
+
+    For process entry points only (the `shardflow` command, a KFP step): it replaces `sys.exit` and
+    `sys.excepthook` and ends the process with `os._exit`, which a notebook or a library caller must
+    never get as a side effect of reading s3://.
 
     tensorflow-io 0.37's s3 plugin aborts in C++ static destruction after any s3 use ("pure virtual
     method called", exit 134), after all work is done — which would fail a finished KFP step or CLI

@@ -26,6 +26,14 @@ class IncompleteOutputError(ShardflowError, FileNotFoundError):
     """The directory has no manifest: the run that wrote it did not finish."""
 
 
+class ShardMismatchError(ShardflowError, ValueError):
+    """The shard files differ from what the manifest records: resized, unlisted, or counts that disagree."""
+
+
+class MissingShardError(ShardMismatchError, FileNotFoundError):
+    """A shard file the manifest lists is not there."""
+
+
 @dataclass(frozen=True)
 class FeatureSpec:
     """One feature of the examples. Images: `shape` is [H, W, C] and `encoding` says how bytes are stored."""

@@ -34,7 +34,8 @@ import tensorflow as tf
 from . import storage
 from .cloud_env import enable_tensorflow_filesystems
 from .image_decode import CODED, TF_DTYPES, decode_many, decode_one
-from .manifest import Manifest, read_manifest
+from .errors import ConfigError
+from .manifest import Manifest, MissingShardError, ShardMismatchError, read_manifest
 
 # Files read at once when order does not have to be the shards' order.
 PARALLEL_FILES = 4
@@ -92,22 +93,23 @@ def shard_files(output_dir: str | os.PathLike, manifest: Manifest, split: str) -
     info = manifest.splits[split]
     paths = manifest.shard_paths(output_dir, split)
     if sum(s.num_examples for s in info.shards) != info.num_examples:
-        raise ValueError(f"manifest of {output_dir}: split {split!r} lists {info.num_examples} examples, "
+        raise ShardMismatchError(f"manifest of {output_dir}: split {split!r} lists {info.num_examples} examples, "
                          f"its shards {sum(s.num_examples for s in info.shards)}")
     for path, shard in zip(paths, info.shards):
         try:
             found = storage.size(path)
         except FileNotFoundError:
-            raise FileNotFoundError(f"shard file {path} listed in the manifest of {output_dir} is missing") from None
+            raise MissingShardError(f"shard file {path} listed in the manifest of {output_dir} is missing") from None
         if found != shard.bytes:
             # A shard replaced or truncated after the run: its records no longer match the manifest.
-            raise ValueError(f"shard file {path} has {found} bytes, the manifest says {shard.bytes}")
+            raise ShardMismatchError(f"shard file {path} has {found} bytes, the manifest says {shard.bytes} "
+                                     "(replaced or truncated since ExampleGen wrote it)")
     _check_no_unlisted(output_dir, paths)
     return paths
 
 
 def _check_no_unlisted(output_dir: str, paths: list[str]) -> None:
-    """ValueError when a folder of the split holds `data-*` shards the manifest does not list."""
+    """ShardMismatchError when a folder of the split holds `data-*` shards the manifest does not list."""
     folders: dict[str, set[str]] = {}
     for path in paths:
         folders.setdefault(storage.parent(path), set()).add(storage.basename(path))
@@ -115,7 +117,7 @@ def _check_no_unlisted(output_dir: str, paths: list[str]) -> None:
         present = {name for name in storage.list_names(folder) if name.startswith("data-")}
         unlisted = sorted(present - listed)
         if unlisted:
-            raise ValueError(f"{folder} has {len(present)} shard files, the manifest of {output_dir} lists "
+            raise ShardMismatchError(f"{folder} has {len(present)} shard files, the manifest of {output_dir} lists "
                              f"{len(listed)}: not listed {unlisted[:5]} (a mixed or partly overwritten output)")
 
 
@@ -171,7 +173,7 @@ def make_dataset(output_dir: str | os.PathLike, split: str, *, batch_size: int, 
     """
     _check_positive("batch_size", batch_size)
     if isinstance(shuffle_bytes, bool) or not isinstance(shuffle_bytes, int) or shuffle_bytes < 0:
-        raise ValueError(f"shuffle_bytes must be an integer >= 0, got {shuffle_bytes!r}")
+        raise ConfigError(f"shuffle_bytes must be an integer >= 0, got {shuffle_bytes!r}")
     output_dir = os.fspath(output_dir)
     manifest = read_manifest(output_dir)
     files = shard_files(output_dir, manifest, split)
@@ -260,18 +262,18 @@ def _selected(manifest: Manifest, features: list[str] | None) -> list[str]:
     if features is None:
         return list(manifest.features)
     if isinstance(features, str) or not features:
-        raise ValueError(f"features must be a non-empty list of feature names, got {features!r}")
+        raise ConfigError(f"features must be a non-empty list of feature names, got {features!r}")
     unknown = [name for name in features if name not in manifest.features]
     if unknown:
-        raise ValueError(f"features {unknown} are not in the manifest (has {sorted(manifest.features)})")
+        raise ConfigError(f"features {unknown} are not in the manifest (has {sorted(manifest.features)})")
     return list(dict.fromkeys(features))
 
 
 def _check_split(manifest: Manifest, split: str) -> None:
     if split not in manifest.splits:
-        raise ValueError(f"split {split!r} is not in the manifest (has {sorted(manifest.splits)})")
+        raise ConfigError(f"split {split!r} is not in the manifest (has {sorted(manifest.splits)})")
 
 
 def _check_positive(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
