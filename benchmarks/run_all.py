@@ -6,6 +6,7 @@
     python -m benchmarks.run_all --only example_gen --eg-mode auto --eg-mode in_memory
     python -m benchmarks.run_all --only photos --photo-rows 20k --photo-storage jpeg   # its own sizes
     python -m benchmarks.run_all --only photos_e2e --e2e-rows 5k 20k                  # shardflow run vs Keras
+    python -m benchmarks.run_all --only rerun_cache --rerun-rows 5k                   # reruns: what caching saves
 
 A suite is a module `benchmarks.<name>_suite` with `NAME`, `add_arguments(parser)`,
 `run(args, sizes, work) -> dict` (JSON-able; key "failed" when something went wrong) and
@@ -22,7 +23,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e")
+SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e", "rerun_cache")
 DEFAULT_ROWS = "200000 1000000"
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 

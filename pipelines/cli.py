@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from .cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
+from .local_cache import CACHEABLE_STEPS, check_no_cache
 from .params import parse_param_args
 
 
@@ -26,14 +26,24 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
     add("--image", required=True, help="the shardflow component image, by digest (built from k8s/Dockerfile)")
     add("--param", action="append", default=[], metavar="NAME=VALUE",
         help="default of a pipeline parameter, baked into the IR (lists as JSON); repeatable")
+    add_no_cache_argument(parser, "compiled with KFP's caching off")
     add_cluster_arguments(parser)
 
 
+def add_no_cache_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--no-cache", action="extend", nargs="?", const=["all"], default=[], type=lambda v: [v],
+                        metavar="STEP", help=f"a step {what}: {', '.join(CACHEABLE_STEPS)}; alone: every step; "
+                                             "repeatable")
+
+
 def compile_main(args: argparse.Namespace, _: list[str]) -> int:
-    image, cluster, params = check_image(args.image), cluster_options_from_args(args), parse_param_args(args.param)
+    image = check_image(args.image, args.allow_mutable_image)
+    cluster, params = cluster_options_from_args(args), parse_param_args(args.param)
+    no_cache = check_no_cache(tuple(args.no_cache))
     from .compiler import compile_pipeline  # kfp costs seconds: after the flags are checked
 
-    print(f"compiled pipeline: {compile_pipeline(args.output, image, cluster, params)}")
+    path = compile_pipeline(args.output, image, cluster, params, no_cache, args.allow_mutable_image)
+    print(f"compiled pipeline: {path}")
     return 0
 
 
@@ -46,16 +56,24 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--transform-args", default="", help="extra `shardflow transform` flags, one string")
     add("--train-args", default="--epochs 10", help="`shardflow train` flags (default '--epochs 10')")
     add("--beam-args", default="", help="Beam pipeline options for ExampleGen and Transform, one string")
-    add("--drift-threshold", type=float, default=0.1)
+    add("--drift-threshold", type=float, default=0.1,
+        help="largest allowed drift of a split against train: L-infinity distance for string features, "
+             "Jensen-Shannon divergence for numeric ones (default 0.1)")
     add("--validation-warn-only", action="store_true", help="data anomalies warn instead of failing the run")
     add("--validation-schema", default="", help="a curated schema.pbtxt to validate against (default: inferred on train)")
+    add("--validate-args", default="", help="extra `shardflow validate` flags, one string, e.g. '--no-drift site'")
     add("--threshold", action="append", metavar="METRIC>=VALUE",
         help="blessing threshold; repeatable (default: accuracy>=0.9, or mean_iou>=0.5 when the index has a mask)")
-    add("--max-regression", action="append", default=[], metavar="METRIC=DELTA")
+    add("--max-regression", action="append", default=[], metavar="METRIC=DELTA",
+        help="largest allowed worsening of METRIC against the served model, e.g. accuracy=0.02; repeatable")
+    add("--regression-tolerance", default="0.01", metavar="AMOUNT|off",
+        help="with a served model, each threshold metric may be at most this much worse than the served one's, "
+             "unless --max-regression names it (default 0.01); 'off': no such gate")
     add("--slice-by", action="append", default=[], metavar="COLUMN")
     add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans")
     add("--warm-start", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
     add("--baseline", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
+    add_no_cache_argument(parser, "that always runs, never reusing an earlier run's outputs")
     add("--verbose", action="store_true", help="also print the framework logs (always kept in the run's logs/)")
 
 
@@ -68,16 +86,18 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         transform_options=tuple(shlex.split(args.transform_args)),
         train_options=tuple(shlex.split(args.train_args)), beam_args=tuple(shlex.split(args.beam_args)),
         drift_threshold=args.drift_threshold, validation_warn_only=args.validation_warn_only,
-        validation_schema=args.validation_schema,
+        validation_schema=args.validation_schema, validation_options=tuple(shlex.split(args.validate_args)),
+        regression_tolerance=args.regression_tolerance, no_cache=tuple(args.no_cache),
         eval_thresholds=tuple(args.threshold) if args.threshold else None,  # None: the index's task's default
         max_regressions=tuple(args.max_regression),
         slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans)
     try:
         summary = run_locally(config, verbose=args.verbose)
-    except RuntimeError as err:  # kfp.local: a step failed; its own message ends the output
+    except RuntimeError as err:  # kfp.local: a step failed; shardflow's main prints its own one line
+        from .launchers import StepFailed
+
         outcome = _newest_outcome(config.output) or {}
-        print(f"shardflow run: {outcome.get('message') or str(err).splitlines()[0]}", file=sys.stderr)
-        return 1
+        raise StepFailed(outcome.get("message") or str(err).splitlines()[0]) from None
     return 0 if summary.get("run") else 1
 
 

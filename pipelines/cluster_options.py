@@ -21,6 +21,7 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _ZERO_DIGEST = "@sha256:" + "0" * 64  # the k8s/ manifests' placeholder: never a built image
+_BY_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,22 @@ class ClusterOptions:
         return not (self.pvc_mounts or self.node_selector or self.tolerations)
 
 
-def check_image(image: str) -> str:
-    """The component image: a reference, never the placeholder digest of k8s/base."""
+def check_image(image: str, allow_mutable: bool = False) -> str:
+    """The component image: a reference, never the placeholder digest of k8s/base; by digest unless
+    `allow_mutable` (a tag can name another image tomorrow, and a scheduled run would change with it).
+
+    >>> check_image("registry.example.com/shardflow@sha256:" + "ab" * 32)[-8:]
+    'abababab'
+    >>> check_image("shardflow:latest", allow_mutable=True)
+    'shardflow:latest'
+    """
     if not isinstance(image, str) or not image.strip() or any(c.isspace() for c in image):
         raise ConfigError(f"--image {image!r}: expected an image reference such as REGISTRY/shardflow@sha256:DIGEST")
     if image.endswith(_ZERO_DIGEST):
         raise ConfigError(f"--image {image!r}: the all-zero digest is the k8s/ placeholder, not a built image")
+    if not allow_mutable and not _BY_DIGEST.search(image):
+        raise ConfigError(f"--image {image!r}: a tag is mutable; give the image by digest "
+                          "(REGISTRY/shardflow@sha256:DIGEST), or pass --allow-mutable-image")
     return image
 
 
@@ -123,6 +134,8 @@ def _check_label(flag: str, text: str, key: str, value: str) -> None:
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
+    add("--allow-mutable-image", action="store_true",
+        help="accept --image by tag (e.g. shardflow:0.1.0) instead of by digest")
     add("--mount-pvc", action="append", default=[], metavar="CLAIM=PATH",
         help="mount this PersistentVolumeClaim at PATH on every step; repeatable")
     add("--node-selector", action="append", default=[], metavar="KEY=VALUE",

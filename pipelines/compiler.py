@@ -27,9 +27,14 @@ from .run_task import check_baked_params
 
 
 def compile_pipeline(path: str | Path, image: str, cluster: ClusterOptions = ClusterOptions(),
-                     params: Mapping[str, str] | None = None) -> str:
-    """Writes the compiled pipeline to `path` (a local path or a URI) whole or not at all; returns it."""
-    pipeline = build_pipeline(check_image(image), cluster)
+                     params: Mapping[str, str] | None = None, no_cache: frozenset = frozenset(),
+                     allow_mutable_image: bool = False) -> str:
+    """Writes the compiled pipeline to `path` (a local path or a URI) whole or not at all; returns it.
+
+    `no_cache`: steps compiled with KFP's caching off (local_cache.CACHEABLE_STEPS), or {"all"}.
+    `allow_mutable_image`: accept an image by tag (check_image).
+    """
+    pipeline = build_pipeline(check_image(image, allow_mutable_image), cluster, no_cache)
     spec = json_format.MessageToDict(pipeline.pipeline_spec)
     defaults = check_baked_params(declared_parameters(spec), typed_params(spec, params or {}, require_all=False))
     with tempfile.TemporaryDirectory(prefix="shardflow-compile-") as scratch:  # kfp writes to a local file

@@ -37,7 +37,7 @@ def example_gen(index: List[str], data_root: str, data_fingerprint: str, options
     examples.metadata.update({"fingerprint": data_fingerprint, **summary})
 
 
-def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, schema: str,
+def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, schema: str, options: List[str],
              report: Output[Markdown], report_html: Output[HTML]):
     import os
     import shutil
@@ -49,7 +49,7 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
     report_html.uri += ".html"  # a page a browser opens as one (KFP uploads the artifact at its new URI)
     try:
         with reported_step():
-            launchers.validate(examples.path, workdir, drift_threshold, warn_only, schema)
+            launchers.validate(examples.path, workdir, drift_threshold, warn_only, schema, options)
     finally:  # the readable report is kept whether or not the data passed
         if os.path.exists(os.path.join(workdir, "report.md")):
             shutil.copyfile(os.path.join(workdir, "report.md"), report.path)
@@ -93,7 +93,8 @@ def train(transformed: Input[Dataset], options: List[str], warm_start: str, serv
 
 
 def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, serving_dir: str, thresholds: List[str],
-             max_regressions: List[str], slice_by: List[str], accelerator_type: str, accelerator_limit: int,
+             max_regressions: List[str], regression_tolerance: str, slice_by: List[str], accelerator_type: str,
+             accelerator_limit: int,
              metrics: Output[Metrics], confusion: Output[ClassificationMetrics], evaluation: Output[Dataset],
              evaluation_page: Output[HTML]) -> NamedTuple("Blessing", [("blessed", bool)]):
     import os
@@ -106,7 +107,7 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
     with reported_step():
         reference = launchers.resolve_model_reference(baseline, serving_dir)
         result = launchers.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
-                                    max_regressions, slice_by, evaluation.path)
+                                    max_regressions, regression_tolerance, slice_by, evaluation.path)
     overall = result["metrics"]["overall"]
     for name, value in overall.items():
         if isinstance(value, (int, float)):

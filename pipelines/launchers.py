@@ -109,15 +109,17 @@ def example_gen(index: list[str], data_root: str, options: list[str], beam_args:
             "rejected": manifest.extra.get("rejected", 0), "rejected_by_reason": manifest.extra.get("rejected_by_reason", {})}
 
 
-def validate(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str = "") -> dict:
+def validate(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str = "",
+             options: list[str] = ()) -> dict:
     """Runs the data validation; raises (failing the step) on anomalies unless `warn_only`.
 
     `schema`: a curated schema.pbtxt (e.g. kept from an earlier data version); '' = the one inferred on train.
+    `options`: more `shardflow validate` flags (e.g. ["--no-drift", "site"]).
     """
     # A window of spans is validated where its statistics are: the newest span, the data that is new.
     newest = read_manifest(examples).extra.get("newest_span")
     target = newest["dir"] if newest else examples
-    _shardflow("validate", validation_cli, _validate_argv(target, output, drift_threshold, warn_only, schema))
+    _shardflow("validate", validation_cli, _validate_argv(target, output, drift_threshold, warn_only, schema, options))
     return storage.read_json(storage.join(output, "anomalies.json"))
 
 
@@ -135,8 +137,8 @@ def train(examples: str, options: list[str], warm_start: str, output: str) -> di
 
 
 def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str], max_regressions: list[str],
-             slice_by: list[str], output: str) -> dict:
-    argv = _evaluate_argv(model_dir, examples, thresholds, max_regressions, slice_by, output)
+             regression_tolerance: str, slice_by: list[str], output: str) -> dict:
+    argv = _evaluate_argv(model_dir, examples, thresholds, max_regressions, regression_tolerance, slice_by, output)
     argv += ["--baseline", baseline] if baseline else []
     _shardflow("evaluate", evaluator_cli, argv, takes_beam_options=True)  # it reports unknown flags itself
     return {"metrics": storage.read_json(storage.join(output, "metrics.json")),
@@ -151,9 +153,10 @@ def _example_gen_argv(index: list[str], data_root: str, options: list[str], beam
     return argv + list(options) + list(beam_args)
 
 
-def _validate_argv(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str) -> list[str]:
+def _validate_argv(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str,
+                   options: list[str]) -> list[str]:
     argv = ["--examples", examples, "--output", output, "--drift-threshold", str(drift_threshold)]
-    return argv + (["--schema", schema] if schema else []) + (["--warn-only"] if warn_only else [])
+    return argv + (["--schema", schema] if schema else []) + (["--warn-only"] if warn_only else []) + list(options)
 
 
 def _transform_argv(examples: str, options: list[str], beam_args: list[str], output: str) -> list[str]:
@@ -165,8 +168,9 @@ def _train_argv(examples: str, options: list[str], output: str) -> list[str]:
 
 
 def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regressions: list[str],
-                   slice_by: list[str], output: str) -> list[str]:
-    argv = ["--model", model_dir, "--examples", examples, "--output", output]
+                   regression_tolerance: str, slice_by: list[str], output: str) -> list[str]:
+    argv = ["--model", model_dir, "--examples", examples, "--output", output,
+            "--regression-tolerance", regression_tolerance]
     for flag, values in (("--threshold", thresholds), ("--max-regression", max_regressions), ("--slice-by", slice_by)):
         for value in values:
             argv += [flag, value]
@@ -176,11 +180,13 @@ def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_reg
 # What the user wrote for each command's options, named in errors: `shardflow run`'s flags, or the
 # pipeline parameters `shardflow compile --param` bakes ("index": what the index says, read before any step).
 RUN_FLAGS = {"index": "--index/--example-gen-args", "example-gen": "--example-gen-args/--beam-args",
-             "validate": "--drift-threshold/--validation-schema", "transform": "--transform-args/--beam-args",
-             "train": "--train-args", "evaluate": "--threshold/--max-regression/--slice-by"}
+             "validate": "--drift-threshold/--validation-schema/--validate-args",
+             "transform": "--transform-args/--beam-args", "train": "--train-args",
+             "evaluate": "--threshold/--max-regression/--regression-tolerance/--slice-by"}
 PIPELINE_PARAMETERS = {"index": "index/example_gen_options", "example-gen": "example_gen_options/beam_args",
-                       "validate": "drift_threshold/validation_schema", "transform": "transform_options/beam_args",
-                       "train": "train_options", "evaluate": "eval_thresholds/max_regressions/slice_by"}
+                       "validate": "drift_threshold/validation_schema/validation_options",
+                       "transform": "transform_options/beam_args", "train": "train_options",
+                       "evaluate": "eval_thresholds/max_regressions/regression_tolerance/slice_by"}
 
 
 def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) -> dict[str, Any]:
@@ -196,11 +202,13 @@ def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) ->
     steps = [("example-gen", example_gen_cli, True,
               _example_gen_argv(p["index"], p["data_root"], p["example_gen_options"], p["beam_args"], out)),
              ("validate", validation_cli, False,
-              _validate_argv(given, out, p["drift_threshold"], p["validation_warn_only"], p["validation_schema"])),
+              _validate_argv(given, out, p["drift_threshold"], p["validation_warn_only"], p["validation_schema"],
+                             p.get("validation_options", []))),
              ("transform", transform_cli, True, _transform_argv(given, p["transform_options"], p["beam_args"], out)),
              ("train", trainer_cli, False, _train_argv(given, p["train_options"], out)),
              ("evaluate", evaluator_cli, False,
-              _evaluate_argv(model, given, p["eval_thresholds"], p["max_regressions"], p["slice_by"], out))]
+              _evaluate_argv(model, given, p["eval_thresholds"], p["max_regressions"],
+                             p.get("regression_tolerance", "0.01"), p["slice_by"], out))]
     configs = {}
     for command, cli, takes_beam_options, argv in steps:
         try:

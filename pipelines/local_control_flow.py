@@ -30,19 +30,23 @@ from typing import Any
 from kfp.local import dag_orchestrator, importer_handler, io, status, task_dispatcher
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from .local_cache import StepCache, link_outputs
 from .step_log import StepLog
 
 _CLAUSE = re.compile(r"^inputs\.parameter_values\['(?P<name>[^']+)'\]\s*(?P<op>==|!=)\s*(?P<literal>.+)$")
 _ALL_COMPLETED = pipeline_spec_pb2.PipelineTaskSpec.TriggerPolicy.TriggerStrategy.ALL_UPSTREAM_TASKS_COMPLETED
 
 
-_steps: StepLog | None = None  # kfp.local calls run_dag itself: the run's StepLog cannot be an argument
+# kfp.local calls run_dag itself: the run's StepLog and StepCache cannot be arguments.
+_steps: StepLog | None = None
+_cache: StepCache | None = None
 
 
-def enable(steps: StepLog | None = None) -> None:
-    """Installs the extended orchestrator (idempotent); `steps`: log files and one line per step."""
-    global _steps
-    _steps = steps
+def enable(steps: StepLog | None = None, cache: StepCache | None = None) -> None:
+    """Installs the extended orchestrator (idempotent); `steps`: log files and one line per step;
+    `cache`: reuse the outputs of cacheable steps whose inputs are unchanged (local_cache.py)."""
+    global _steps, _cache
+    _steps, _cache = steps, cache
     dag_orchestrator.run_dag = run_dag
 
 
@@ -145,6 +149,24 @@ def _run_task(task_name: str, task_spec: pipeline_spec_pb2.PipelineTaskSpec, arg
     def run() -> tuple[dict, status.Status]:
         return task_dispatcher.run_single_task_implementation(runner=context["runner"], raise_on_error=False,
                                                               block_input_artifact=False, **common)
+    run_dir = Path(context["pipeline_root"]) / context["pipeline_resource_name"]
+    if _cache is not None and task_spec.caching_options.enable_cache and _cache.enabled_for(task_name):
+        return _cached_run(task_name, run_dir, _cache.key(task_name, component_spec, executor_spec, arguments), run)
     if _steps is None:
         return run()
-    return _steps.run_task(task_name, Path(context["pipeline_root"]) / context["pipeline_resource_name"], run)
+    return _steps.run_task(task_name, run_dir, run)
+
+
+def _cached_run(task_name: str, run_dir: Path, key: str, run: Any) -> tuple[dict, status.Status]:
+    """The outputs of an earlier run with the same key, else the task run (and its outputs recorded)."""
+    assert _cache is not None
+    outputs = _cache.lookup(task_name, key)
+    if outputs is not None:
+        link_outputs(outputs, run_dir / task_name)
+        if _steps is not None:
+            _steps.cached(task_name, outputs)
+        return outputs, status.Status.SUCCESS
+    outputs, task_status = _steps.run_task(task_name, run_dir, run) if _steps is not None else run()
+    if task_status == status.Status.SUCCESS:
+        _cache.store(task_name, key, outputs, run_dir / task_name)
+    return outputs, task_status

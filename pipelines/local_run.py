@@ -12,6 +12,10 @@ the framework logs). The run directory holds everything:
     RUN_DIR/serving/<N>/, RUN_DIR/serving/CURRENT.json         pushed (blessed) models
     RUN_DIR/runs/run-<time>.json                               the exit handler's record of each run
     RUN_DIR/spans/span-<N>-<hash>/                             each span encoded once (index with {SPAN})
+    RUN_DIR/cache/<step>/<key>.json                             reusable step outputs (local_cache.py)
+
+A step whose inputs are unchanged since an earlier run into the same RUN_DIR reuses that run's
+outputs, as KFP's caching does on a cluster (`no_cache`: steps that always run, or "all").
 
     summary = run_locally(LocalRunConfig(index=("train=d/train.csv", "eval=d/eval.csv"), data_root="d",
                                          output="runs/demo"))
@@ -28,6 +32,7 @@ from typing import Any, Callable
 
 from ..core.errors import ConfigError
 from ..example_gen.spans import has_span_pattern
+from .local_cache import CACHE_DIR, StepCache, check_no_cache
 
 PIPELINE_ROOT, SERVING, RECORDS, SPAN_STORE = "pipeline_root", "serving", "runs", "spans"
 # kfp.local's SubprocessRunner runs the steps in this interpreter and ignores the image; the components
@@ -55,6 +60,9 @@ class LocalRunConfig:
     warm_start: str = "latest"
     baseline_model: str = "latest"
     spans: int = 1  # with {SPAN} / {YYYY}{MM}{DD} in the index paths: the window's size
+    validation_options: tuple[str, ...] = ()  # extra `shardflow validate` flags, e.g. ("--no-drift", "site")
+    regression_tolerance: str = "0.01"  # the Evaluator's default regression gate against the served model; "off"
+    no_cache: tuple[str, ...] = ()  # steps never reused from an earlier run ("all": none is)
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -69,6 +77,7 @@ class LocalRunConfig:
             raise ConfigError(f"data_root {self.data_root!r} is not a directory")
         if not self.output:
             raise ConfigError("output must be a directory path")
+        check_no_cache(self.no_cache)
 
     def arguments(self) -> dict[str, Any]:
         """The pipeline's parameters, with absolute paths (steps run in their own processes)."""
@@ -84,6 +93,8 @@ class LocalRunConfig:
                 "example_gen_options": example_gen_options, "beam_args": list(self.beam_args),
                 "drift_threshold": self.drift_threshold, "validation_warn_only": self.validation_warn_only,
                 "validation_schema": str(Path(self.validation_schema).resolve()) if self.validation_schema else "",
+                "validation_options": list(self.validation_options),
+                "regression_tolerance": self.regression_tolerance,
                 "transform_options": list(self.transform_options), "train_options": list(self.train_options),
                 "warm_start": self.warm_start,
                 "eval_thresholds": None if self.eval_thresholds is None else list(self.eval_thresholds),
@@ -109,7 +120,7 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
     echo = echo or (lambda text: print(text, file=terminal, flush=True))
     out = Path(config.output).resolve()
     (out / PIPELINE_ROOT).mkdir(parents=True, exist_ok=True)
-    local_control_flow.enable(StepLog(echo, verbose))
+    local_control_flow.enable(StepLog(echo, verbose), StepCache(out / CACHE_DIR, check_no_cache(config.no_cache)))
     kfp.local.init(runner=kfp.local.SubprocessRunner(use_venv=False), pipeline_root=str(out / PIPELINE_ROOT),
                    raise_on_error=True)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")

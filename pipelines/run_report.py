@@ -1,37 +1,45 @@
 """The run report: one Markdown page a person reads at a glance (also what `shardflow run` prints).
 
+It says whether the model was blessed and why; for every blessing check the candidate's value, the
+baseline's (the served model, when there was one) and the difference; the examples per split; the
+first rejected rows with their file and reason (and where the rest are); the training rate.
+
     text = run_report(examples_manifest_dir, training_summary, evaluation)
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ..core import storage
 from ..core.manifest import read_manifest
+
+SHOWN_REJECTS = 10
 
 
 def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str, Any]) -> str:
     manifest = read_manifest(examples_dir)
-    blessing = evaluation["blessing"]
-    overall = evaluation["metrics"].get("overall", {})
+    blessing, metrics = evaluation["blessing"], evaluation["metrics"]
     rates = training.get("input_report", {})
     lines = [
         "# shardflow run",
         "",
         f"**Blessed: {'yes' if blessing.get('blessed') else 'no'}**" + _reasons(blessing),
         "",
+        *_checks(blessing, metrics.get("baseline_model")),
         "| split | examples |",
         "|---|---|",
         *(f"| {name} | {info.num_examples} |" for name, info in sorted(manifest.splits.items())),
         "",
-        f"Rejected rows: {manifest.extra.get('rejected', 0)} {manifest.extra.get('rejected_by_reason', {}) or ''}",
-        "",
+        *_rejects(examples_dir, manifest.extra),
         f"Training: {training.get('optimizer_steps')} optimizer steps, "
         f"{rates.get('training_examples_per_second')} examples/s (input alone "
         f"{rates.get('input_examples_per_second')}: {rates.get('verdict')})",
         "",
         "| metric | value |",
         "|---|---|",
-        *(f"| {name} | {value:.4f} |" for name, value in sorted(overall.items()) if isinstance(value, (int, float))),
+        *(f"| {name} | {value:.4f} |" for name, value in sorted(metrics.get("overall", {}).items())
+          if isinstance(value, (int, float))),
     ]
     return "\n".join(lines) + "\n"
 
@@ -39,3 +47,38 @@ def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str
 def _reasons(blessing: dict[str, Any]) -> str:
     reasons = blessing.get("reasons") or []
     return "" if not reasons else " — " + "; ".join(str(r) for r in reasons)
+
+
+def _number(value: Any, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def _checks(blessing: dict[str, Any], baseline_model: str | None) -> list[str]:
+    """Candidate, baseline and delta for every threshold and regression check."""
+    checks = blessing.get("checks") or []
+    if not checks:
+        return []
+    lines = [f"Baseline: {baseline_model}" if baseline_model else "Baseline: none (nothing served yet)", "",
+             "| check | metric | candidate | baseline | delta | passed |", "|---|---|---:|---:|---:|---|"]
+    for check in checks:
+        passed = {True: "yes", False: "**no**", None: "skipped"}[check.get("passed")]
+        lines.append(f"| {check['kind']} {check['rule']} | {check['metric']} | {_number(check.get('candidate'))} | "
+                     f"{_number(check.get('baseline'))} | {_number(check.get('delta'), signed=True)} | {passed} |")
+    return lines + [""]
+
+
+def _rejects(examples_dir: str, extra: dict[str, Any]) -> list[str]:
+    """The reject counts, the first rejected rows (CSV, row, file, reason) and the file that lists them all."""
+    count = int(extra.get("rejected", 0))
+    lines = [f"Rejected rows: {count} {extra.get('rejected_by_reason', {}) or ''}".rstrip(), ""]
+    rejects = storage.join(examples_dir, extra.get("rejects_file", "rejects.jsonl"))
+    if count == 0 or not storage.is_file(rejects):
+        return lines
+    rows = [json.loads(line) for line in storage.read_text(rejects).splitlines()[:SHOWN_REJECTS] if line.strip()]
+    lines += ["| split | CSV | row | file | reason |", "|---|---|---:|---|---|"]
+    lines += [f"| {r.get('split', '')} | {r.get('index', '')} | {r.get('row', '')} | {r.get('path', '')} | "
+              f"{str(r.get('reason', '')).replace('|', '/')} |" for r in rows]
+    shown = f"the first {len(rows)} of " if len(rows) < count else ""
+    return lines + ["", f"Shown: {shown}{count} rejected rows; all of them: {rejects}", ""]

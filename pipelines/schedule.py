@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping
@@ -32,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from shardflow.core.errors import ConfigError
+from shardflow.core.errors import ConfigError, ShardflowError
 from shardflow.pipelines.cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
-from shardflow.pipelines.params import parse_param_args, typed_params
+from shardflow.pipelines.names import PIPELINE_NAME
+from shardflow.pipelines.params import declared_parameters, parse_param_args, typed_params
 
 if TYPE_CHECKING:  # kfp (and the kubernetes client it imports) costs seconds: loaded when a command runs
     import kfp
@@ -173,7 +173,7 @@ def schedule(host: str, cron: str, pipeline_package: str, params: Mapping[str, A
     """Creates or replaces the recurring run `job_name` in `experiment`; returns its id."""
     kfp_cron = to_kfp_cron(cron)
     spec = read_pipeline_package(pipeline_package)
-    parameters = typed_params(spec, params)
+    parameters = run_parameters(spec, params)
     if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or not 1 <= max_concurrency <= 10:
         raise ConfigError(f"--max-concurrency must be an integer in 1..10 (KFP's limit), got {max_concurrency!r}")
     for option, value in (("--name", job_name), ("--experiment", experiment)):
@@ -199,10 +199,11 @@ def compiled_package(args: argparse.Namespace, workdir: str) -> str:
             raise ConfigError("--mount-pvc, --node-selector and --toleration are compiled into the pipeline: "
                               f"with --pipeline-package {args.pipeline_package!r}, pass them to `shardflow compile`")
         return args.pipeline_package
-    image = check_image(args.image)
+    image = check_image(args.image, args.allow_mutable_image)
     from shardflow.pipelines.compiler import compile_pipeline
 
-    return str(compile_pipeline(os.path.join(workdir, "pipeline.yaml"), image, cluster))
+    return str(compile_pipeline(os.path.join(workdir, "pipeline.yaml"), image, cluster,
+                                allow_mutable_image=args.allow_mutable_image))
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -238,22 +239,34 @@ def schedule_main(args: argparse.Namespace, extra: list[str]) -> int:
             args.host, args.cron, package, params, args.name, args.experiment,
             max_concurrency=args.max_concurrency, no_catchup=not args.catchup,
             namespace=args.namespace, token_path=args.token_path))
-    if recurring_run_id is None:
-        return 1
     print(f"recurring run {args.name!r}: {recurring_run_id} (KFP cron {to_kfp_cron(args.cron)!r}, UTC)")
     return 0
 
 
+class KfpApiError(ShardflowError):
+    """The KFP API refused a request or could not be reached (exit 1)."""
+
+
 def reporting_api_errors(command: str, host: str, call: Callable[[], Any]) -> Any:
-    """`call()`, or None after a one-line message when the KFP API refuses or cannot be reached."""
+    """`call()`; KfpApiError (one line) when the KFP API refuses or cannot be reached."""
     from kfp_server_api.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
     try:
         return call()
     except ApiException as err:
-        print(f"shardflow {command}: error: the KFP API at {host} answered {err.status} {err.reason}: "
-              f"{(err.body or '').strip()[:500]}", file=sys.stderr)
+        body = " ".join((err.body or "").split())[:500]
+        raise KfpApiError(f"the KFP API at {host} answered {err.status} {err.reason}: {body}") from None
     except HTTPError as err:
-        print(f"shardflow {command}: error: cannot reach the KFP API at {host}: {err}", file=sys.stderr)
-    return None
+        raise KfpApiError(f"cannot reach the KFP API at {host}: {err}") from None
+
+
+def run_parameters(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's `--param`s typed against the package; for shardflow's own pipeline, every step's options
+    are checked as `shardflow run` checks its flags (unknown flags, bad values), before anything is sent."""
+    parameters = typed_params(spec, params)
+    if spec.get("pipelineInfo", {}).get("name") == PIPELINE_NAME:
+        from shardflow.pipelines.run_task import check_baked_params
+
+        check_baked_params(declared_parameters(spec), parameters)
+    return parameters

@@ -20,6 +20,7 @@ import os
 import sys
 from typing import Any, Iterator
 
+from ..core import storage
 from ..core.cloud_env import install_exit_guard
 from ..core.errors import ShardflowError
 
@@ -46,10 +47,7 @@ def _record(message: str, exit_code: int, bug: bool) -> None:
     path = os.environ.get(STEP_ERROR_ENV)
     if not path:
         return
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w") as out:
-        json.dump({"message": message, "exit_code": exit_code, "bug": bug}, out)
-    os.replace(path + ".tmp", path)
+    storage.write_json(path, {"message": message, "exit_code": exit_code, "bug": bug}, durable=False)
 
 
 def read_step_error(path: str | os.PathLike) -> dict[str, Any] | None:

@@ -66,6 +66,11 @@ class StepLog:
         self.echo(step_line(task, "FAILED" if failed else "ok", seconds, figure))
         return outputs, state
 
+    def cached(self, task: str, outputs: dict) -> None:
+        """A step whose outputs were reused: its line, and a log saying from where."""
+        figure = key_figure(task, outputs)
+        self.echo(step_line(task, "cached", None, figure))
+
     def skipped(self, task: str, why: str) -> None:
         self.echo(step_line(task, "skipped", None, why))
 

@@ -29,14 +29,15 @@ from shardflow.pipelines.schedule import (
     kfp_namespace,
     read_pipeline_package,
     reporting_api_errors,
+    run_parameters,
 )
-from shardflow.pipelines.params import parse_param_args, typed_params
+from shardflow.pipelines.params import parse_param_args
 
 
 def submit(host: str, pipeline_package: str, params: Mapping[str, Any], run_name: str, experiment: str,
            namespace: str | None = None, token_path: str | None = DEFAULT_TOKEN_PATH) -> str:
     """Creates one run of the package in `experiment` (created if missing); returns the run id."""
-    parameters = typed_params(read_pipeline_package(pipeline_package), params)
+    parameters = run_parameters(read_pipeline_package(pipeline_package), params)
     for option, value in (("--name", run_name), ("--experiment", experiment)):
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{option} must be a non-empty name, got {value!r}")
@@ -63,8 +64,6 @@ def submit_main(args: argparse.Namespace, extra: list[str]) -> int:
         run_id = reporting_api_errors("submit", args.host, lambda: submit(
             args.host, package, params, run_name, args.experiment, namespace=args.namespace,
             token_path=args.token_path))
-    if run_id is None:
-        return 1
     print(f"run {run_name!r}: {run_id}")
     return 0
 

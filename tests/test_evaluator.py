@@ -189,7 +189,10 @@ def test_not_blessed_when_a_threshold_fails_but_exit_code_is_zero(tmp_path: Path
     accuracy = json.loads((out / "metrics.json").read_text())["overall"]["accuracy"]
     assert marker == "NOT_BLESSED" and blessing["blessed"] is False
     assert blessing["reasons"] == [f"accuracy = {accuracy:.6g} fails threshold accuracy>=0.99"]
-    assert [c["passed"] for c in blessing["checks"]] == [False, True, None]  # no baseline: regression skipped
+    # No baseline: the explicit regression check and the default gate on macro_f1 are skipped.
+    assert [(c["passed"], c["source"]) for c in blessing["checks"]] == [
+        (False, ""), (True, ""), (None, "--max-regression"),
+        (None, "the default regression tolerance; change it with --regression-tolerance")]
     assert blessing["checks"][2]["reason"] == "no baseline: regression check accuracy=0.01 skipped"
 
 
@@ -203,6 +206,45 @@ def test_not_blessed_on_a_regression_against_a_better_baseline(tmp_path: Path, b
     assert blessing["reasons"] == [f"accuracy is {theirs - ours:.6g} worse than the baseline "
                                    f"({ours:.6g} vs {theirs:.6g}), more than the allowed 0.01"]
     assert [c["passed"] for c in blessing["checks"]] == [True, False, True]
+
+
+def test_the_default_gate_refuses_a_worse_candidate_that_passes_its_threshold(tmp_path: Path, bands: Path,
+                                                                             models: dict) -> None:
+    """Scheduled retraining's failure: a weaker model meets `accuracy>=0.3` but is worse than the served one."""
+    metrics = _evaluate(tmp_path, models["weak"][0], bands, baseline=str(models["good"][0]),
+                        thresholds=("accuracy>=0.3",))
+    blessing, marker = _verdict(tmp_path / "eout")
+    ours, theirs = metrics["overall"]["accuracy"], metrics["baseline"]["overall"]["accuracy"]
+    assert marker == "NOT_BLESSED"
+    assert blessing["reasons"] == [f"accuracy is {theirs - ours:.6g} worse than the baseline ({ours:.6g} vs "
+                                   f"{theirs:.6g}), more than the allowed 0.01 (the default regression tolerance; "
+                                   "change it with --regression-tolerance)"]
+    threshold = blessing["checks"][0]
+    assert (threshold["candidate"], threshold["baseline"]) == (pytest.approx(ours), pytest.approx(theirs))
+    assert threshold["delta"] == pytest.approx(ours - theirs)
+
+
+@pytest.mark.parametrize("tolerance, explicit, blessed", [(None, (), True), (0.5, (), True),
+                                                         (0.01, ("accuracy=0.5",), True), (0.0, (), False)])
+def test_the_default_gate_can_be_widened_switched_off_or_overridden(tmp_path: Path, bands: Path, models: dict,
+                                                                    tolerance: float | None, explicit: tuple,
+                                                                    blessed: bool) -> None:
+    _evaluate(tmp_path, models["weak"][0], bands, baseline=str(models["good"][0]), thresholds=("accuracy>=0.3",),
+              max_regressions=explicit, regression_tolerance=tolerance)
+    blessing, _ = _verdict(tmp_path / "eout")
+    assert blessing["blessed"] is blessed
+    assert [c["source"] for c in blessing["checks"] if c["kind"] == "regression"] == (
+        [] if tolerance is None else ["--max-regression"] if explicit else
+        ["the default regression tolerance; change it with --regression-tolerance"])
+
+
+@pytest.mark.parametrize("value, says", [("-0.1", "must be >= 0"), ("abc", "is not a number"), ("inf", "finite")])
+def test_a_bad_regression_tolerance_is_one_line_and_exit_2(tmp_path: Path, bands: Path, models: dict, capsys,
+                                                          value: str, says: str) -> None:
+    code = _cli(["--model", str(models["good"][0]), "--examples", str(bands), "--output", str(tmp_path / "e"),
+                 "--regression-tolerance", value])
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and line.startswith("shardflow evaluate: error: regression tolerance") and says in line
 
 
 def test_failed_evaluation_exits_non_zero_and_leaves_no_verdict(tmp_path: Path, bands: Path, models: dict,

@@ -97,6 +97,13 @@ def test_without_cluster_options_the_ir_has_no_platform_spec(tmp_path: Path) -> 
     (["--param", "index=train.csv"], "index='train.csv': the pipeline declares index as LIST (JSON"),
     (["--param", "data_root"], "--param expects NAME=VALUE, got 'data_root'"),
     (["--image", "registry.example.com/shardflow@sha256:" + "0" * 64], "the all-zero digest is the k8s/ placeholder"),
+    (["--image", "shardflow:latest"], "--image 'shardflow:latest': a tag is mutable; give the image by digest"),
+    (["--image", "registry.example.com/shardflow"], "a tag is mutable"),
+    (["--param", 'train_options=["--epohcs","40"]'], "train_options: shardflow train: error: unknown option --epohcs"),
+    (["--param", 'validation_options=["--no-drfit","id"]'], "validation_options: shardflow validate: error: "
+                                                            "unknown option --no-drfit"),
+    (["--param", "regression_tolerance=lots"], "regression tolerance"),
+    (["--no-cache", "evaluate"], "no_cache 'evaluate' is not a cached step"),
 ])
 def test_bad_compile_flags_are_one_line_and_exit_2(flags: list[str], message: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture) -> None:
@@ -105,6 +112,23 @@ def test_bad_compile_flags_are_one_line_and_exit_2(flags: list[str], message: st
     err = capsys.readouterr().err
     assert err.startswith("shardflow compile: error: ") and err.count("\n") == 1 and message in err, err
     assert not output.exists()
+
+
+def test_a_tag_is_compiled_only_with_allow_mutable_image(tmp_path: Path) -> None:
+    output = tmp_path / "pipeline.yaml"
+    assert main(["compile", "--output", str(output), "--image", "shardflow:0.1.0", "--allow-mutable-image"]) == 0
+    assert "image: shardflow:0.1.0" in output.read_text()
+
+
+def test_submit_checks_the_step_options_it_sends_before_sending(capsys: pytest.CaptureFixture) -> None:
+    with FakeKfpServer() as server:
+        assert main(["submit", "--host", server.url, "--image", IMAGE, "--token-path", NO_TOKEN,
+                     "--param", 'index=["train=/data/t.csv"]', "--param", "data_root=/data",
+                     "--param", "serving_dir=/artifacts/serving", "--param", "run_record_dir=/artifacts/runs",
+                     "--param", 'train_options=["--epohcs","40"]']) == 2
+        assert server.requests == []
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown option --epohcs (not a shardflow train option); did you mean --epochs?" in err
 
 
 def test_compile_without_an_image_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

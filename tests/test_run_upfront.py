@@ -123,7 +123,7 @@ def test_compile_checks_what_it_bakes_and_bakes_the_tasks_default(masks: Path, t
     where = {"index": json.dumps([f"train={masks}"]), "data_root": str(masks.parent)}
     ir = yaml.safe_load(Path(compile_pipeline(tmp_path / "p.yaml", GOLDEN_IMAGE, params=where)).read_text())
     assert ir["root"]["inputDefinitions"]["parameters"]["eval_thresholds"]["defaultValue"] == ["mean_iou>=0.5"]
-    with pytest.raises(ConfigError, match=r"^eval_thresholds/max_regressions/slice_by: threshold 'accuracy>=0.5'"):
+    with pytest.raises(ConfigError, match=r"^eval_thresholds/max_regressions/regression_tolerance/slice_by: threshold 'accuracy>=0.5'"):
         compile_pipeline(tmp_path / "q.yaml", GOLDEN_IMAGE, params={**where, "eval_thresholds": '["accuracy>=0.5"]'})
     # Without an index readable here (a cluster's paths), the step options are still checked.
     with pytest.raises(ConfigError, match=r"^train_options: shardflow train: error: unknown option --epohcs"):

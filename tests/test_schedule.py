@@ -205,10 +205,13 @@ def test_an_unreachable_host_is_one_line_not_a_traceback(package: str, capsys: p
     with socket.socket() as probe:  # a port nobody listens on once closed
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    args = _parse(add_submit_arguments, ["--host", f"http://127.0.0.1:{port}", "--pipeline-package", package,
-                                         "--param", "times=1", "--token-path", NO_TOKEN])
-    assert submit_main(args, []) == 1
-    assert f"cannot reach the KFP API at http://127.0.0.1:{port}" in capsys.readouterr().err
+    from shardflow.cli import main
+
+    assert main(["submit", "--host", f"http://127.0.0.1:{port}", "--pipeline-package", package,
+                 "--param", "times=1", "--token-path", NO_TOKEN]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"shardflow submit: error: cannot reach the KFP API at http://127.0.0.1:{port}"), err
 
 
 def _parse(add_arguments, argv: list[str]) -> argparse.Namespace:

@@ -2,7 +2,8 @@
 
     shardflow evaluate --model runs/train/model --examples runs/examples --output runs/eval \
         [--split eval] [--baseline runs/blessed/model] [--threshold 'accuracy>=0.9' ...] \
-        [--max-regression accuracy=0.01 ...] [--slice-by site ...] [--batch-size 512]
+        [--max-regression accuracy=0.01 ...] [--regression-tolerance 0.01|off] [--slice-by site ...] \
+        [--batch-size 512]
 
 Exit 0 whether the model is blessed or not (the verdict is in EOUT/BLESSED or EOUT/NOT_BLESSED);
 1 when the evaluation itself fails (unreadable model, label missing, ...); 2 for a bad option.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from .config import EvaluatorConfig
+from .config import DEFAULT_REGRESSION_TOLERANCE, EvaluatorConfig, parse_tolerance
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="e.g. 'accuracy>=0.9', 'log_loss<0.3', 'mean_iou>0.5' (quote: > is a shell redirection); repeatable")
     add("--max-regression", action="extend", nargs="+", default=[], metavar="METRIC=AMOUNT",
         help="largest allowed worsening against --baseline, e.g. accuracy=0.01; repeatable")
+    add("--regression-tolerance", default=str(DEFAULT_REGRESSION_TOLERANCE), metavar="AMOUNT|off",
+        help="with --baseline, each --threshold metric may be at most this much worse than the baseline's "
+             f"unless --max-regression names it (default {DEFAULT_REGRESSION_TOLERANCE}); 'off': no default gate")
     add("--slice-by", action="extend", nargs="+", default=[], metavar="COLUMN",
         help="also compute every metric per value of this column of the examples; repeatable")
     add("--batch-size", type=int, default=512, help="examples per model call (default 512)")
@@ -42,6 +46,7 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
         max_regressions=tuple(args.max_regression),
         slice_by=tuple(args.slice_by),
         batch_size=args.batch_size,
+        regression_tolerance=parse_tolerance(args.regression_tolerance),
     )
 
 

@@ -3,7 +3,9 @@
 >>> Threshold.parse("accuracy>=0.9")
 Threshold(metric='accuracy', op='>=', value=0.9)
 >>> Regression.parse("log_loss=0.05")
-Regression(metric='log_loss', max_regression=0.05)
+Regression(metric='log_loss', max_regression=0.05, source='--max-regression')
+>>> parse_tolerance("off"), parse_tolerance("0.02")
+(None, 0.02)
 >>> cfg = EvaluatorConfig(model="m", examples="ex", output="eout", thresholds=("accuracy>=0.9",))  # doctest: +SKIP
 >>> cfg.thresholds                                                                                 # doctest: +SKIP
 (Threshold(metric='accuracy', op='>=', value=0.9),)
@@ -22,8 +24,8 @@ from ..core.errors import ConfigError, ShardflowError
 from ..core.input_checks import examples_problem, model_problem
 from . import classification, segmentation
 
-__all__ = ["ConfigError", "DEFAULT_THRESHOLDS", "EvaluationError", "EvaluatorConfig", "Regression", "Threshold",
-           "TASK_METRICS", "check_metric_names"]
+__all__ = ["ConfigError", "DEFAULT_REGRESSION_TOLERANCE", "DEFAULT_THRESHOLDS", "EvaluationError", "EvaluatorConfig",
+           "Regression", "Threshold", "TASK_METRICS", "check_metric_names", "parse_tolerance"]
 
 # The top-level ("overall") metrics a threshold or a regression may name, per model task.
 TASK_METRICS: dict[str, tuple[str, ...]] = {
@@ -32,6 +34,10 @@ TASK_METRICS: dict[str, tuple[str, ...]] = {
 }
 # The blessing threshold of a run that names none (`shardflow run`, the IR default), per task.
 DEFAULT_THRESHOLDS: dict[str, str] = {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5"}
+# With a baseline, a threshold metric may be at most this much worse than the baseline's (absolute),
+# unless --max-regression names it: a scheduled retraining never silently pushes a worse model.
+DEFAULT_REGRESSION_TOLERANCE = 0.01
+DEFAULT_GATE = "the default regression tolerance; change it with --regression-tolerance"
 _ALL_METRICS = tuple(dict.fromkeys(m for names in TASK_METRICS.values() for m in names))
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
@@ -95,12 +101,26 @@ class Threshold:
         return f"{self.metric}{self.op}{self.value:g}"
 
 
+def parse_tolerance(text: str | float | None) -> float | None:
+    """`--regression-tolerance`: an amount >= 0, or `off` (None: no default gate)."""
+    if text is None or (isinstance(text, str) and text.strip().lower() in ("off", "none")):
+        return None
+    value = _number(str(text), "regression tolerance", str(text))
+    if value < 0:
+        raise ConfigError(f"regression tolerance {text!r} must be >= 0 (or 'off')")
+    return value
+
+
 @dataclass(frozen=True)
 class Regression:
-    """`accuracy=0.01`: the candidate may be worse than the baseline by at most 0.01 (absolute)."""
+    """`accuracy=0.01`: the candidate may be worse than the baseline by at most 0.01 (absolute).
+
+    `source`: who asked for the check: `--max-regression`, or the default gate on a threshold metric.
+    """
 
     metric: str
     max_regression: float
+    source: str = "--max-regression"
 
     @classmethod
     def parse(cls, text: str) -> "Regression":
@@ -149,6 +169,7 @@ class EvaluatorConfig:
     max_regressions: tuple[Regression, ...] = ()
     slice_by: tuple[str, ...] = ()
     batch_size: int = 512
+    regression_tolerance: float | None = DEFAULT_REGRESSION_TOLERANCE  # None: no default gate
 
     def __post_init__(self) -> None:
         # Accept "accuracy>=0.9" strings for convenience; store the parsed objects.
@@ -161,11 +182,25 @@ class EvaluatorConfig:
             raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
         if not self.split:
             raise ConfigError(f"split must be a split name such as 'eval', got {self.split!r}")
+        tolerance = self.regression_tolerance
+        if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+                                      or not math.isfinite(tolerance) or tolerance < 0):
+            raise ConfigError(f"regression_tolerance must be a finite number >= 0 or None (off), got {tolerance!r}")
         named = [r.metric for r in self.max_regressions]
         repeated = sorted({m for m in named if named.count(m) > 1})
         if repeated:
             raise ConfigError(f"max regression given more than once for {repeated}")
         self._check_paths()
+
+    def regressions(self) -> tuple[Regression, ...]:
+        """The regression checks that apply with a baseline: every explicit one, and the default gate on
+        each threshold metric that none names."""
+        named = {r.metric for r in self.max_regressions}
+        if self.regression_tolerance is None:
+            return self.max_regressions
+        implicit = tuple(Regression(metric, self.regression_tolerance, DEFAULT_GATE) for metric in
+                         dict.fromkeys(t.metric for t in self.thresholds) if metric not in named)
+        return self.max_regressions + implicit
 
     def _check_paths(self) -> None:
         """The output must not overlap an input (pure: compares the locations, touches nothing)."""

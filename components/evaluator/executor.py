@@ -126,7 +126,7 @@ def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Cal
          f"batches of {config.batch_size}")
     result = score(plan, models, echo)
     metrics = _metrics(config, models["candidate"], result, started)
-    verdict = bless(config.thresholds, config.max_regressions, metrics["overall"],
+    verdict = bless(config.thresholds, config.regressions(), metrics["overall"],
                     metrics["baseline"]["overall"] if metrics["baseline"] else None)
     _publish(out, metrics, verdict)
     echo(f"evaluate: {result.examples:,} examples in {result.seconds:.1f} s "

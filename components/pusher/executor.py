@@ -73,8 +73,13 @@ def _normalized(location: str) -> str:
 def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None = None) -> tuple[int, str]:
     """Copies `model_dir` to the next version `<serving_dir>/<N>/`, then repoints CURRENT.json; (N, location).
 
-    No blessing check: `run` makes it (or a pipeline's condition on the Evaluator's verdict).
+    No blessing check: `run` makes it (or a pipeline's condition on the Evaluator's verdict). The model
+    already served (the same `model_dir`, as a rerun whose Trainer was cached blesses it) is not
+    copied again: its version stays current.
     """
+    pointer = read_pointer(serving_dir)
+    if pointer and pointer.get("pushed_from") == _normalized(model_dir) and storage.exists(pointer["model"]):
+        return pointer["version"], pointer["model"]
     versions = [int(name) for name in storage.list_names(serving_dir) if name.isdigit()]
     version = max(versions, default=0) + 1
     target = storage.join(serving_dir, str(version))
@@ -88,7 +93,7 @@ def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None =
             storage.move(staging, target)  # atomic rename: the version appears whole
         finally:
             storage.remove(staging)
-    pointer = {"version": version, "model": target,
+    pointer = {"version": version, "model": target, "pushed_from": _normalized(model_dir),
                "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **(source or {})}
     storage.write_json(storage.join(serving_dir, SERVING_POINTER), pointer)  # last, atomically
     return version, target

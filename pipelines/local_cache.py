@@ -1,0 +1,144 @@
+"""Step caching for `shardflow run`, keyed as KFP keys its cache on a cluster.
+
+kfp.local runs every task every time. A cluster's KFP reuses a task's earlier outputs when its cache
+key is unchanged: the component (its code and image), its input parameters and its input
+artifacts. This does the same on one machine. A step's key is a SHA-256 over
+
+- the compiled component and executor spec (the step's code as KFP ships it, its command, image);
+- the shardflow code that step runs (every source file of the installed package: `code_fingerprint`)
+  and the versions of the frameworks it calls;
+- its input parameters (a changed CSV changes the data fingerprint, an input of ExampleGen);
+- its input artifacts by URI: an upstream step that re-ran wrote new URIs, so everything
+  downstream of a change runs again.
+
+A hit reuses the outputs in place (no copy: the run directory gets symbolic links to them), so an
+identical rerun adds only its small reports. Only steps the pipeline marks cacheable
+(`set_caching_options(True)`: ExampleGen, validation, Transform, Trainer) are looked up; the
+Evaluator, the report and Push always run, since the served model may have changed. A cached
+output that has gone (deleted by hand) is a miss. `no_cache` names steps never to reuse ("all").
+
+    cache = StepCache(Path("runs/demo/cache"), no_cache=frozenset({"train"}))
+    key = cache.key("transform", component_spec, executor_spec, arguments)
+    cache.lookup("transform", key)          # the outputs dict, or None
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core import storage
+from ..core.errors import ConfigError
+
+CACHE_DIR = "cache"
+# The steps whose outputs can be reused (the pipeline's cacheable tasks), named as `--no-cache` takes them.
+CACHEABLE_STEPS = ("example-gen", "validate", "transform", "train")
+# Artifacts that live in KFP's metadata only: no file is ever written at their URI.
+_METADATA_ONLY = frozenset({"system.Metrics", "system.ClassificationMetrics", "system.SlicedClassificationMetrics"})
+_FRAMEWORKS = ("tensorflow", "tf-keras", "apache-beam", "tensorflow-transform", "tensorflow-data-validation", "kfp")
+
+
+def check_no_cache(steps: tuple[str, ...]) -> frozenset[str]:
+    """The `--no-cache` values as a set; ConfigError naming a step that is not cacheable.
+
+    >>> sorted(check_no_cache(("train", "transform")))
+    ['train', 'transform']
+    """
+    unknown = [step for step in steps if step != "all" and step not in CACHEABLE_STEPS]
+    if unknown:
+        raise ConfigError(f"no_cache {unknown[0]!r} is not a cached step (cached: {', '.join(CACHEABLE_STEPS)}; "
+                          "or 'all')")
+    return frozenset(steps)
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """SHA-256 over shardflow's source files and the framework versions: a code change invalidates the cache."""
+    import shardflow
+    import shardflow.pipelines
+
+    digest = hashlib.sha256(sys.version.encode())
+    for name in _FRAMEWORKS:
+        digest.update(f"{name}={importlib.metadata.version(name)}".encode())
+    roots = sorted({Path(shardflow.__file__).parent, Path(shardflow.pipelines.__file__).parent})
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _identity(value: Any) -> Any:
+    """An input argument as it enters the key: an artifact by type and URI, a parameter as itself."""
+    if hasattr(value, "uri") and hasattr(value, "schema_title"):
+        return {"artifact": value.schema_title, "uri": value.uri}
+    raise TypeError(f"cannot key an argument of type {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class StepCache:
+    """The cache of one run directory (`root`: RUN_DIR/cache); `no_cache`: steps never reused, or {'all'}."""
+
+    root: Path
+    no_cache: frozenset[str] = field(default_factory=frozenset)
+
+    def enabled_for(self, task: str) -> bool:
+        return "all" not in self.no_cache and task not in self.no_cache
+
+    def key(self, task: str, component_spec: Any, executor_spec: Any, arguments: dict[str, Any]) -> str:
+        digest = hashlib.sha256(task.encode() + b"\0" + code_fingerprint().encode())
+        digest.update(component_spec.SerializeToString(deterministic=True))
+        digest.update(executor_spec.SerializeToString(deterministic=True))
+        digest.update(json.dumps(arguments, sort_keys=True, default=_identity).encode())
+        return digest.hexdigest()
+
+    def _entry(self, task: str, key: str) -> Path:
+        return self.root / task / f"{key}.json"
+
+    def lookup(self, task: str, key: str) -> dict[str, Any] | None:
+        """The outputs a successful earlier run of this step left, when every artifact of them still exists."""
+        entry = self._entry(task, key)
+        if not entry.is_file():
+            return None
+        saved = json.loads(entry.read_text())
+        if not all(os.path.exists(a["uri"]) for a in saved["outputs"].values()
+                   if "uri" in a and a["schema_title"] not in _METADATA_ONLY):
+            return None
+        return {name: _restore(value) for name, value in saved["outputs"].items()}
+
+    def store(self, task: str, key: str, outputs: dict[str, Any], task_root: Path) -> None:
+        """Records a successful run's outputs (atomically: a killed run leaves no half entry)."""
+        record = {"task_root": str(task_root), "outputs": {name: _saved(v) for name, v in outputs.items()}}
+        storage.write_json(str(self._entry(task, key)), record)
+
+
+def _saved(value: Any) -> dict[str, Any]:
+    if hasattr(value, "uri") and hasattr(value, "schema_title"):
+        return {"schema_title": value.schema_title, "uri": value.uri, "name": value.name,
+                "metadata": dict(value.metadata or {})}
+    return {"value": value}
+
+
+def _restore(saved: dict[str, Any]) -> Any:
+    if "uri" not in saved:
+        return saved["value"]
+    from kfp.dsl import executor
+
+    return executor.create_artifact_instance({"type": {"schemaTitle": saved["schema_title"]}, "uri": saved["uri"],
+                                              "name": saved["name"], "metadata": saved["metadata"]})
+
+
+def link_outputs(outputs: dict[str, Any], task_root: Path) -> None:
+    """Symbolic links in this run's task folder to the reused outputs, so the run directory reads as complete."""
+    task_root.mkdir(parents=True, exist_ok=True)
+    for value in outputs.values():
+        uri = getattr(value, "uri", None)
+        if uri and os.path.exists(uri):
+            link = task_root / os.path.basename(uri)
+            if not link.exists():
+                link.symlink_to(uri, target_is_directory=os.path.isdir(uri))
