@@ -63,9 +63,12 @@ bench: setup
 golden: setup
 	$(BIN)/shardflow compile --output tests/golden/pipeline.yaml --image registry.example.com/ml/shardflow@sha256:3f1c5e0a9b7d2c4e6f8a0b1c3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e
 
+# The image's lock (k8s/Dockerfile) is resolved within the main one: the same versions, no test tools.
 lock:
 	uv pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_36 \
 	    requirements/requirements.in -o $(LOCK)
+	cd requirements && uv pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_36 \
+	    runtime.in -o runtime.lock
 
 tfx-lock:
 	uv pip compile --python $(PYTHON310) --python-version 3.10 --python-platform x86_64-manylinux_2_36 \
