@@ -221,3 +221,26 @@ def test_unet_trains_on_masks_and_serves_per_pixel_classes(tmp_path: Path) -> No
     height, width, _ = manifest.features[info.label].shape
     assert served["class_ids"].shape == (len(records), height, width)
     assert served["probabilities"].shape == (len(records), height, width, 2)
+
+
+def test_segmentation_logs_mean_iou_and_dice_per_epoch_as_the_evaluator_scores_them(tmp_path: Path) -> None:
+    from shardflow.evaluator import EvaluatorConfig
+    from shardflow.evaluator import run as evaluate
+
+    demo = tmp_path / "demo"
+    index = Path(write_all(str(demo))["segmentation"])
+    examples = tmp_path / "examples"
+    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(index)),), data_root=str(index.parent), output=str(examples)),
+                echo=lambda _: None)
+    run(TrainerConfig(examples=str(examples), output=str(tmp_path / "m"), epochs=2, batch_size=8, num_classes=2,
+                      input_probe_batches=1), echo=lambda _: None)
+    epochs = json.loads((tmp_path / "m" / "history.json").read_text())["epochs"]
+    history = {name: [entry[name] for entry in epochs] for name in epochs[-1]}
+    for name in ("mean_iou", "mean_dice", "val_mean_iou", "val_mean_dice"):
+        assert len(history[name]) == 2 and all(0.0 <= v <= 1.0 for v in history[name]), (name, history[name])
+    evaluate(EvaluatorConfig(model=str(tmp_path / "m" / "model"), examples=str(examples), output=str(tmp_path / "e"),
+                             thresholds=("mean_iou>=0",)), echo=lambda _: None)
+    overall = json.loads((tmp_path / "e" / "metrics.json").read_text())["overall"]
+    # The last epoch's validation pass scores the final weights on the eval split, as the Evaluator does.
+    assert history["val_mean_iou"][-1] == pytest.approx(overall["mean_iou"], abs=1e-4)
+    assert history["val_mean_dice"][-1] == pytest.approx(overall["mean_dice"], abs=1e-4)

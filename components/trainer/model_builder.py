@@ -18,6 +18,7 @@ from ..core.errors import ConfigError
 from .augment import AugmentLayer
 from .config import TrainerConfig
 from .export import warm_start
+from .metrics import training_metrics
 from .models import lenet, unet
 from .task import TrainingTask
 
@@ -32,7 +33,7 @@ def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     if not model.optimizer:
         model.compile(optimizer=keras.optimizers.Adam(config.learning_rate),
                       loss=keras.losses.SparseCategoricalCrossentropy(),
-                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                      metrics=training_metrics(task.kind, task.num_classes),
                       jit_compile=config.xla)
     return model
 
