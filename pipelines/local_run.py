@@ -186,4 +186,7 @@ def render_summary(summary: dict[str, Any]) -> str:
     lines.append(f"  logs: {Path(summary['run']) / 'logs'}")
     pointer = summary.get("serving_pointer")
     lines.append(f"serving: {pointer['model']} (version {pointer['version']})" if pointer else "serving: nothing pushed")
+    blessing = summary.get("blessing") or {}
+    if blessing and not blessing.get("blessed"):  # the one line a scheduled run's log is read for
+        lines.append("not pushed: " + "; ".join(blessing.get("reasons") or ["not blessed"]))
     return "\n".join(lines)

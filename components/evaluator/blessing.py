@@ -91,7 +91,7 @@ def check_regression(regression: Regression, candidate: dict[str, float], baseli
         passed, reason = False, (f"{metric} is {worse:.6g} worse than the baseline {both}, "
                                  f"more than the allowed {regression.max_regression:g}{_why(regression)}")
     else:
-        change = f"{-worse:.6g} better" if worse < 0 else f"{worse:.6g} worse"
+        change = "no worse" if worse == 0 else f"{-worse:.6g} better" if worse < 0 else f"{worse:.6g} worse"
         passed, reason = True, (f"{metric} is {change} than the baseline {both}, "
                                 f"within the allowed {regression.max_regression:g}{_why(regression)}")
     return Check("regression", metric, str(regression), passed, reason, _json_number(value), _json_number(reference),
