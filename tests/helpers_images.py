@@ -135,3 +135,23 @@ def exif_with_orientation(orientation: int) -> Image.Exif:
     exif = Image.Exif()
     exif[0x0112] = orientation
     return exif
+
+
+def write_quadrant_set(root: Path, count: int, seed: int, prefix: str = "", shuffle_labels: bool = False) -> None:
+    """`count` 8x8 gray PNGs whose bright quadrant is the class (i % 4), and `root/prefix/{train,eval}.csv`
+    (columns x, y, site; 1 in 5 rows is eval; paths relative to `root`). Shuffled labels keep their
+    distribution (so data validation passes) but carry no information."""
+    rng = np.random.default_rng(seed)
+    rows: dict[str, list] = {"train": [], "eval": []}
+    for i in range(count):
+        label = i % 4
+        pixels = rng.integers(0, 60, size=(8, 8, 1)).astype(np.uint8)
+        y, x = divmod(label, 2)
+        pixels[y * 4:(y + 1) * 4, x * 4:(x + 1) * 4] += 180
+        write_png(root / f"{prefix}img/{i}.png", pixels)
+        rows["eval" if i % 5 == 0 else "train"].append([f"{prefix}img/{i}.png", label, f"site-{i % 3}"])
+    for split, split_rows in rows.items():
+        if shuffle_labels:
+            labels = rng.permutation([row[1] for row in split_rows])
+            split_rows = [[row[0], int(label), row[2]] for row, label in zip(split_rows, labels)]
+        write_csv(root / f"{prefix}{split}.csv", ["x", "y", "site"], split_rows)

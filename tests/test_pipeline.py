@@ -21,7 +21,7 @@ from shardflow.core.model_info import read_model_info
 from shardflow.pipelines.compiler import compile_pipeline
 from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 
-from helpers_images import write_csv, write_png
+from helpers_images import write_quadrant_set
 
 GOLDEN = Path(__file__).parent / "golden" / "pipeline.yaml"
 # The image `make golden` compiles the golden pipeline with (an example digest, not a built image).
@@ -64,22 +64,7 @@ def test_the_ir_carries_accelerators_retries_caching_and_control_flow() -> None:
 
 
 def _write_span(root: Path, span: int, shuffle_labels: bool = False) -> None:
-    """120 8x8 images whose bright quadrant is the class; 1 in 5 rows is eval. Shuffled labels keep
-    their distribution (so data validation passes) but carry no information."""
-    rng = np.random.default_rng(span)
-    rows: dict[str, list] = {"train": [], "eval": []}
-    for i in range(120):
-        label = i % 4
-        pixels = rng.integers(0, 60, size=(8, 8, 1)).astype(np.uint8)
-        y, x = divmod(label, 2)
-        pixels[y * 4:(y + 1) * 4, x * 4:(x + 1) * 4] += 180
-        write_png(root / f"span-{span}/img/{i}.png", pixels)
-        rows["eval" if i % 5 == 0 else "train"].append([f"span-{span}/img/{i}.png", label, f"site-{i % 3}"])
-    for split, split_rows in rows.items():
-        if shuffle_labels:
-            labels = rng.permutation([row[1] for row in split_rows])
-            split_rows = [[row[0], int(label), row[2]] for row, label in zip(split_rows, labels)]
-        write_csv(root / f"span-{span}/{split}.csv", ["x", "y", "site"], split_rows)
+    write_quadrant_set(root, 120, span, f"span-{span}/", shuffle_labels)
 
 
 def _config(data: Path, out: Path, **options: object) -> LocalRunConfig:

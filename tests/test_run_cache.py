@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
@@ -14,7 +13,7 @@ from shardflow.core.errors import ConfigError
 from shardflow.pipelines.local_cache import StepCache, check_no_cache
 from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 
-from helpers_images import write_csv, write_png
+from helpers_images import write_quadrant_set
 
 CACHED = ("example-gen", "validate", "transform", "train")
 ALWAYS_RUN = ("fingerprint", "evaluate", "run-report")
@@ -22,18 +21,7 @@ GOLDEN_IMAGE = "registry.example.com/ml/shardflow@sha256:" + "3f1c5e0a" * 8
 
 
 def _write_data(root: Path) -> None:
-    """80 8x8 images whose bright quadrant is the class; 1 in 5 rows is eval."""
-    rng = np.random.default_rng(0)
-    rows: dict[str, list] = {"train": [], "eval": []}
-    for i in range(80):
-        label = i % 4
-        pixels = rng.integers(0, 60, size=(8, 8, 1)).astype(np.uint8)
-        y, x = divmod(label, 2)
-        pixels[y * 4:(y + 1) * 4, x * 4:(x + 1) * 4] += 180
-        write_png(root / f"img/{i}.png", pixels)
-        rows["eval" if i % 5 == 0 else "train"].append([f"img/{i}.png", label])
-    for split, split_rows in rows.items():
-        write_csv(root / f"{split}.csv", ["x", "y"], split_rows)
+    write_quadrant_set(root, 80, seed=0)
 
 
 def _states(lines: list[str]) -> dict[str, str]:

@@ -8,27 +8,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 
-from helpers_images import write_csv, write_png
+from helpers_images import write_quadrant_set
 
 
 def _write_data(root: Path) -> None:
-    """80 8x8 images whose bright quadrant is the class; 1 in 5 rows is eval."""
-    rng = np.random.default_rng(1)
-    rows: dict[str, list] = {"train": [], "eval": []}
-    for i in range(80):
-        label = i % 4
-        pixels = rng.integers(0, 60, size=(8, 8, 1)).astype(np.uint8)
-        y, x = divmod(label, 2)
-        pixels[y * 4:(y + 1) * 4, x * 4:(x + 1) * 4] += 180
-        write_png(root / f"img/{i}.png", pixels)
-        rows["eval" if i % 5 == 0 else "train"].append([f"img/{i}.png", label])
-    for split, split_rows in rows.items():
-        write_csv(root / f"{split}.csv", ["x", "y"], split_rows)
+    write_quadrant_set(root, 80, seed=1)
 
 
 @pytest.fixture(scope="module")
