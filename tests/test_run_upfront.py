@@ -102,6 +102,10 @@ def test_a_valid_run_is_not_refused(masks: Path, labels: Path, tmp_path: Path) -
     (["--train-args", "--epochs 1 --label nope"], ["--train-args", "label 'nope' is not a feature"]),
     (["--example-gen-args", "--resize imgae=8x8"],  # per-column options meet the index's header up front too
      ["--index/--example-gen-args", "--resize names columns ['imgae']"]),
+    (["--validate-args", "--no-drfit site"],
+     ["--drift-threshold/--validation-schema/--validate-args", "unknown option --no-drfit", "--no-drift?"]),
+    (["--regression-tolerance", "-0.1"], ["regression tolerance '-0.1' must be >= 0 (or 'off')"]),
+    (["--no-cache", "evaluate"], ["no_cache 'evaluate' is not a cached step"]),
 ])
 def test_a_mistake_fails_before_the_first_step_in_one_line(masks: Path, tmp_path: Path, flags: list[str],
                                                            says: list[str]) -> None:
