@@ -86,10 +86,13 @@ class HistoryFile(keras.callbacks.Callback):
         super().__init__()
         self.path, self.write = path, write
         self.entries: list[dict] = storage.read_json(path)["epochs"] if storage.is_file(path) else []
+        # Fine-tuning (fine_tuning.py): the phase's name, and the steps earlier phases' optimizers made.
+        self.phase: str | None = None
+        self.step_offset = 0
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-        entry = {"epoch": epoch + 1, "optimizer_steps": int(self.model.optimizer.iterations.numpy()),
-                 **{k: float(v) for k, v in (logs or {}).items()}}
+        entry = {"epoch": epoch + 1, "optimizer_steps": self.step_offset + int(self.model.optimizer.iterations.numpy()),
+                 **({"phase": self.phase} if self.phase else {}), **{k: float(v) for k, v in (logs or {}).items()}}
         # A resumed run repeats the epoch it was killed in: the newer entry replaces the older.
         self.entries = [e for e in self.entries if e["epoch"] < entry["epoch"]] + [entry]
         if self.write:

@@ -46,6 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--label", help="target feature (default: the mask, else the only label)")
     add("--num-classes", type=int, help="number of classes (default: from the manifests)")
     add("--input-probe-batches", type=int, default=50, help="batches read to time the input pipeline alone")
+    backbone = parser.add_argument_group("pretrained backbones (--model mobilenet_v2, efficientnet_b0, resnet50, "
+                                         "unet_mobilenet_v2, keras_applications:NAME)")
+    backbone.add_argument("--weights", help="imagenet (default; downloaded by Keras), none, or a weights file "
+                                            "(.h5 or TF checkpoint; path or s3:// / gs:// URI)")
+    backbone.add_argument("--backbone-alpha", type=float, default=1.0, help="MobileNet's width multiplier")
+    backbone.add_argument("--freeze-epochs", type=int, help="epochs training the head with the backbone frozen; "
+                                                            "the rest fine-tune (default: all epochs frozen)")
+    backbone.add_argument("--fine-tune-layers", type=int, help="backbone layers unfrozen from the top in phase two "
+                                                               "(default all; BatchNorm stays frozen)")
+    backbone.add_argument("--fine-tune-learning-rate", type=float, help="phase two's (default --learning-rate / 10)")
+    add("--class-weight", metavar="balanced|CLASS=W,...",
+        help="loss weight per class: 'balanced' (from train's label counts) or e.g. 0=1,1=5 / cat=1,dog=3")
     add("--train-split", default="train")
     add("--eval-split", default="eval", help="split validated on each epoch ('' for none)")
 
@@ -59,6 +71,9 @@ def config_from_args(args: argparse.Namespace) -> TrainerConfig:
         xla=args.xla, learning_rate=args.learning_rate, checkpoint_every=args.checkpoint_every,
         label=args.label, num_classes=args.num_classes, train_split=args.train_split,
         eval_split=args.eval_split or None, input_probe_batches=args.input_probe_batches,
+        weights=args.weights, backbone_alpha=args.backbone_alpha, freeze_epochs=args.freeze_epochs,
+        fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate,
+        class_weight=args.class_weight,
     )
 
 

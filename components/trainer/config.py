@@ -12,6 +12,10 @@ from ..core.errors import ConfigError
 from ..core.input_checks import examples_problem
 
 BUILTIN_MODELS = ("auto", "lenet", "unet")
+# Pretrained backbones (backbones.py): classifiers, a U-Net on MobileNetV2, any tf_keras.applications model.
+BACKBONE_CLASSIFIERS = ("mobilenet_v2", "efficientnet_b0", "resnet50")
+BACKBONE_SEGMENTERS = ("unet_mobilenet_v2",)
+GENERIC_BACKBONE = "keras_applications:"
 # The shuffle holds serialized records (a 224-px JPEG photo ~20 KB): 128 MB mixes ~6k photos or all
 # of a 28x28 data set, and the stream holds at most ~4 windows' worth at once.
 DEFAULT_SHUFFLE_MB = 128.0
@@ -53,6 +57,21 @@ class TrainerConfig:
     train_split: str = "train"
     eval_split: str | None = "eval"
     input_probe_batches: int = 50
+    weights: str | None = None  # backbones: "imagenet" (the default), "none", or a weights file (path or URI)
+    backbone_alpha: float = 1.0  # MobileNet's width multiplier
+    freeze_epochs: int | None = None  # backbones: epochs of the head alone; the rest fine-tune (None: all)
+    fine_tune_layers: int | None = None  # layers of the backbone unfrozen in phase two, from the top (None: all)
+    fine_tune_learning_rate: float | None = None  # phase two's (None: learning_rate / 10)
+    class_weight: str | None = None  # "balanced" or "CLASS=WEIGHT,..." (class_weights.py)
+
+    @property
+    def is_backbone(self) -> bool:
+        """Whether `model` is a pretrained backbone.
+
+        >>> TrainerConfig(examples="e", output="m", epochs=1, model="keras_applications:DenseNet121").is_backbone
+        True
+        """
+        return is_backbone(self.model)
 
     @property
     def shuffle_bytes(self) -> int:
@@ -73,9 +92,9 @@ class TrainerConfig:
         for name in ("examples", "output"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ConfigError(f"{name} must be a non-empty path, got {getattr(self, name)!r}")
-        if self.model not in BUILTIN_MODELS and not _MODULE_FN.match(self.model):
-            raise ConfigError(f"model must be one of {BUILTIN_MODELS} or 'module:function' / 'file.py:function', "
-                              f"got {self.model!r}")
+        if self.model not in BUILTIN_MODELS and not self.is_backbone and not _MODULE_FN.match(self.model):
+            raise ConfigError(f"model must be one of {BUILTIN_MODELS + BACKBONE_CLASSIFIERS + BACKBONE_SEGMENTERS}, "
+                              f"{GENERIC_BACKBONE}NAME or 'module:function' / 'file.py:function', got {self.model!r}")
         if (self.epochs is None) == (self.steps is None):
             raise ConfigError(f"give exactly one of epochs and steps (got epochs={self.epochs!r}, steps={self.steps!r})")
         for name in ("epochs", "steps", "batch_size", "checkpoint_every", "input_probe_batches", "num_classes"):
@@ -94,6 +113,65 @@ class TrainerConfig:
             raise ConfigError(f"learning_rate must be in (0, 10), got {self.learning_rate!r}")
         if self.eval_split is not None and self.eval_split == self.train_split:
             raise ConfigError(f"eval_split must differ from train_split, both are {self.train_split!r}")
+        self._check_backbone_options()
+
+    def _check_backbone_options(self) -> None:
+        given = [name for name in ("weights", "freeze_epochs", "fine_tune_layers", "fine_tune_learning_rate")
+                 if getattr(self, name) is not None] + (["backbone_alpha"] if self.backbone_alpha != 1.0 else [])
+        if given and not self.is_backbone:
+            raise ConfigError(f"{given[0]} applies to a pretrained backbone (--model mobilenet_v2, ...), "
+                              f"not to model {self.model!r}")
+        if self.weights is not None and (not isinstance(self.weights, str) or not self.weights.strip()):
+            raise ConfigError(f"weights must be 'imagenet', 'none' or a weights file, got {self.weights!r}")
+        alpha = self.backbone_alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 2:
+            raise ConfigError(f"backbone_alpha must be in (0, 2], got {alpha!r}")
+        for name in ("fine_tune_layers",):
+            _check_positive(name, getattr(self, name), optional=True)
+        if self.freeze_epochs is not None:
+            if isinstance(self.freeze_epochs, bool) or not isinstance(self.freeze_epochs, int) or self.freeze_epochs < 0:
+                raise ConfigError(f"freeze_epochs must be an integer >= 0, got {self.freeze_epochs!r}")
+            if self.epochs is None or self.freeze_epochs > self.epochs:
+                raise ConfigError(f"freeze_epochs ({self.freeze_epochs}) needs --epochs of at least as many "
+                                  f"(got epochs={self.epochs!r}, steps={self.steps!r})")
+        rate = self.fine_tune_learning_rate
+        if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < 10):
+            raise ConfigError(f"fine_tune_learning_rate must be in (0, 10), got {rate!r}")
+        if self.class_weight is not None:
+            parse_class_weight(self.class_weight)
+
+
+def is_backbone(model: str) -> bool:
+    """Whether `--model` names a built-in pretrained backbone model.
+
+    >>> is_backbone("mobilenet_v2"), is_backbone("unet_mobilenet_v2"), is_backbone("lenet")
+    (True, True, False)
+    """
+    return model in BACKBONE_CLASSIFIERS or model in BACKBONE_SEGMENTERS or model.startswith(GENERIC_BACKBONE)
+
+
+def parse_class_weight(text: str) -> str | dict[str, float]:
+    """`--class-weight`: "balanced", or CLASS=WEIGHT pairs (class ids or names, weights > 0).
+
+    >>> parse_class_weight("balanced"), parse_class_weight("0=1, 1=4.5")
+    ('balanced', {'0': 1.0, '1': 4.5})
+    """
+    if text.strip() == "balanced":
+        return "balanced"
+    weights: dict[str, float] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = pair.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if not sep or not name.strip() or not weight > 0 or name.strip() in weights:
+            raise ConfigError(f"class_weight {text!r}: expected 'balanced' or CLASS=WEIGHT pairs with weights > 0, "
+                              f"each class once (at {pair!r})")
+        weights[name.strip()] = weight
+    if not weights:
+        raise ConfigError(f"class_weight {text!r}: expected 'balanced' or CLASS=WEIGHT pairs")
+    return weights
 
 
 def _check_positive(name: str, value: object, optional: bool = False) -> None:

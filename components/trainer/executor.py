@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import time
 from typing import Callable, Iterator
 
@@ -31,21 +30,20 @@ from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.model_info import ModelInfo
 from ..core.output_dir import OutputDir
-from .callbacks import HistoryFile, StepAndEpochBackup, StopAtStep, TrainTimer
+from .callbacks import HistoryFile, TrainTimer
 from .config import TrainerConfig
 from .distribution import Placement, choose_strategy, cluster_from_env
 from .export import export_model
 from .features import RawToModel
 from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt_shards_named
 from .model_builder import build_model
+from .training_loop import CHECKPOINTS, TENSORBOARD, fit_phases
 from .progress import StepProgress
 from .reports import plot_curves, probe_input_rate, write_input_report, write_rate_scalars
 from .task import TrainingTask, resolve_task
 
 SUMMARY_NAME = "training.json"
 HISTORY_NAME = "history.json"
-CHECKPOINTS = "checkpoints"
-TENSORBOARD = "tensorboard"
 # Published by a finished run, before the marker. history.json and checkpoints/ are not: they must
 # outlive a killed run for the rerun to resume (tensorboard/ too: it is watched while training runs);
 # workers/ is written by each worker itself.
@@ -63,16 +61,29 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     task = resolve_task(config)
     check_enough_shards(task, config.train_split, cluster_from_env()[0])  # before workers connect
     placement = choose_strategy()
-    if config.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_float16")
     out = output_dir(config.output)
     global_batch = config.batch_size * placement.replicas
-    to_model = RawToModel(task, _tft_layer(task))
+    to_model = RawToModel(task, _tft_layer(task), raw_pixels=config.is_backbone)
     streams = build_streams(task, config, global_batch, placement.num_workers, to_model)
-    with placement.strategy.scope():
-        model = build_model(task, config)  # warm-started before the output is touched: it may be this output's model
-    with _chief_run(out, placement):
-        return _train(config, task, placement, out, model, to_model, streams, started, echo)
+    with precision_policy(config.mixed_precision):
+        with placement.strategy.scope():
+            model = build_model(task, config)  # warm-started before the output is touched: it may be this output's
+        with _chief_run(out, placement):
+            return _train(config, task, placement, out, model, to_model, streams, started, echo)
+
+
+@contextlib.contextmanager
+def precision_policy(mixed: bool) -> Iterator[None]:
+    """mixed_float16 while the model is built and trained, the process's own policy again after."""
+    if not mixed:
+        yield
+        return
+    before = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(before)
 
 
 @contextlib.contextmanager
@@ -99,24 +110,9 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
          f"({placement.kind}, {placement.replicas} replica(s)); input alone {input_rate:,.0f} ex/s")
     timer = TrainTimer(global_batch)
     history = HistoryFile(storage.join(out.root, HISTORY_NAME), write=placement.is_chief)
-    epochs = config.epochs or math.ceil(config.steps / streams.steps_per_epoch)
-    backup = StepAndEpochBackup(storage.join(out.root, CHECKPOINTS), save_freq=config.checkpoint_every)
-    callbacks = [backup, timer, history] + ([StopAtStep(config.steps)] if config.steps else [])
-    callbacks.append(StepProgress(streams.steps_per_epoch, config.steps, global_batch, echo))
-    if placement.is_chief:  # the other workers' logs would repeat the chief's
-        callbacks.append(keras.callbacks.TensorBoard(
-            storage.join(out.root, TENSORBOARD), update_freq=tensorboard_step_every(streams.steps_per_epoch),
-            write_graph=False, profile_batch=0))
-    with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
-        model.fit(_as_dict_input(streams.train, task), epochs=epochs, steps_per_epoch=streams.steps_per_epoch,
-                  validation_data=_as_dict_input(streams.eval, task) if streams.eval is not None else None,
-                  callbacks=callbacks, verbose=0)  # StepProgress reports instead of Keras' bar
-    return _finish(config, task, placement, out, model, to_model, timer, history, input_rate, started, echo)
-
-
-def tensorboard_step_every(steps_per_epoch: int) -> int:
-    """Per-step TensorBoard scalars about 10 times an epoch, at least every 100 steps."""
-    return max(1, min(100, steps_per_epoch // 10))
+    progress = StepProgress(streams.steps_per_epoch, config.steps, global_batch, echo)
+    steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress))
+    return _finish(config, task, placement, out, model, to_model, timer, history, input_rate, started, echo, steps)
 
 
 def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
@@ -127,14 +123,9 @@ def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
     return tft.TFTransformOutput(task.transform_graph).transform_features_layer()
 
 
-def _as_dict_input(dataset: tf.data.Dataset, task: TrainingTask) -> tf.data.Dataset:
-    return dataset.map(lambda image, target: ({task.input_name: image}, target))
-
-
 def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
             to_model: RawToModel, timer: TrainTimer, history: HistoryFile, input_rate: float, started: float,
-            echo: Callable[[str], None]) -> dict:
-    steps = int(model.optimizer.iterations.numpy())
+            echo: Callable[[str], None], steps: int) -> dict:
     info = _model_info(config, task, placement, steps)
     export_model(model, to_model, task, info, out.staged("model"), placement.is_chief)
     digest = weights_digest(model)
@@ -157,7 +148,7 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
     storage.remove(storage.join(out.root, CHECKPOINTS))  # finished: a rerun with this output trains anew
     last = history.entries[-1] if history.entries else {}
     echo(f"train: done, {steps} optimizer steps, " + ", ".join(f"{k} {v:.4f}" for k, v in last.items()
-         if k not in ("epoch", "optimizer_steps")) + f"; input {report['verdict']}; model in {model_dir}")
+         if isinstance(v, float) and k != "optimizer_steps") + f"; input {report['verdict']}; model in {model_dir}")
     return summary
 
 

@@ -4,7 +4,10 @@ Training and the exported serving signature call the same `RawToModel`, so a ser
 exactly the preprocessing it was trained with:
 
 - with a transform graph: the tf.Transform layer (per-channel standardization, vocabularies, …);
-- without: uint8/uint16 pixels scaled to [0, 1], string labels looked up in the sorted vocabulary.
+- without: uint8/uint16 pixels scaled to [0, 1], string labels looked up in the sorted vocabulary;
+- `raw_pixels` (a pretrained backbone, which applies its own `preprocess_input`): the image is its
+  pixels scaled to [0, 1] even with a transform graph, which then serves the target alone, so
+  Transform's standardization and the backbone's preprocessing never both apply.
 
 In training the reader decodes what `reader_decodes` names (in its parallel map), and
 `training_pair` does the rest: a stored image that the graph reads as bytes (raw examples with a
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from ..core.errors import ConfigError
 from ..core.manifest import Manifest
 from ..core.reader import decode_batch
 from ..core.serving_image import at_stored_layout, canonical_pixels, stored_bytes
@@ -30,22 +34,29 @@ _PIXEL_MAX = {"uint8": 255.0, "uint16": 65535.0}
 class RawToModel(tf.Module):
     """Maps parsed raw features (files still as stored bytes) to model inputs and targets."""
 
-    def __init__(self, task: TrainingTask, tft_layer: tf.keras.layers.Layer | None) -> None:
+    def __init__(self, task: TrainingTask, tft_layer: tf.keras.layers.Layer | None, raw_pixels: bool = False) -> None:
         super().__init__(name="raw_to_model")
         self.task = task
         self.tft_layer = tft_layer
+        self.raw_pixels = raw_pixels and tft_layer is not None  # without a graph the pixels are raw anyway
         self.vocabulary_table = _vocabulary_table(task.label_vocabulary) if tft_layer is None else None
         names = [task.input_name, task.target]
         self._raw_subset = Manifest({n: task.raw_manifest.features[n] for n in names}, {}, "")
         at_read = task.train_manifest.extra.get("applied_at_read", []) if task.materialized else [task.input_name]
         # The image reaches the model through the graph: raw examples, or Transform's compact output.
         self.image_through_graph = tft_layer is not None and task.input_name in at_read
+        if self.raw_pixels and task.materialized and not self.image_through_graph:
+            raise ConfigError(f"a pretrained backbone needs the image's pixels, but Transform wrote {task.input_name!r} "
+                              "as transformed values; train on ExampleGen's output (with --transform) or keep "
+                              "Transform's default image preprocessing")
 
     @property
     def reader_decodes(self) -> list[str]:
         """The file features the reader decodes for `training_pair` (the graph decodes the others itself)."""
         if self.tft_layer is None:
             return [self.task.input_name, self.task.target]
+        if self.raw_pixels:  # the stored pixels are decoded; the graph reads only the raw target
+            return [self.task.input_name] + ([self.task.target] if self.task.materialized else [])
         names = [] if self.image_through_graph else [self.task.input_name]
         return names + ([self.task.target] if self.task.materialized else [])
 
@@ -58,6 +69,11 @@ class RawToModel(tf.Module):
             if self.vocabulary_table is not None:
                 raw_target = self.vocabulary_table.lookup(raw_target)
             return image, class_ids(raw_target, kind)
+        if self.raw_pixels:
+            image = self._scaled(batch[name])
+            if self.task.materialized:
+                return image, class_ids(batch[target], kind)
+            return image, class_ids(self.tft_layer({target: batch[target]})[target], kind)
         if self.task.materialized:
             image = self.image(batch) if self.image_through_graph else tf.cast(batch[name], tf.float32)
             return image, class_ids(batch[target], kind)
@@ -71,9 +87,11 @@ class RawToModel(tf.Module):
     def image(self, parsed: dict[str, tf.Tensor]) -> tf.Tensor:
         """float32 [B, H, W, C] model input from the raw image bytes alone (serving has no labels)."""
         name = self.task.input_name
-        if self.tft_layer is not None:
+        if self.tft_layer is not None and not self.raw_pixels:
             return tf.cast(self.tft_layer({name: parsed[name]})[name], tf.float32)
-        pixels = decode_batch({name: parsed[name]}, self._raw_subset)[name]
+        return self._scaled(decode_batch({name: parsed[name]}, self._raw_subset)[name])
+
+    def _scaled(self, pixels: tf.Tensor) -> tf.Tensor:
         return tf.cast(pixels, tf.float32) / _PIXEL_MAX[self.task.raw_input_spec.dtype]
 
     @property
@@ -100,13 +118,15 @@ class RawToModel(tf.Module):
         spec = self.task.raw_input_spec
         pixels = tf.map_fn(lambda blob: canonical_pixels(blob, tuple(spec.shape), exif), blobs,
                            fn_output_signature=tf.TensorSpec(spec.shape, tf.uint8))
-        if self.tft_layer is None:
+        if self.tft_layer is None or self.raw_pixels:
             return tf.cast(pixels, tf.float32) / _PIXEL_MAX["uint8"]
         return self.image({self.task.input_name: stored_bytes(pixels, spec.encoding)})
 
     def inputs_and_target(self, parsed: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
         """(image, class ids): ids are int32 [B] for labels, [B, H, W] for masks."""
         name, target = self.task.input_name, self.task.target
+        if self.raw_pixels:
+            return self.image(parsed), class_ids(self.tft_layer({target: parsed[target]})[target], self.task.kind)
         if self.tft_layer is not None:
             out = self.tft_layer({name: parsed[name], target: parsed[target]})
             return tf.cast(out[name], tf.float32), class_ids(out[target], self.task.kind)

@@ -16,7 +16,7 @@ import tf_keras as keras
 
 from ..core.errors import ConfigError
 from .augment import AugmentLayer
-from .config import TrainerConfig
+from .config import BACKBONE_CLASSIFIERS, BACKBONE_SEGMENTERS, TrainerConfig
 from .export import warm_start
 from .metrics import training_metrics
 from .models import lenet, unet
@@ -31,11 +31,15 @@ def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     if config.warm_start:
         warm_start(model, config.warm_start)
     if not model.optimizer:
-        model.compile(optimizer=keras.optimizers.Adam(config.learning_rate),
-                      loss=keras.losses.SparseCategoricalCrossentropy(),
-                      metrics=training_metrics(task.kind, task.num_classes),
-                      jit_compile=config.xla)
+        compile_model(model, task, config, config.learning_rate)
     return model
+
+
+def compile_model(model: keras.Model, task: TrainingTask, config: TrainerConfig, learning_rate: float) -> None:
+    """Adam, sparse categorical cross-entropy and the task's metrics (under mixed precision Keras wraps
+    the optimizer in a LossScaleOptimizer itself)."""
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=keras.losses.SparseCategoricalCrossentropy(),
+                  metrics=training_metrics(task.kind, task.num_classes), jit_compile=config.xla)
 
 
 def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
@@ -43,6 +47,8 @@ def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     name = config.model
     if name == "auto":
         name = "unet" if task.kind == "segmentation" else "lenet"
+    if config.is_backbone:
+        return _backbone_model(task, config)
     if name == "lenet":
         if task.kind != "classification":
             raise ConfigError(f"model 'lenet' classifies images but the target {task.target!r} is a mask; use unet")
@@ -56,6 +62,22 @@ def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
         raise ConfigError(f"model hook {name!r} returned {type(model).__name__}, not a tf_keras.Model "
                           "(use `import tf_keras as keras`, not Keras 3)")
     return model
+
+
+def _backbone_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
+    from . import backbones  # tf_keras.applications: only for these models
+
+    spec, shape = backbones.backbone_spec(config.model), tuple(task.input_spec.shape)
+    weights = config.weights or "imagenet"
+    segmenter = config.model in BACKBONE_SEGMENTERS
+    if task.kind == "segmentation" and not segmenter:
+        raise ConfigError(f"model {config.model!r} classifies images but the target {task.target!r} is a mask; "
+                          f"use {', '.join(BACKBONE_SEGMENTERS)}")
+    if task.kind == "classification" and segmenter:
+        raise ConfigError(f"model {config.model!r} segments images but the target {task.target!r} is a label; "
+                          f"use {', '.join(BACKBONE_CLASSIFIERS)}")
+    build = backbones.unet_on_backbone if segmenter else backbones.classifier
+    return build(spec, task.input_name, shape, task.num_classes, weights, config.backbone_alpha)
 
 
 def _user_hook(reference: str) -> Callable:

@@ -50,12 +50,13 @@ class StepProgress(keras.callbacks.Callback):
         self._first = self._target = self._done = 0
         self._started = self._last_line = 0.0
         self._bar: keras.utils.Progbar | None = None
+        self.step_offset = 0  # fine-tuning: the steps earlier phases' optimizers made
 
     def _epoch_name(self, epoch: int) -> str:
         return f"epoch {epoch + 1}/{self.params.get('epochs', '?')}"
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
-        step = int(self.model.optimizer.iterations.numpy())
+        step = self.step_offset + int(self.model.optimizer.iterations.numpy())
         self._first, self._target = epoch_target(epoch, step, self.steps_per_epoch, self.total_steps)
         self._done, self._epoch = self._first, epoch
         self._started = self._last_line = self.clock()

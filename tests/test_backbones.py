@@ -1,0 +1,186 @@
+"""Pretrained backbones: real weight loading from a file the test writes, real freezing, two-phase
+fine-tuning that resumes in phase two, the backbone's preprocessing inside the served model, and
+mixed precision with a float32 softmax. MobileNetV2 at alpha 0.35 on 96x96 photos keeps it small."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+from PIL import Image
+
+from shardflow.core.errors import ConfigError
+from shardflow.example_gen import ExampleGenConfig, IndexSpec
+from shardflow.example_gen import run as example_gen
+from shardflow.trainer import TrainerConfig
+from shardflow.trainer.executor import run as train
+from shardflow.trainer.export import warm_start
+from shardflow.trainer.fine_tuning import backbone_layer
+from shardflow.trainer.model_builder import build_model
+from shardflow.trainer.task import resolve_task
+
+from helpers_images import write_csv
+
+SIZE, ALPHA = 96, 0.35
+
+
+def _photo(rng: np.random.Generator, label: int) -> Image.Image:
+    """Noise with a warm (label 0) or a cool (label 1) cast: a backbone with any weights tells them apart."""
+    pixels = rng.integers(0, 120, (SIZE, SIZE, 3)).astype(np.int16)
+    pixels[..., 0 if label == 0 else 2] += 120
+    return Image.fromarray(pixels.clip(0, 255).astype(np.uint8))
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root, rng = tmp_path_factory.mktemp("photos"), np.random.default_rng(3)
+    rows = {"train": [], "eval": []}
+    for i in range(48):
+        (root / "img").mkdir(exist_ok=True)
+        _photo(rng, i % 2).save(root / f"img/{i}.jpg", quality=90)
+        rows["eval" if i % 4 == 0 else "train"].append([f"img/{i}.jpg", ["warm", "cool"][i % 2]])
+    for split, split_rows in rows.items():
+        write_csv(root / f"{split}.csv", ["image", "label"], split_rows)
+    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"),
+                                          IndexSpec(str(root / "eval.csv"), "eval")),
+                                 data_root=str(root), output=str(root / "examples")), echo=lambda _: None)
+    return root
+
+
+@pytest.fixture(scope="module")
+def weights_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[np.ndarray]]:
+    """A freshly initialized headless backbone's weights, saved as Keras saves them."""
+    keras.utils.set_random_seed(7)
+    backbone = keras.applications.MobileNetV2(input_shape=(SIZE, SIZE, 3), alpha=ALPHA, include_top=False,
+                                              weights=None)
+    path = tmp_path_factory.mktemp("weights") / "mobilenet_v2_035.h5"
+    backbone.save_weights(path)
+    return path, backbone.get_weights()
+
+
+def _config(photos: Path, out: Path, weights: Path, **options: object) -> TrainerConfig:
+    return TrainerConfig(examples=str(photos / "examples"), output=str(out), model="mobilenet_v2",
+                         weights=str(weights), backbone_alpha=ALPHA, batch_size=8, input_probe_batches=1,
+                         **options)
+
+
+def _trained_backbone(photos: Path, weights: Path, out: Path) -> list[np.ndarray]:
+    """The backbone weights of the model exported in `out`, loaded into a fresh model of the same build."""
+    model = build_model(resolve_task(_config(photos, out, weights, epochs=1)), _config(photos, out, weights, epochs=1))
+    warm_start(model, out / "model")
+    return backbone_layer(model).get_weights()
+
+
+def test_the_weights_file_is_loaded_into_the_backbone(photos: Path, weights_file: tuple) -> None:
+    path, saved = weights_file
+    config = _config(photos, photos / "unused", path, epochs=1)
+    loaded = backbone_layer(build_model(resolve_task(config), config)).get_weights()
+    assert len(loaded) == len(saved) and all(np.array_equal(a, b) for a, b in zip(loaded, saved))
+    fresh = dataclasses.replace(config, weights="none")
+    other = backbone_layer(build_model(resolve_task(fresh), fresh)).get_weights()
+    assert not all(np.array_equal(a, b) for a, b in zip(other, saved))  # the load made the difference
+
+
+def test_a_weights_file_of_another_backbone_is_one_clear_error(photos: Path, tmp_path: Path) -> None:
+    wrong = tmp_path / "resnet.h5"
+    keras.applications.MobileNetV2(input_shape=(SIZE, SIZE, 3), alpha=1.0, include_top=False,
+                                   weights=None).save_weights(wrong)
+    config = _config(photos, tmp_path / "m", wrong, epochs=1)
+    with pytest.raises(ConfigError, match=r"weights '.*resnet.h5' do not fit the .* backbone"):
+        build_model(resolve_task(config), config)
+
+
+def test_head_phase_keeps_the_backbone_and_fine_tuning_moves_only_its_top(photos: Path, weights_file: tuple,
+                                                                          tmp_path: Path) -> None:
+    path, saved = weights_file
+    train(_config(photos, tmp_path / "head", path, epochs=1, freeze_epochs=1), echo=lambda _: None)
+    head_only = _trained_backbone(photos, path, tmp_path / "head")
+    assert all(np.array_equal(a, b) for a, b in zip(head_only, saved))  # frozen: not one value moved
+    top = 10
+    summary = train(_config(photos, tmp_path / "tuned", path, epochs=2, freeze_epochs=1, fine_tune_layers=top),
+                    echo=lambda _: None)
+    config = _config(photos, tmp_path / "tuned", path, epochs=1)
+    model = build_model(resolve_task(config), config)
+    warm_start(model, tmp_path / "tuned" / "model")
+    reference = build_model(resolve_task(config), config)  # the saved weights, layer by layer
+    layers, before = backbone_layer(model).layers, backbone_layer(reference).layers
+    changed = {layer.name for layer, old in zip(layers, before)
+               if any(not np.array_equal(a, b) for a, b in zip(layer.get_weights(), old.get_weights()))}
+    movable = {layer.name for layer in layers[-top:] if layer.weights and
+               not isinstance(layer, keras.layers.BatchNormalization)}
+    assert changed and changed <= movable, (changed, movable)
+    history = summary["history"]
+    assert [e["phase"] for e in history] == ["head", "fine_tune"] and [e["epoch"] for e in history] == [1, 2]
+    assert summary["optimizer_steps"] == history[-1]["optimizer_steps"] == 2 * history[0]["optimizer_steps"]
+
+
+def test_the_served_model_applies_the_backbones_preprocessing_to_pixels_as_before(photos: Path, weights_file: tuple,
+                                                                                   tmp_path: Path) -> None:
+    path, _ = weights_file
+    train(_config(photos, tmp_path / "m", path, epochs=1), echo=lambda _: None)
+    served = tf.saved_model.load(str(tmp_path / "m" / "model"))
+    photo = (photos / "img" / "0.jpg").read_bytes()
+    big = tf.io.encode_jpeg(tf.image.resize(tf.io.decode_jpeg(photo), (150, 170), antialias=True)
+                            .numpy().round().astype(np.uint8)).numpy()  # another size: resized in the graph
+    out = served.signatures["serving_image"](images=tf.constant([photo, big]))
+    assert out["probabilities"].shape == (2, 3) and np.allclose(out["probabilities"].numpy().sum(1), 1, atol=1e-5)
+    config = _config(photos, tmp_path / "m", path, epochs=1)
+    model = build_model(resolve_task(config), config)
+    warm_start(model, tmp_path / "m" / "model")
+    pixels = tf.cast(tf.io.decode_jpeg(photo, dct_method="INTEGER_ACCURATE"), tf.float32)[tf.newaxis] / 255.0
+    direct = model({"image": pixels}, training=False).numpy()  # [0, 1] in, as every shardflow model takes
+    np.testing.assert_allclose(out["probabilities"].numpy()[0], direct[0], atol=1e-4)
+
+
+def test_mixed_precision_keeps_a_float32_softmax_and_a_loss_scaled_optimizer(photos: Path, weights_file: tuple,
+                                                                             tmp_path: Path) -> None:
+    from shardflow.trainer.executor import precision_policy
+
+    path, _ = weights_file
+    config = _config(photos, tmp_path / "m", path, epochs=1, mixed_precision=True)
+    with precision_policy(True):
+        model = build_model(resolve_task(config), config)
+    assert keras.mixed_precision.global_policy().name == "float32"  # restored: a library call leaves no trace
+    assert isinstance(model.optimizer, keras.mixed_precision.LossScaleOptimizer)
+    assert model.get_layer("probabilities").dtype_policy.compute_dtype == "float32"
+    assert backbone_layer(model).layers[2].dtype_policy.compute_dtype == "float16"
+    summary = train(config, echo=lambda _: None)
+    assert np.isfinite(summary["history"][-1]["loss"])
+    assert keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_a_run_killed_in_phase_two_resumes_in_phase_two(photos: Path, weights_file: tuple, tmp_path: Path) -> None:
+    path, _ = weights_file
+    out = tmp_path / "m"
+    command = [sys.executable, "-m", "shardflow", "train", "--examples", str(photos / "examples"), "--output",
+               str(out), "--model", "mobilenet_v2", "--weights", str(path), "--backbone-alpha", str(ALPHA),
+               "--epochs", "4", "--freeze-epochs", "1", "--batch-size", "4", "--checkpoint-every", "2",
+               "--input-probe-batches", "1"]
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not list((out / "checkpoints" / "fine_tune").rglob("*.index")) and time.time() < deadline \
+            and first.poll() is None:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert not (out / "training.json").exists(), "the run finished before it could be killed"
+    assert (out / "checkpoints" / "head-done" / "phase.json").is_file()
+    head_epoch = json.loads((out / "history.json").read_text())["epochs"][0]
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    summary = json.loads((out / "training.json").read_text())
+    assert [e["phase"] for e in summary["history"]] == ["head", "fine_tune", "fine_tune", "fine_tune"]
+    per_epoch = summary["history"][0]["optimizer_steps"]
+    assert summary["optimizer_steps"] == 4 * per_epoch
+    assert summary["resumed_from_step"] > 0  # phase two's optimizer came back from its backup
+    assert summary["history"][0] == head_epoch  # the head phase was not trained again
