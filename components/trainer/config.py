@@ -63,6 +63,7 @@ class TrainerConfig:
     fine_tune_layers: int | None = None  # layers of the backbone unfrozen in phase two, from the top (None: all)
     fine_tune_learning_rate: float | None = None  # phase two's (None: learning_rate / 10)
     class_weight: str | None = None  # "balanced" or "CLASS=WEIGHT,..." (class_weights.py)
+    hyperparameters: str | None = None  # a best_hyperparameters.json whose values replace these (run() reads it)
 
     @property
     def is_backbone(self) -> bool:

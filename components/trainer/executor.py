@@ -36,6 +36,7 @@ from .distribution import Placement, choose_strategy, cluster_from_env
 from .export import export_model
 from .features import RawToModel
 from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt_shards_named
+from .hyperparameters import apply_hyperparameters
 from .model_builder import build_model
 from .training_loop import CHECKPOINTS, TENSORBOARD, fit_phases
 from .progress import StepProgress
@@ -56,8 +57,9 @@ def output_dir(root: str) -> OutputDir:
 
 def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     started = time.time()
-    locations = (config.examples, config.transform, config.output, config.warm_start)
+    locations = (config.examples, config.transform, config.output, config.warm_start, config.hyperparameters)
     enable_tensorflow_filesystems(loc for loc in locations if loc)
+    config = apply_hyperparameters(config)
     task = resolve_task(config)
     check_enough_shards(task, config.train_split, cluster_from_env()[0])  # before workers connect
     placement = choose_strategy()

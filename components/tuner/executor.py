@@ -1,0 +1,140 @@
+"""`run(config)`: a hyperparameter search over the Trainer's options, KerasTuner's oracles picking the values.
+
+Each trial is a real, short `shardflow train` run on the same streamed shards, written to
+`TOUT/trials/<id>/` (its model, history, TensorBoard logs), so a trial is inspected like any
+training. KerasTuner keeps its state in `TOUT/oracle/`: a killed search, rerun with the same output,
+goes on with the trials it had not finished. Hyperband's later rounds warm-start from the earlier
+round's model of the same trial and train only the epochs it has not had.
+
+Outputs: `TOUT/best_hyperparameters.json` (the best trial's values, the objective and its score, and
+every trial's values and score), written last: it is the completion marker.
+
+    from shardflow.tuner import TunerConfig, run
+    best = run(TunerConfig(base=TrainerConfig(...), output="runs/tune", max_trials=8))
+    best["values"]     # {"learning_rate": 0.0031}
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable
+
+from ..core import storage
+from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.errors import ShardflowError
+from ..core.output_dir import OutputDir
+from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record
+from ..trainer.task import resolve_task
+from .config import TunerConfig
+from .space import Dimension, parse_space, register
+
+TRIALS, ORACLE = "trials", "oracle"
+
+
+def output_dir(root: str) -> OutputDir:
+    return OutputDir(root, marker=HYPERPARAMETERS_FILE)
+
+
+def run(config: TunerConfig, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    config.check_inputs()
+    enable_tensorflow_filesystems([config.output, config.base.examples])
+    import keras_tuner as kt
+
+    dimensions = parse_space(config.space)
+    objective = config.objective or _default_objective(config)
+    out = output_dir(config.output)
+    if out.is_complete():  # a finished search: this one starts anew
+        for name in (TRIALS, ORACLE):
+            storage.remove(storage.join(out.root, name))
+    with out.staged_run():
+        tuner = _tuner(kt, config, dimensions, objective, echo)
+        started = time.time()
+        try:
+            tuner.search(verbose=0)
+        except kt.errors.FatalError:
+            if tuner.user_error is not None:
+                raise tuner.user_error from None
+            raise
+        record = _record(tuner, objective, started)
+        out.complete([], record)
+    echo(f"tune: best {objective} {record['score']} with {record['values']} "
+         f"({len(record['trials'])} trials in {record['seconds']:.0f} s); {storage.join(out.root, HYPERPARAMETERS_FILE)}")
+    return record
+
+
+def _default_objective(config: TunerConfig) -> str:
+    return "val_mean_iou" if resolve_task(config.base).kind == "segmentation" else "val_accuracy"
+
+
+def _tuner(kt: Any, config: TunerConfig, dimensions: tuple[Dimension, ...], objective: str,
+           echo: Callable[[str], None]) -> Any:
+    space = kt.HyperParameters()
+    for dimension in dimensions:
+        register(space, dimension)
+    goal = kt.Objective(objective, "min" if "loss" in objective else "max")
+    if config.algorithm == "hyperband":
+        oracle = kt.oracles.HyperbandOracle(goal, max_epochs=config.base.epochs, factor=config.hyperband_factor,
+                                            seed=config.seed, hyperparameters=space)
+    else:
+        oracle = kt.oracles.RandomSearchOracle(goal, max_trials=config.max_trials, seed=config.seed,
+                                               hyperparameters=space)
+    return _trainer_tuner(kt)(oracle, config, dimensions, objective, echo)
+
+
+def _trainer_tuner(kt: Any) -> type:
+    class TrainerTuner(kt.engine.base_tuner.BaseTuner):
+        """A trial is `shardflow train` with the trial's values; its score is the last epoch's objective."""
+
+        def __init__(self, oracle: Any, config: TunerConfig, dimensions: tuple[Dimension, ...], objective: str,
+                     echo: Callable[[str], None]) -> None:
+            super().__init__(oracle, directory=config.output, project_name=ORACLE)
+            self.config, self.dimensions, self.objective, self.echo = config, dimensions, objective, echo
+            self.user_error: ShardflowError | None = None
+
+        def run_trial(self, trial: Any, *_: Any, **__: Any) -> dict[str, float]:
+            try:
+                return self._train(trial)
+            except ShardflowError as err:  # a user's mistake stops the search (KerasTuner would skip the trial)
+                self.user_error = err
+                raise kt.errors.FatalError(str(err)) from None
+
+        def _train(self, trial: Any) -> dict[str, float]:
+            from ..trainer.executor import run as train
+
+            values = {d.name: register(trial.hyperparameters, d) for d in self.dimensions}
+            config = trial_config(self.config, trial.trial_id, values, trial.hyperparameters.values)
+            started = time.time()
+            summary = train(config, echo=lambda _: None)
+            last = summary["history"][-1] if summary["history"] else {}
+            if self.objective not in last:
+                raise ShardflowError(f"objective {self.objective!r} is not a training metric "
+                                     f"(the trials log {', '.join(k for k in last if k != 'phase')})")
+            self.echo(f"tune: trial {trial.trial_id}: {values} → {self.objective} {last[self.objective]:.4f} "
+                      f"({config.epochs} epochs, {time.time() - started:.1f} s)")
+            return {self.objective: float(last[self.objective])}
+
+    return TrainerTuner
+
+
+def trial_config(config: TunerConfig, trial_id: str, values: dict[str, Any], tuner_values: dict[str, Any]) -> Any:
+    """The Trainer's config of one trial; Hyperband's later rounds continue the earlier round's model."""
+    epochs = int(tuner_values.get("tuner/epochs", config.base.epochs))
+    warm_start = config.base.warm_start
+    previous = tuner_values.get("tuner/trial_id")
+    if previous:
+        warm_start = storage.join(config.output, TRIALS, previous, "model")
+        epochs -= int(tuner_values.get("tuner/initial_epoch", 0))
+    output = storage.join(config.output, TRIALS, trial_id)
+    return dataclasses.replace(config.base, output=output, epochs=max(epochs, 1), warm_start=warm_start, **values)
+
+
+def _record(tuner: Any, objective: str, started: float) -> dict[str, Any]:
+    trials = [t for t in tuner.oracle.trials.values() if t.score is not None]
+    if not trials:
+        raise ShardflowError("tune: no trial finished; see the trials' outputs under " + tuner.config.output)
+    best = tuner.oracle.get_best_trials(1)[0]
+    listed = [{"trial": t.trial_id, "values": {k: v for k, v in t.hyperparameters.values.items()
+                                               if not k.startswith("tuner/")}, "score": t.score} for t in trials]
+    return hyperparameters_record(best.hyperparameters.values, objective, best.score, {
+        "trial": best.trial_id, "trials": listed, "seconds": round(time.time() - started, 1),
+        "algorithm": tuner.config.algorithm})

@@ -1,0 +1,95 @@
+"""`shardflow tune` on the digits: with a deliberately bad learning rate as the default, a random search
+of 4 trials of 2 epochs finds a better one, writes best_hyperparameters.json, and `shardflow train
+--hyperparameters` trains with it. Hyperband continues a trial's model in its later round. Every trial
+is a real training output."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shardflow.cli import main
+from shardflow.core.errors import ConfigError
+from shardflow.demo_data import write_all
+from shardflow.example_gen import ExampleGenConfig, IndexSpec
+from shardflow.example_gen import run as example_gen
+from shardflow.trainer import TrainerConfig
+from shardflow.trainer.hyperparameters import apply_hyperparameters
+from shardflow.tuner import TunerConfig
+from shardflow.tuner.space import parse_space
+
+BAD_RATE = "3.0"  # Adam at 3.0 wrecks LeNet on the digits
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    demo = tmp_path_factory.mktemp("demo")
+    write_all(str(demo))
+    out = tmp_path_factory.mktemp("digits") / "examples"
+    indexes = tuple(IndexSpec(str(demo / "digits" / f"{s}.csv"), s) for s in ("train", "eval"))
+    example_gen(ExampleGenConfig(indexes=indexes, data_root=str(demo / "digits"), output=str(out)), echo=lambda _: None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def searched(digits: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("tune")
+    assert main(["tune", "--examples", str(digits), "--output", str(out), "--max-trials", "4", "--trial-epochs", "2",
+                 "--space", "learning_rate=log:1e-4:3e-2", "--seed", "1",
+                 "--train-args", f"--learning-rate {BAD_RATE} --batch-size 64 --input-probe-batches 1"]) == 0
+    return {"out": out, "best": json.loads((out / "best_hyperparameters.json").read_text())}
+
+
+def _val_accuracy(output: Path) -> float:
+    return json.loads((output / "training.json").read_text())["history"][-1]["val_accuracy"]
+
+
+def test_the_search_beats_the_bad_default_and_train_uses_what_it_found(digits: Path, searched: dict,
+                                                                       tmp_path: Path) -> None:
+    best = searched["best"]
+    assert best["objective"] == "val_accuracy" and len(best["trials"]) == 4
+    assert set(best["values"]) == {"learning_rate"} and 1e-4 <= best["values"]["learning_rate"] <= 3e-2
+    assert best["score"] == max(t["score"] for t in best["trials"])
+    for trial in best["trials"]:  # each trial is a complete training output
+        assert (searched["out"] / "trials" / trial["trial"] / "training.json").is_file()
+    common = ["train", "--examples", str(digits), "--epochs", "2", "--batch-size", "64", "--input-probe-batches", "1"]
+    assert main([*common, "--output", str(tmp_path / "bad"), "--learning-rate", BAD_RATE]) == 0
+    assert main([*common, "--output", str(tmp_path / "tuned"), "--learning-rate", BAD_RATE,
+                 "--hyperparameters", str(searched["out"] / "best_hyperparameters.json")]) == 0
+    used = json.loads((tmp_path / "tuned" / "model" / "shardflow_model.json").read_text())["options"]
+    assert used["learning_rate"] == best["values"]["learning_rate"]
+    assert _val_accuracy(tmp_path / "tuned") >= _val_accuracy(tmp_path / "bad") + 0.3
+
+
+def test_hyperband_continues_a_trials_model_in_its_later_round(digits: Path, tmp_path: Path) -> None:
+    assert main(["tune", "--examples", str(digits), "--output", str(tmp_path), "--algorithm", "hyperband",
+                 "--trial-epochs", "2", "--hyperband-factor", "2", "--space", "learning_rate=choice:0.001,0.01",
+                 "--train-args", "--batch-size 128 --input-probe-batches 1"]) == 0
+    best = json.loads((tmp_path / "best_hyperparameters.json").read_text())
+    assert best["algorithm"] == "hyperband" and best["trials"]
+    continued = [json.loads(p.read_text()) for p in (tmp_path / "trials").glob("*/model/shardflow_model.json")]
+    warm = [info["options"]["warm_start"] for info in continued if info["options"]["warm_start"]]
+    assert warm and all("/trials/" in w for w in warm)  # round two starts from round one's model
+
+
+def test_mistakes_are_one_line_before_any_trial(digits: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    for flags, says in ((["--space", "learning_rate=log:0:1"], "needs LOW < HIGH and LOW > 0"),
+                        (["--space", "examples=choice:a,b"], "'examples' is not a tunable option"),
+                        (["--train-args", "--epohcs 3"], "--train-args: shardflow train: unknown option --epohcs"),
+                        (["--train-args", "--epochs 3"], "--epochs is set by shardflow tune itself")):
+        assert main(["tune", "--examples", str(digits), "--output", str(tmp_path / "t"), *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+    assert not (tmp_path / "t").exists()
+    with pytest.raises(ConfigError, match="space: \\['learning_rate'\\] given more than once"):
+        parse_space(("learning_rate=log:1e-4:1e-1", "learning_rate=float:0.1:0.2"))
+    with pytest.raises(ConfigError, match="not --steps"):
+        TunerConfig(base=TrainerConfig(examples="e", output="o", steps=5), output="o")
+
+
+def test_a_hyperparameters_file_naming_an_untunable_option_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "best_hyperparameters.json"
+    path.write_text(json.dumps({"values": {"output": "/elsewhere"}}))
+    with pytest.raises(ConfigError, match=r"\['output'\] are not tunable"):
+        apply_hyperparameters(TrainerConfig(examples="e", output="o", epochs=1, hyperparameters=str(path)))
