@@ -1,8 +1,10 @@
-"""Demo data made offline from a package: scikit-learn's digits as PNG files, and a small segmentation set.
+"""Demo data made offline from a package: scikit-learn's digits as PNG files, a small segmentation set,
+and photos: JPEG crops of the two photographs scikit-learn ships, labelled by the photograph.
 
     shardflow demo-data --output demo_data
     # demo_data/digits/{train,eval}.csv  columns x,y   rows like image/train_0.png,5
     # demo_data/segmentation/index.csv   columns img,msk1,msk2
+    # demo_data/photos/{train,eval}.csv  columns image,label   rows like img/007.jpg,flower
 """
 from __future__ import annotations
 
@@ -61,6 +63,29 @@ def write_segmentation(out_dir: Path, count: int = 64, size: int = 32, seed: int
     return _write_csv(out_dir / "index.csv", ("img", "msk1", "msk2"), rows)
 
 
+def write_photos(out_dir: Path, count: int = 160, seed: int = 0) -> tuple[Path, Path]:
+    """`count` JPEG crops (120-240 px a side, some portrait) of china.jpg and flower.jpg, label = the
+    photograph's name, 1 in 5 in eval: a photo data set at users' file sizes, made without a download."""
+    from sklearn.datasets import load_sample_images
+
+    sources = [Image.fromarray(a) for a in load_sample_images().images]
+    names = ("china", "flower")
+    rng = np.random.default_rng(seed)
+    (out_dir / "img").mkdir(parents=True, exist_ok=True)
+    rows: dict[str, list] = {"train": [], "eval": []}
+    for number in range(count):
+        label = number % 2
+        width, height = (int(v) for v in rng.integers(120, 241, size=2))
+        source = sources[label]
+        left, top = int(rng.integers(source.width - width + 1)), int(rng.integers(source.height - height + 1))
+        crop = source.crop((left, top, left + width, top + height))
+        crop = crop.transpose(Image.Transpose.ROTATE_90) if rng.random() < 0.3 else crop
+        crop.save(out_dir / f"img/{number:03d}.jpg", format="JPEG", quality=90)
+        rows["eval" if number % 5 == 4 else "train"].append([f"img/{number:03d}.jpg", names[label]])
+    return (_write_csv(out_dir / "train.csv", ("image", "label"), rows["train"]),
+            _write_csv(out_dir / "eval.csv", ("image", "label"), rows["eval"]))
+
+
 def _write_csv(path: Path, header: tuple[str, ...], rows: list) -> Path:
     with open(path, "w", newline="") as out:
         writer = csv.writer(out)
@@ -73,4 +98,6 @@ def write_all(out_dir: str) -> dict[str, Path]:
     root = Path(out_dir)
     train, evaluation = write_digits(root / "digits")
     segmentation = write_segmentation(root / "segmentation")
-    return {"digits_train": train, "digits_eval": evaluation, "segmentation": segmentation}
+    photos_train, photos_eval = write_photos(root / "photos")
+    return {"digits_train": train, "digits_eval": evaluation, "segmentation": segmentation,
+            "photos_train": photos_train, "photos_eval": photos_eval}

@@ -55,6 +55,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--example-gen-args", default="", help="extra `shardflow example-gen` flags, one string")
     add("--transform-args", default="", help="extra `shardflow transform` flags, one string")
     add("--train-args", default="--epochs 10", help="`shardflow train` flags (default '--epochs 10')")
+    add("--tune-args", default="", help="`shardflow tune` flags: a hyperparameter search before training, whose "
+                                        "trials take --train-args, e.g. '--max-trials 8 --space learning_rate=log:1e-4:1e-1'")
     add("--beam-args", default="", help="Beam pipeline options for ExampleGen and Transform, one string")
     add("--drift-threshold", type=float, default=0.1,
         help="largest allowed drift of a split against train: L-infinity distance for string features, "
@@ -85,6 +87,7 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         example_gen_options=tuple(shlex.split(args.example_gen_args)),
         transform_options=tuple(shlex.split(args.transform_args)),
         train_options=tuple(shlex.split(args.train_args)), beam_args=tuple(shlex.split(args.beam_args)),
+        tune_options=tuple(shlex.split(args.tune_args)),
         drift_threshold=args.drift_threshold, validation_warn_only=args.validation_warn_only,
         validation_schema=args.validation_schema, validation_options=tuple(shlex.split(args.validate_args)),
         regression_tolerance=args.regression_tolerance, no_cache=tuple(args.no_cache),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, List, NamedTuple
 
 from kfp import dsl
-from kfp.dsl import HTML, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
 
 
 def fingerprint(index: List[str], data_root: str) -> str:
@@ -66,9 +66,23 @@ def transform(examples: Input[Dataset], options: List[str], beam_args: List[str]
                                                         output_location(transformed)))
 
 
-def train(transformed: Input[Dataset], options: List[str], warm_start: str, serving_dir: str,
-          accelerator_type: str, accelerator_limit: int, model: Output[Model], training_metrics: Output[Metrics],
-          training_page: Output[HTML]):
+def tune(transformed: Input[Dataset], options: List[str], train_options: List[str], accelerator_type: str,
+         accelerator_limit: int, hyperparameters: Output[Artifact]):
+    from shardflow.pipelines import launchers
+    from shardflow.pipelines.locations import output_location
+    from shardflow.pipelines.step_errors import reported_step
+
+    with reported_step():
+        best = launchers.tune(transformed.path, options, train_options, output_location(hyperparameters))
+    hyperparameters.metadata.update({"searched": bool(best.get("values")) or best.get("searched", True),
+                                     "values": best.get("values", {}), "objective": best.get("objective") or "",
+                                     "score": best.get("score") or 0.0, "trials": len(best.get("trials", [])),
+                                     "accelerators_requested": f"{accelerator_limit} x {accelerator_type}"})
+
+
+def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], options: List[str], warm_start: str,
+          serving_dir: str, accelerator_type: str, accelerator_limit: int, model: Output[Model],
+          training_metrics: Output[Metrics], training_page: Output[HTML]):
     from shardflow.pipelines import launchers
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
@@ -76,14 +90,15 @@ def train(transformed: Input[Dataset], options: List[str], warm_start: str, serv
 
     with reported_step():
         start_from = launchers.resolve_model_reference(warm_start, serving_dir)
-        summary = launchers.train(transformed.path, options, start_from, output_location(model))
+        summary = launchers.train(transformed.path, options, start_from, output_location(model),
+                                  hyperparameters.path)
     model.metadata.update({"framework": "tensorflow", "warm_start": start_from, "strategy": summary["strategy"],
                            "accelerators_requested": f"{accelerator_limit} x {accelerator_type}",
                            "optimizer_steps": summary["optimizer_steps"],
                            "tensorboard": summary.get("tensorboard", "")})  # `tensorboard --logdir` it
     last = summary["history"][-1] if summary["history"] else {}
     for name, value in last.items():
-        if name != "epoch":
+        if name != "epoch" and isinstance(value, (int, float)):  # not the fine-tuning phase's name
             training_metrics.log_metric(name, float(value))
     training_metrics.log_metric("training_examples_per_second",
                                 float(summary["input_report"]["training_examples_per_second"] or 0.0))
@@ -167,6 +182,7 @@ class Components:
     example_gen: Callable
     validate: Callable
     transform: Callable
+    tune: Callable
     train: Callable
     evaluate: Callable
     push: Callable
@@ -176,6 +192,7 @@ class Components:
 
 def make_components(image: str) -> Components:
     """Every step as a KFP component whose container is `image` (the shardflow image of k8s/Dockerfile)."""
-    functions = (fingerprint, example_gen, validate, transform, train, evaluate, push, run_report, record_outcome)
+    functions = (fingerprint, example_gen, validate, transform, tune, train, evaluate, push, run_report,
+                 record_outcome)
     # The image already holds kfp (the lock): no pip install when a step starts.
     return Components(*(dsl.component(base_image=image, install_kfp_package=False)(fn) for fn in functions))

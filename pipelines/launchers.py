@@ -16,6 +16,7 @@ import hashlib
 import inspect
 import json
 import os
+import shlex
 import time
 from types import ModuleType
 from typing import Any, NoReturn
@@ -30,7 +31,9 @@ from ..example_gen import cli as example_gen_cli
 from ..example_gen.spans import has_span_pattern, pattern_matches
 from ..pusher import push_model, resolve_model_reference  # noqa: F401  (re-exported for the components)
 from ..trainer import cli as trainer_cli
+from ..trainer.hyperparameters import HYPERPARAMETERS_FILE
 from ..transform import cli as transform_cli
+from ..tuner import cli as tuner_cli
 from ..validation import cli as validation_cli
 
 class StepFailed(ShardflowError):
@@ -130,9 +133,24 @@ def transform(examples: str, options: list[str], beam_args: list[str], output: s
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()}}
 
 
-def train(examples: str, options: list[str], warm_start: str, output: str) -> dict:
-    argv = _train_argv(examples, options, output)
-    _shardflow("train", trainer_cli, argv + (["--warm-start", warm_start] if warm_start else []))
+def tune(examples: str, options: list[str], train_options: list[str], output: str) -> dict:
+    """The search (`shardflow tune`) whose trials take the run's train options; without `options`, a record
+    that no search ran (the Trainer then keeps its own options)."""
+    if not options:
+        record = {"values": {}, "searched": False}
+        storage.write_json(storage.join(output, HYPERPARAMETERS_FILE), record)
+        return record
+    _shardflow("tune", tuner_cli, _tune_argv(examples, options, train_options, output))
+    return storage.read_json(storage.join(output, HYPERPARAMETERS_FILE))
+
+
+def train(examples: str, options: list[str], warm_start: str, output: str, hyperparameters: str = "") -> dict:
+    """`hyperparameters`: the tune step's output; its best values replace the options' when a search ran."""
+    argv = _train_argv(examples, options, output) + (["--warm-start", warm_start] if warm_start else [])
+    best = storage.join(hyperparameters, HYPERPARAMETERS_FILE) if hyperparameters else ""
+    if best and storage.read_json(best).get("values"):
+        argv += ["--hyperparameters", best]
+    _shardflow("train", trainer_cli, argv)
     return storage.read_json(storage.join(output, "training.json"))  # `output` may be an s3:// or gs:// URI
 
 
@@ -167,6 +185,20 @@ def _train_argv(examples: str, options: list[str], output: str) -> list[str]:
     return ["--examples", examples, "--output", output] + list(options)
 
 
+def _tune_argv(examples: str, options: list[str], train_options: list[str], output: str) -> list[str]:
+    """The trials train as the run's Trainer does, less its budget (--epochs/--steps: tune's --trial-epochs)."""
+    if "--train-args" in options:
+        raise StepFailed("shardflow tune: error: the trials take the run's train options: drop --train-args "
+                         "from the tune options", ConfigError.exit_code)
+    trial, skip = [], False
+    for token in train_options:
+        if skip or token in ("--epochs", "--steps") or token.startswith(("--epochs=", "--steps=")):
+            skip = token in ("--epochs", "--steps")
+            continue
+        trial.append(token)
+    return ["--examples", examples, "--output", output, *options, "--train-args", shlex.join(trial)]
+
+
 def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regressions: list[str],
                    regression_tolerance: str, slice_by: list[str], output: str) -> list[str]:
     argv = ["--model", model_dir, "--examples", examples, "--output", output,
@@ -181,11 +213,11 @@ def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_reg
 # pipeline parameters `shardflow compile --param` bakes ("index": what the index says, read before any step).
 RUN_FLAGS = {"index": "--index/--example-gen-args", "example-gen": "--example-gen-args/--beam-args",
              "validate": "--drift-threshold/--validation-schema/--validate-args",
-             "transform": "--transform-args/--beam-args", "train": "--train-args",
+             "transform": "--transform-args/--beam-args", "train": "--train-args", "tune": "--tune-args",
              "evaluate": "--threshold/--max-regression/--regression-tolerance/--slice-by"}
 PIPELINE_PARAMETERS = {"index": "index/example_gen_options", "example-gen": "example_gen_options/beam_args",
                        "validate": "drift_threshold/validation_schema/validation_options",
-                       "transform": "transform_options/beam_args", "train": "train_options",
+                       "transform": "transform_options/beam_args", "train": "train_options", "tune": "tune_options",
                        "evaluate": "eval_thresholds/max_regressions/regression_tolerance/slice_by"}
 
 
@@ -206,6 +238,8 @@ def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) ->
                              p.get("validation_options", []))),
              ("transform", transform_cli, True, _transform_argv(given, p["transform_options"], p["beam_args"], out)),
              ("train", trainer_cli, False, _train_argv(given, p["train_options"], out)),
+             *([("tune", tuner_cli, False, _tune_argv(given, p["tune_options"], p["train_options"], out))]
+               if p.get("tune_options") else []),
              ("evaluate", evaluator_cli, False,
               _evaluate_argv(model, given, p["eval_thresholds"], p["max_regressions"],
                              p.get("regression_tolerance", "0.01"), p["slice_by"], out))]

@@ -13,7 +13,7 @@ artifacts. This does the same on one machine. A step's key is a SHA-256 over
 
 A hit reuses the outputs in place (no copy: the run directory gets symbolic links to them), so an
 identical rerun adds only its small reports. Only steps the pipeline marks cacheable
-(`set_caching_options(True)`: ExampleGen, validation, Transform, Trainer) are looked up; the
+(`set_caching_options(True)`: ExampleGen, validation, Transform, Tuner, Trainer) are looked up; the
 Evaluator, the report and Push always run, since the served model may have changed. A cached
 output that has gone (deleted by hand) is a miss. `no_cache` names steps never to reuse ("all").
 
@@ -38,7 +38,7 @@ from ..core.errors import ConfigError
 
 CACHE_DIR = "cache"
 # The steps whose outputs can be reused (the pipeline's cacheable tasks), named as `--no-cache` takes them.
-CACHEABLE_STEPS = ("example-gen", "validate", "transform", "train")
+CACHEABLE_STEPS = ("example-gen", "validate", "transform", "tune", "train")
 # Artifacts that live in KFP's metadata only: no file is ever written at their URI.
 _METADATA_ONLY = frozenset({"system.Metrics", "system.ClassificationMetrics", "system.SlicedClassificationMetrics"})
 _FRAMEWORKS = ("tensorflow", "tf-keras", "apache-beam", "tensorflow-transform", "tensorflow-data-validation", "kfp")

@@ -63,6 +63,7 @@ class LocalRunConfig:
     validation_options: tuple[str, ...] = ()  # extra `shardflow validate` flags, e.g. ("--no-drift", "site")
     regression_tolerance: str = "0.01"  # the Evaluator's default regression gate against the served model; "off"
     no_cache: tuple[str, ...] = ()  # steps never reused from an earlier run ("all": none is)
+    tune_options: tuple[str, ...] = ()  # `shardflow tune` flags: a search before training (none: no search)
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -96,6 +97,7 @@ class LocalRunConfig:
                 "validation_options": list(self.validation_options),
                 "regression_tolerance": self.regression_tolerance,
                 "transform_options": list(self.transform_options), "train_options": list(self.train_options),
+                "tune_options": list(self.tune_options),
                 "warm_start": self.warm_start,
                 "eval_thresholds": None if self.eval_thresholds is None else list(self.eval_thresholds),
                 "max_regressions": list(self.max_regressions), "slice_by": list(self.slice_by),

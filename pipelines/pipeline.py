@@ -76,10 +76,11 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
         example_gen_options: List[str] = [], beam_args: List[str] = [], drift_threshold: float = 0.1,
         validation_warn_only: bool = False, validation_schema: str = "", validation_options: List[str] = [],
         transform_options: List[str] = [],
-        train_options: List[str] = ["--epochs", "10"], warm_start: str = "latest",
+        train_options: List[str] = ["--epochs", "10"], tune_options: List[str] = [], warm_start: str = "latest",
         eval_thresholds: List[str] = [DEFAULT_THRESHOLDS["classification"]], max_regressions: List[str] = [],
         slice_by: List[str] = [], baseline_model: str = "latest", regression_tolerance: str = "0.01",
         trainer_accelerator_type: str = "nvidia.com/gpu", trainer_accelerator_limit: int = 1,
+        tuner_accelerator_limit: int = 0,
         evaluator_accelerator_type: str = "nvidia.com/gpu", evaluator_accelerator_limit: int = 0,
     ) -> None:
         exit_task = place(ops.record_outcome(record_dir=run_record_dir), "250m", "512Mi")
@@ -103,7 +104,15 @@ def _steps(ops: Components, place: Place, p: dict) -> None:
     transformed = ops.transform(examples=examples.outputs["examples"], options=p["transform_options"],
                                 beam_args=p["beam_args"]).after(checked)
     place(transformed, "2", "8Gi", cache=True).set_retry(**RETRY)
-    trained = ops.train(transformed=transformed.outputs["transformed"], options=p["train_options"],
+    # Without tune_options the step only records that no search ran: the Trainer keeps its options.
+    # Its trials train on the Trainer's pool, with tuner_accelerator_limit GPUs (default 0: no search asked).
+    tuned = ops.tune(transformed=transformed.outputs["transformed"], options=p["tune_options"],
+                     train_options=p["train_options"], accelerator_type=p["trainer_accelerator_type"],
+                     accelerator_limit=p["tuner_accelerator_limit"])
+    place(tuned, "4", "16Gi", accelerated=True, cache=True)
+    tuned.set_accelerator_type(p["trainer_accelerator_type"]).set_accelerator_limit(p["tuner_accelerator_limit"])
+    trained = ops.train(transformed=transformed.outputs["transformed"], hyperparameters=tuned.outputs["hyperparameters"],
+                        options=p["train_options"],
                         warm_start=p["warm_start"], serving_dir=p["serving_dir"],
                         # Also inputs, not only resource settings: KFP 2.13 passes a parameter into the exit
                         # handler's sub-DAG only when a task there takes it as an input.

@@ -110,6 +110,13 @@ def _training(outputs: dict) -> str:
     return ", ".join(shown + ([f"{int(steps)} optimizer steps"] if steps is not None else []))
 
 
+def _tuning(outputs: dict) -> str:
+    found = _metadata(outputs, "hyperparameters")
+    if not found.get("values"):
+        return "no search (no --tune-args)"
+    return f"best {found['values']}: {found.get('objective')} {found.get('score', 0):.3f} ({int(found.get('trials', 0))} trials)"
+
+
 def _evaluation(outputs: dict) -> str:
     metrics = _metadata(outputs, "metrics")
     shown = [f"{k} {metrics[k]:.3f}" for k in ("accuracy", "pixel_accuracy", "mean_iou") if k in metrics]
@@ -131,6 +138,7 @@ _FIGURES: dict[str, Callable[[dict], str]] = {
     + f", {int(_metadata(o, 'examples').get('rejected', 0))} rejected",
     "validate": _anomalies,
     "transform": lambda o: _counts(_metadata(o, "transformed").get("examples", {})),
+    "tune": _tuning,
     "train": _training,
     "evaluate": _evaluation,
     "push": lambda o: f"served: {o.get('Output', '')}",

@@ -17,7 +17,7 @@ from shardflow.pipelines.params import required_parameters
 
 IMAGE = "registry.example.com/ml/shardflow@sha256:" + "ab" * 32
 NO_TOKEN = "/nonexistent/token"
-GPU_STEPS = {"exec-train", "exec-evaluate"}
+GPU_STEPS = {"exec-tune", "exec-train", "exec-evaluate"}
 MOUNTS = ["data=/data", "artifacts=/artifacts/"]
 CLUSTER_FLAGS = ["--mount-pvc", MOUNTS[0], "--mount-pvc", MOUNTS[1], "--node-selector", "pool=gpu-l4",
                  "--node-selector", "cloud.google.com/gke-accelerator=nvidia-l4",
@@ -40,11 +40,11 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
     return _documents(path)
 
 
-def test_every_step_mounts_the_pvcs_and_only_trainer_and_evaluator_go_to_the_gpu_pool(
+def test_every_step_mounts_the_pvcs_and_only_the_training_steps_and_evaluator_go_to_the_gpu_pool(
         compiled: tuple[dict, dict]) -> None:
     spec, platform = compiled
     steps = set(spec["deploymentSpec"]["executors"])
-    assert GPU_STEPS < steps and len(steps) == 9
+    assert GPU_STEPS < steps and len(steps) == 10
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
     assert set(executors) == steps
     for name, config in executors.items():

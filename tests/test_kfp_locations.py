@@ -24,6 +24,12 @@ def test_output_location_is_the_uri_only_for_storage_shardflow_writes(uri: str, 
     assert output_location(dsl.Model(uri=uri)) == expected
 
 
+@pytest.fixture(autouse=True)
+def not_a_step_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The components run here inside pytest, not as a step's own process: no exit guard for pytest."""
+    monkeypatch.setattr("shardflow.pipelines.step_errors.install_exit_guard", lambda: None)
+
+
 @pytest.fixture()
 def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple]:
     """launchers' step functions replaced by recorders that answer like the real ones."""
@@ -37,6 +43,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple]:
 
     monkeypatch.setattr(launchers, "example_gen", record("example_gen", {"examples": {"train": 1}}))
     monkeypatch.setattr(launchers, "transform", record("transform", {"examples": {"train": 1}}))
+    monkeypatch.setattr(launchers, "tune", record("tune", {"values": {"learning_rate": 0.01}, "objective": "val_accuracy",
+                                                           "score": 0.9, "trials": [{}, {}]}))
     monkeypatch.setattr(launchers, "train", record("train", {"strategy": "default", "optimizer_steps": 1, "history": [],
                                                              "input_report": {"training_examples_per_second": 1.0}}))
     monkeypatch.setattr(launchers, "resolve_model_reference", lambda reference, serving_dir: "")
@@ -57,10 +65,15 @@ def test_large_outputs_are_written_to_a_remote_uri(calls: dict[str, tuple], root
     page = dsl.HTML(uri=str(tmp_path / "training_page.html"))  # reports stay on .path
     components.example_gen(["train=/data/t.csv"], "/data", "fp", [], [], examples)
     components.transform(examples, [], [], transformed)
-    components.train(transformed, [], "", "/serving", "nvidia.com/gpu", 1, model, metrics, page)
+    tuned = dsl.Artifact(uri=f"{root}/tune/hyperparameters")  # trials hold models: large too
+    components.tune(transformed, ["--max-trials", "2"], ["--epochs", "1"], "nvidia.com/gpu", 1, tuned)
+    components.train(transformed, tuned, [], "", "/serving", "nvidia.com/gpu", 1, model, metrics, page)
+    assert calls["tune"] == (transformed.path, ["--max-trials", "2"], ["--epochs", "1"], tuned.uri)
+    assert tuned.metadata["values"] == {"learning_rate": 0.01} and tuned.metadata["trials"] == 2
+    assert calls["train"][-1] == tuned.path
     assert calls["example_gen"][-1] == examples.uri
     assert calls["transform"] == (examples.path, [], [], transformed.uri)  # the input: the launcher's local copy
-    assert calls["train"][0] == transformed.path and calls["train"][-1] == model.uri
+    assert calls["train"][0] == transformed.path and calls["train"][-2] == model.uri
     assert examples.metadata["fingerprint"] == "fp" and model.metadata["framework"] == "tensorflow"
     assert "<html" in Path(page.path).read_text().lower()
 

@@ -147,8 +147,15 @@ def test_evaluate_and_push_on_s3(trained: tuple[str, dict, Path], s3_examples: s
     assert _keys(s3_server, serving) == [] and resolve_latest(serving) == ""
     first = push(PusherConfig(model=model, evaluation=blessed, serving_dir=serving, source={"run": "a"}),
                  echo=lambda _: None)
-    second = push(PusherConfig(model=model, evaluation=blessed, serving_dir=serving), echo=lambda _: None)
-    assert (first.version, second.version, second.location) == (1, 2, f"{serving}/2")
+    again = push(PusherConfig(model=model, evaluation=blessed, serving_dir=serving), echo=lambda _: None)
+    assert (first.version, again.version, again.location) == (1, 1, f"{serving}/1")  # already served: no copy
+    other = f"s3://{bucket}/other-model"  # another model (a copy of the files): the next version
+    storage.copy_tree(model, other)
+    evaluate(EvaluatorConfig(model=other, examples=s3_examples, output=f"s3://{bucket}/eval_other",
+                             thresholds=("accuracy>=0",)), echo=lambda _: None)
+    second = push(PusherConfig(model=other, evaluation=f"s3://{bucket}/eval_other", serving_dir=serving),
+                  echo=lambda _: None)
+    assert (second.version, second.location) == (2, f"{serving}/2")
     pointer = storage.read_json(f"{serving}/CURRENT.json")
     assert (pointer["version"], pointer["model"]) == (2, f"{serving}/2") and "run" not in pointer
     assert resolve_latest(serving) == f"{serving}/2"

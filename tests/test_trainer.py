@@ -32,6 +32,7 @@ from shardflow.trainer.input_pipeline import CorruptShardError, TooFewShardsErro
 from shardflow.transform import TransformConfig
 from shardflow.transform import run as transform
 
+from helpers_digits import digits_examples
 from helpers_models import free_ports
 from helpers_transform import read_transformed
 
@@ -40,13 +41,7 @@ STATED_ACCURACY = 0.9  # digits, LeNet, 240 steps of 64: ~0.95-0.97 measured
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    demo = tmp_path_factory.mktemp("demo")
-    write_all(str(demo))
-    out = tmp_path_factory.mktemp("digits") / "examples"
-    indexes = tuple(IndexSpec(str(demo / "digits" / f"{s}.csv"), s) for s in ("train", "eval"))
-    example_gen(ExampleGenConfig(indexes=indexes, data_root=str(demo / "digits"), output=str(out), min_shards=2),
-                echo=lambda _: None)
-    return out
+    return digits_examples(tmp_path_factory, min_shards=2)
 
 
 @pytest.fixture(scope="module")

@@ -11,25 +11,19 @@ import pytest
 
 from shardflow.cli import main
 from shardflow.core.errors import ConfigError
-from shardflow.demo_data import write_all
-from shardflow.example_gen import ExampleGenConfig, IndexSpec
-from shardflow.example_gen import run as example_gen
 from shardflow.trainer import TrainerConfig
 from shardflow.trainer.hyperparameters import apply_hyperparameters
 from shardflow.tuner import TunerConfig
 from shardflow.tuner.space import parse_space
+
+from helpers_digits import digits_examples
 
 BAD_RATE = "3.0"  # Adam at 3.0 wrecks LeNet on the digits
 
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    demo = tmp_path_factory.mktemp("demo")
-    write_all(str(demo))
-    out = tmp_path_factory.mktemp("digits") / "examples"
-    indexes = tuple(IndexSpec(str(demo / "digits" / f"{s}.csv"), s) for s in ("train", "eval"))
-    example_gen(ExampleGenConfig(indexes=indexes, data_root=str(demo / "digits"), output=str(out)), echo=lambda _: None)
-    return out
+    return digits_examples(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
