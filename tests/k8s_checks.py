@@ -164,3 +164,49 @@ def tfjob_problems(obj: dict) -> list[str]:
         if not main or not any(p.get("name") == "tfjob-port" for p in main[0].get("ports") or []):
             problems.append(f"{replica_type}: no container `tensorflow` with a port named `tfjob-port`")
     return problems
+
+
+KATIB_ALGORITHMS = {"random", "grid", "hyperband", "bayesianoptimization", "tpe", "multivariate-tpe", "cmaes",
+                    "sobol", "enas", "darts", "pbt"}
+KATIB_PARAMETER_TYPES = {"double", "int", "discrete", "categorical"}
+
+
+def katib_problems(obj: dict) -> list[str]:
+    """The Katib Experiment (kubeflow.org/v1beta1) fields Katib accepts; no schema is bundled for it.
+    The trial's pod template is validated as a PodTemplate by the caller, like the TFJob's."""
+    problems = [] if obj["apiVersion"] == "kubeflow.org/v1beta1" else [f"apiVersion {obj['apiVersion']}"]
+    spec = obj["spec"]
+    problems += [f"unknown spec.{k}" for k in set(spec) - {
+        "objective", "algorithm", "parallelTrialCount", "maxTrialCount", "maxFailedTrialCount", "parameters",
+        "metricsCollectorSpec", "trialTemplate", "earlyStopping", "resumePolicy", "nasConfig"}]
+    if spec["objective"].get("type") not in ("maximize", "minimize"):
+        problems.append(f"objective.type {spec['objective'].get('type')!r}")
+    if spec["algorithm"].get("algorithmName") not in KATIB_ALGORITHMS:
+        problems.append(f"algorithmName {spec['algorithm'].get('algorithmName')!r}")
+    names = {p["name"] for p in spec["parameters"]}
+    problems += [f"parameter {p['name']}: type {p.get('parameterType')!r}" for p in spec["parameters"]
+                 if p.get("parameterType") not in KATIB_PARAMETER_TYPES]
+    template = spec["trialTemplate"]
+    problems += [f"trialParameter {t['name']} references unknown parameter {t['reference']}"
+                 for t in template["trialParameters"] if t["reference"] not in names]
+    containers = [c["name"] for c in template["trialSpec"]["spec"]["template"]["spec"]["containers"]]
+    if template.get("primaryContainerName") not in containers:
+        problems.append(f"primaryContainerName {template.get('primaryContainerName')!r} not among {containers}")
+    return problems
+
+
+def katib_trial_args(obj: dict) -> list[list[str]]:
+    """The trial container's args with every ${trialParameters.X} replaced by each end of its parameter's
+    feasible space (the lowest and the highest values Katib may send)."""
+    spec = obj["spec"]
+    by_name = {p["name"]: p["feasibleSpace"] for p in spec["parameters"]}
+    references = {t["name"]: by_name[t["reference"]] for t in spec["trialTemplate"]["trialParameters"]}
+    (container,) = [c for c in spec["trialTemplate"]["trialSpec"]["spec"]["template"]["spec"]["containers"]
+                    if c["name"] == spec["trialTemplate"]["primaryContainerName"]]
+    filled = []
+    for end in (0, -1):
+        values = {name: (space["list"][end] if "list" in space else space["min" if end == 0 else "max"])
+                  for name, space in references.items()}
+        filled.append([re.sub(r"\$\{trialParameters\.(\w+)\}", lambda m: str(values[m[1]]), arg)
+                       for arg in container["args"]])
+    return filled

@@ -27,7 +27,7 @@ from shardflow.pipelines.submit import add_submit_arguments
 from shardflow.trainer import cli as trainer_cli
 
 from k8s_checks import (PLACEHOLDER_DIGEST, _at, containers_of, name_of, pod_specs, pod_templates, rbac_offenders,
-                        restricted_offenders, tfjob_problems)
+                        katib_problems, katib_trial_args, restricted_offenders, tfjob_problems)
 
 K8S = Path(__file__).resolve().parents[1] / "k8s"
 KUSTOMIZATIONS = ["base"] + [f"overlays/{d.name}" for d in sorted((K8S / "overlays").iterdir())
@@ -64,15 +64,16 @@ def pipeline_spec(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict]) -> None:
     kinds = sorted({obj["kind"] for obj in rendered})
-    assert kinds == ["ConfigMap", "CronJob", "Namespace", "PersistentVolumeClaim", "PodDisruptionBudget", "Role",
-                     "RoleBinding", "ServiceAccount", "TFJob"]
+    assert kinds == ["ConfigMap", "CronJob", "Experiment", "Namespace", "PersistentVolumeClaim", "PodDisruptionBudget",
+                     "Role", "RoleBinding", "ServiceAccount", "TFJob"]
 
 
 def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) -> None:
     failures = []
     for obj in rendered:
-        checks = [(name_of(obj), obj)] if obj["kind"] != "TFJob" else []
-        failures += [f"{name_of(obj)}: {p}" for p in (tfjob_problems(obj) if obj["kind"] == "TFJob" else [])]
+        custom = {"TFJob": tfjob_problems, "Experiment": katib_problems}.get(obj["kind"])
+        checks = [(name_of(obj), obj)] if custom is None else []
+        failures += [f"{name_of(obj)}: {p}" for p in (custom(obj) if custom else [])]
         for where, candidate in checks + pod_templates(obj):
             try:
                 kubernetes_validate.validate(candidate, K8S_VERSION, strict=True)
@@ -82,7 +83,7 @@ def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) 
                 failures.append(f"{where}: kind unknown to Kubernetes {K8S_VERSION} and not checked here")
     assert not failures, "\n".join(failures)
     templates = [where for obj in rendered for where, _ in pod_templates(obj)]
-    assert any(w.startswith("TFJob/") for w in templates) and any(w.startswith("CronJob/") for w in templates)
+    assert {w.split("/")[0] for w in templates} == {"TFJob", "CronJob", "Experiment"}
 
 
 def test_every_container_meets_the_restricted_profile(rendered: list[dict]) -> None:
@@ -214,6 +215,31 @@ def test_the_tfjob_runs_multi_worker_training(rendered: list[dict]) -> None:
     config = trainer_cli.config_from_args(parser.parse_args(container["args"][1:]))  # validates the options
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts[os.path.dirname(config.output)].get("readOnly") is not True, "the model directory is read-only"
+
+
+def test_the_katib_experiment_runs_the_tuners_search_as_trials_of_shardflow_train(rendered: list[dict]) -> None:
+    from shardflow.tuner.space import parse_space
+
+    (experiment,) = [obj for obj in rendered if obj["kind"] == "Experiment"]
+    for args in katib_trial_args(experiment):  # both ends of every parameter's feasible space
+        assert args[0] == "train"
+        parser = argparse.ArgumentParser()
+        trainer_cli.add_arguments(parser)
+        trainer_cli.config_from_args(parser.parse_args(args[1:]))  # the Trainer's own checks of the values
+    # The Experiment's parameters are a search space `shardflow tune --space` takes (docs/tuning.md).
+    as_space = {"double": "log", "int": "int", "discrete": "choice", "categorical": "choice"}
+    entries = []
+    for p in experiment["spec"]["parameters"]:
+        space = p["feasibleSpace"]
+        bounds = ",".join(space["list"]) if "list" in space else f"{space['min']}:{space['max']}"
+        entries.append(f"{p['name']}={as_space[p['parameterType']]}:{bounds}")
+    assert {d.name for d in parse_space(tuple(entries))} == {"learning_rate", "batch_size"}
+    assert experiment["spec"]["objective"]["objectiveMetricName"] == "val_accuracy"
+    broken = copy.deepcopy(experiment)
+    broken["spec"]["trialTemplate"]["trialParameters"][0]["reference"] = "lr"
+    broken["spec"]["algorithm"]["algorithmName"] = "annealing"
+    assert katib_problems(broken) == ["algorithmName 'annealing'",
+                                      "trialParameter learningRate references unknown parameter lr"]
 
 
 def test_overlays_pin_the_image_and_change_the_environment(base: list[dict]) -> None:
