@@ -184,3 +184,32 @@ def test_a_run_killed_in_phase_two_resumes_in_phase_two(photos: Path, weights_fi
     assert summary["optimizer_steps"] == 4 * per_epoch
     assert summary["resumed_from_step"] > 0  # phase two's optimizer came back from its backup
     assert summary["history"][0] == head_epoch  # the head phase was not trained again
+
+
+@pytest.mark.parametrize("model, shape, module", [
+    ("efficientnet_b0", (32, 32, 3), "efficientnet"),
+    ("resnet50", (32, 32, 1), "resnet"),  # gray: repeated to RGB before the backbone
+    ("keras_applications:MobileNetV3Small", (32, 32, 3), "mobilenet_v3"),
+])
+def test_every_named_backbone_builds_a_classifier_with_its_own_preprocessing(model: str, shape: tuple,
+                                                                            module: str) -> None:
+    from shardflow.trainer.backbones import backbone_spec, classifier
+
+    spec = backbone_spec(model)
+    built = classifier(spec, "image", shape, num_classes=4, weights="none")
+    assert built.output_shape == (None, 4) and spec.module.endswith(module)
+    assert built.get_layer("backbone_preprocess").get_config()["module"] == spec.module
+    out = built({"image": tf.random.uniform((2, *shape))}, training=False)
+    assert np.allclose(out.numpy().sum(axis=1), 1, atol=1e-5)
+
+
+def test_the_unet_on_mobilenet_v2_segments_at_the_input_size() -> None:
+    from shardflow.trainer.backbones import backbone_spec, unet_on_backbone
+
+    model = unet_on_backbone(backbone_spec("unet_mobilenet_v2"), "image", (64, 96, 3), num_classes=3,
+                             weights="none", alpha=ALPHA)
+    assert model.output_shape == (None, 64, 96, 3) and not backbone_layer(model).trainable
+    with pytest.raises(ConfigError, match="not divisible by 32"):
+        unet_on_backbone(backbone_spec("unet_mobilenet_v2"), "image", (48, 48, 3), 3, "none", ALPHA)
+    with pytest.raises(ConfigError, match="tf_keras.applications has no 'NoSuchNet'"):
+        backbone_spec("keras_applications:NoSuchNet")
