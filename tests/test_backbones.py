@@ -201,6 +201,13 @@ def test_every_named_backbone_builds_a_classifier_with_its_own_preprocessing(mod
     assert built.get_layer("backbone_preprocess").get_config()["module"] == spec.module
     out = built({"image": tf.random.uniform((2, *shape))}, training=False)
     assert np.allclose(out.numpy().sum(axis=1), 1, atol=1e-5)
+    from shardflow.trainer.executor import precision_policy
+
+    with precision_policy(True):  # mixed precision with this backbone: float16 inside, a float32 softmax
+        mixed = classifier(spec, "image", shape, num_classes=4, weights="none")
+    assert mixed.get_layer("probabilities").dtype_policy.compute_dtype == "float32"
+    assert mixed({"image": tf.random.uniform((2, *shape))}).dtype == tf.float32
+    assert any(layer.dtype_policy.compute_dtype == "float16" for layer in backbone_layer(mixed).layers)
 
 
 def test_the_unet_on_mobilenet_v2_segments_at_the_input_size() -> None:
