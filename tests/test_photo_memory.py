@@ -102,6 +102,6 @@ def _plain_reader_rate(examples: Path, batches: int) -> float:
 def test_the_input_probe_reports_a_rate_a_plain_reader_can_reach(photo_examples: Path, trained: tuple[Path, int]) -> None:
     """Before, the probe timed batches cut from a window already in memory: 100-340k ex/s where decoding allows ~5k."""
     probe = json.loads((trained[0] / "input_report.json").read_text())["input_examples_per_second"]
-    plain = _plain_reader_rate(photo_examples, batches=20)
+    plain = max(_plain_reader_rate(photo_examples, batches=20) for _ in range(3))  # the best of 3: load varies
     print(f"input probe {probe:,.0f} ex/s, plain reader {plain:,.0f} ex/s")
     assert probe <= 1.5 * plain, (probe, plain)
