@@ -11,7 +11,6 @@ An output may be a local path or a remote URI (s3://, gs://); the commands take 
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import inspect
 import json
@@ -19,11 +18,12 @@ import os
 import shlex
 import time
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any
 
 from ..core import storage
 from ..core.beam_options import flag_tokens, unknown_flags, unknown_option_message
 from ..core.errors import ConfigError, ShardflowError
+from ..core.flag_parser import FlagParser
 from ..core.hashing import sha256_of
 from ..core.manifest import read_manifest
 from ..evaluator import cli as evaluator_cli
@@ -31,10 +31,11 @@ from ..example_gen import cli as example_gen_cli
 from ..example_gen.spans import has_span_pattern, pattern_matches
 from ..pusher import push_model, resolve_model_reference  # noqa: F401  (re-exported for the components)
 from ..trainer import cli as trainer_cli
-from ..trainer.hyperparameters import HYPERPARAMETERS_FILE
+from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record
 from ..transform import cli as transform_cli
 from ..tuner import cli as tuner_cli
 from ..validation import cli as validation_cli
+
 
 class StepFailed(ShardflowError):
     """A shardflow command of a step failed; the message is the command's own one line, the exit code its own."""
@@ -44,17 +45,11 @@ class StepFailed(ShardflowError):
         self.exit_code = exit_code
 
 
-class _StepParser(argparse.ArgumentParser):
-    """A bad option fails the step with StepFailed naming it, not with argparse's SystemExit."""
-
-    def error(self, message: str) -> NoReturn:
-        raise StepFailed(f"{self.prog}: error: {message}", ConfigError.exit_code)
-
-
 def _parse(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool) -> tuple[Any, list[str]]:
     """The command's own parser on `argv`; `takes_beam_options`: Beam's own options pass through (as for
     example-gen and transform in shardflow.cli); any other unknown flag is an error naming it."""
-    parser = _StepParser(prog=f"shardflow {command}")
+    # A bad option fails the step with StepFailed naming it, not with argparse's SystemExit.
+    parser = FlagParser(prog=f"shardflow {command}", error=lambda message: StepFailed(message, ConfigError.exit_code))
     cli.add_arguments(parser)
     known = [s for action in parser._actions for s in action.option_strings]
     try:
@@ -137,7 +132,7 @@ def tune(examples: str, options: list[str], train_options: list[str], output: st
     """The search (`shardflow tune`) whose trials take the run's train options; without `options`, a record
     that no search ran (the Trainer then keeps its own options)."""
     if not options:
-        record = {"values": {}, "searched": False}
+        record = hyperparameters_record({}, "", None, {"searched": False})
         storage.write_json(storage.join(output, HYPERPARAMETERS_FILE), record)
         return record
     _shardflow("tune", tuner_cli, _tune_argv(examples, options, train_options, output))

@@ -12,6 +12,7 @@ import argparse
 import shlex
 
 from ..core.errors import ConfigError
+from ..core.flag_parser import FlagParser
 from ..trainer import cli as trainer_cli
 from .config import ALGORITHMS, TunerConfig
 from .space import DEFAULT_SPACE
@@ -41,13 +42,8 @@ def config_from_args(args: argparse.Namespace) -> TunerConfig:
                        objective=args.objective, hyperband_factor=args.hyperband_factor, seed=args.seed)
 
 
-class _TrainArgsParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise ConfigError(f"--train-args: shardflow train: {message}")
-
-
 def _trainer_args(argv: list[str]) -> argparse.Namespace:
-    parser = _TrainArgsParser(prog="shardflow train", add_help=False)
+    parser = FlagParser(prog="shardflow train", add_help=False, error=lambda message: ConfigError(f"--train-args: {message}"))
     trainer_cli.add_arguments(parser)
     args, extra = parser.parse_known_args(argv)
     if extra:
