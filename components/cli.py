@@ -21,6 +21,7 @@ from .evaluator import cli as evaluator_cli  # noqa: E402
 from .example_gen import cli as example_gen_cli  # noqa: E402
 from .core.cloud_env import install_exit_guard  # noqa: E402
 from .core.errors import ConfigError, ShardflowError  # noqa: E402
+from .predict import cli as predict_cli  # noqa: E402
 from .pusher import cli as pusher_cli  # noqa: E402
 from .pipelines import cli as pipeline_cli  # noqa: E402
 from .pipelines import schedule as schedule_cli  # noqa: E402
@@ -55,6 +56,8 @@ _COMMANDS = (
      evaluator_cli.main, False),
     ("push", "copy a blessed model to a serving directory and repoint CURRENT.json",
      pusher_cli.add_arguments, pusher_cli.main, False),
+    ("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",
+     predict_cli.add_arguments, predict_cli.main, True),
     ("compile", "compile the pipeline to KFP v2 IR for a Kubeflow cluster",
      pipeline_cli.add_compile_arguments, pipeline_cli.compile_main, False),
     ("run", "run the whole pipeline on this machine (kfp.local)",

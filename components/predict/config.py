@@ -1,0 +1,102 @@
+"""Predict's options: one frozen dataclass that checks its values and names the bad one.
+
+>>> cfg = PredictConfig(model="serving", output="preds", index="new.csv", data_root="photos")
+>>> cfg.source, cfg.format, cfg.top_k
+('index', 'csv', 3)
+>>> PredictConfig(model="m", output="o", examples="ex", index="new.csv")
+Traceback (most recent call last):
+...
+shardflow.core.errors.ConfigError: give either index (with data_root) or examples, not both
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core import storage
+from ..core.errors import ConfigError, ShardflowError
+from ..core.input_checks import examples_problem
+from ..core.model_info import MODEL_INFO_NAME
+from ..pusher.executor import SERVING_POINTER, read_pointer
+
+FORMATS = ("csv", "parquet")
+
+
+class PredictionError(ShardflowError, RuntimeError):
+    """The run could not account for every row, or the model broke its contract. Exit 1."""
+
+
+@dataclass(frozen=True)
+class PredictConfig:
+    """`model`: a served model directory, a serving directory (its CURRENT.json names the model) or
+    that CURRENT.json. Input: `index` CSV files under `data_root`, or `examples` (ExampleGen output)
+    and its `split`. `batch_size` examples (at most `max_batch_mb` of them) go to one model call."""
+
+    model: str
+    output: str
+    index: str | None = None
+    data_root: str | None = None
+    examples: str | None = None
+    split: str = "eval"
+    format: str = "csv"
+    top_k: int = 3
+    prediction_log: bool = False
+    batch_size: int = 64
+    max_batch_mb: float = 64.0
+    rows_per_chunk: int | None = None  # None: chosen from the row count, as ExampleGen does
+    beam_args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("model", "output"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+        if (self.index is None) == (self.examples is None):
+            raise ConfigError("give either index (with data_root) or examples, not both" if self.index
+                              else "give an input: index (with data_root) or examples")
+        if self.index is not None and not self.data_root:
+            raise ConfigError(f"index {self.index!r} needs data_root, the directory its paths are relative to")
+        if self.format not in FORMATS:
+            raise ConfigError(f"format must be one of {FORMATS}, got {self.format!r}")
+        for name, low in (("top_k", 1), ("batch_size", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not self.max_batch_mb > 0:
+            raise ConfigError(f"max_batch_mb must be > 0, got {self.max_batch_mb!r}")
+        if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
+            raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
+
+    @property
+    def source(self) -> str:
+        return "index" if self.index is not None else "examples"
+
+    def check_inputs(self) -> str:
+        """The checks that touch storage, before any heavy import; returns the model directory to load."""
+        if self.index is not None:
+            if not storage.is_file(self.index):
+                raise ConfigError(f"index {self.index!r} is not a CSV file")
+            if not storage.is_dir(str(self.data_root)):
+                raise ConfigError(f"data_root {self.data_root!r} is not a directory")
+        else:
+            problem = examples_problem(str(self.examples))
+            if problem:
+                raise ConfigError(f"examples {self.examples!r} {problem}")
+        return resolve_model(self.model)
+
+
+def resolve_model(reference: str) -> str:
+    """The model directory `reference` means: itself, or the version its CURRENT.json (or it) names."""
+    if storage.is_file(storage.join(reference, MODEL_INFO_NAME)):
+        return reference
+    serving_dir = reference.rstrip("/")
+    if serving_dir.endswith("/" + SERVING_POINTER) or serving_dir == SERVING_POINTER:
+        serving_dir = serving_dir[:-len(SERVING_POINTER)].rstrip("/") or "."
+    pointer = read_pointer(serving_dir) if storage.is_dir(serving_dir) else None
+    if pointer is not None:
+        model = str(pointer.get("model", ""))
+        if not storage.is_file(storage.join(model, MODEL_INFO_NAME)):
+            raise ConfigError(f"model {reference!r}: its {SERVING_POINTER} names {model!r}, which has no {MODEL_INFO_NAME}")
+        return model
+    what = "does not exist" if not storage.exists(reference) else f"has neither {MODEL_INFO_NAME} nor {SERVING_POINTER}"
+    raise ConfigError(f"model {reference!r} {what}: give a model exported by shardflow train, "
+                      f"or a serving directory shardflow push wrote")

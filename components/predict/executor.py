@@ -1,0 +1,119 @@
+"""Predict's `run(config)`: a served model over new CSV rows (or ExampleGen examples) on Beam, like TFX's BulkInferrer.
+
+    summary = run(PredictConfig(model="serving", index="new.csv", data_root="photos", output="preds"))
+    summary["predicted"], summary["rejected_by_reason"]
+
+The output directory (an `OutputDir`: a killed run leaves no `predict.json`, a rerun starts clean):
+`predictions/part-*.csv|parquet`, `rejects.jsonl`, `masks/*.png` (segmentation),
+`prediction_log/part-*.tfrecord` (with `prediction_log`), and `predict.json`, written last.
+"""
+from __future__ import annotations
+
+import pickle
+import shutil
+import time
+from collections import Counter
+from typing import Any, Callable
+
+from .. import __version__
+from ..core import storage
+from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
+from ..core.model_info import ModelInfo, read_model_info
+from ..core.output_dir import OutputDir
+from ..core.progress import ProgressReporter
+from .config import PredictConfig, PredictionError
+from .plan import Inputs, plan_examples, plan_index
+from .pipeline import RESULT_NAME, PredictTransform
+from .writers import SUFFIX, OutputSpec, PartInfo
+
+MARKER = "predict.json"
+OWNED = ("predictions", "masks", "prediction_log", "rejects.jsonl")
+
+
+def output_location(root: str) -> OutputDir:
+    """Predict's output directory: `predict.json` marks it complete."""
+    return OutputDir(root, marker=MARKER, owned=OWNED)
+
+
+def run(config: PredictConfig, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Predicts every row of the input into `config.output`; returns the summary written last."""
+    model_dir = config.check_inputs()
+    started = time.time()
+    info = read_model_info(model_dir)
+    out = output_location(config.output)
+    with out.staged_run() as staging:
+        inputs = plan_index(config, info, staging) if config.index is not None else plan_examples(config)
+        spec = OutputSpec(info.task, tuple(info.class_names), min(config.top_k, info.num_classes), config.format,
+                          staging, out.staged("masks"), inputs.sources, config.prediction_log, model_dir)
+        runner, parts = _execute(config, model_dir, inputs, spec, echo)
+        summary = _finish(config, out, inputs, parts, spec, info)
+        summary.update({"model": model_dir, "model_reference": config.model, "runner": runner,
+                        "seconds": round(time.time() - started, 3)})
+        summary["rows_per_second"] = round(summary["rows"] / max(summary["seconds"], 1e-9), 1)
+        out.mark_complete(summary)
+    echo(f"predict: {summary['predicted']:,} predicted, {summary['rejected']:,} rejected of {summary['rows']:,} rows "
+         f"in {summary['seconds']:.1f} s ({summary['rows_per_second']:,.0f} rows/s) on {runner}; {config.output}")
+    return summary
+
+
+def _execute(config: PredictConfig, model_dir: str, inputs: Inputs, spec: OutputSpec,
+             echo: Callable[[str], None]) -> tuple[str, list[PartInfo]]:
+    from .inference import serving_handler  # TensorFlow: only once the inputs are known to be right
+
+    options = pipeline_options(config.beam_args, inputs.work_seconds, num_chunks=len(inputs.units),
+                               gil_free=inputs.gil_free)
+    handler = serving_handler(model_dir, config.batch_size, int(config.max_batch_mb * (1 << 20)))
+    echo(f"predict: {inputs.rows:,} rows in {len(inputs.units)} work units on {describe_runner(options)}")
+    with ProgressReporter(storage.join(spec.staging_dir, "done"), inputs.rows, 15.0, echo):
+        with make_pipeline(options) as pipeline:
+            _ = pipeline | "Predict" >> PredictTransform(inputs.units, inputs.prepare, handler, spec)
+    close_dask_client(pipeline)
+    parts = pickle.loads(storage.read_bytes(storage.join(spec.staging_dir, RESULT_NAME)))
+    return describe_runner(options), sorted(parts, key=lambda p: p.first_key)
+
+
+def _publish_parts(parts: list[PartInfo], spec: OutputSpec, out: OutputDir) -> list[str]:
+    """Moves the listed parts (and their logs) to `predictions/part-NNNNN` in row order; their names."""
+    names = []
+    storage.makedirs(out.staged("predictions"))
+    for number, part in enumerate(parts):
+        name = f"part-{number:05d}{SUFFIX[spec.format]}"
+        storage.move(storage.join(spec.staging_dir, "parts", part.name + SUFFIX[spec.format]),
+                     storage.join(out.staged("predictions"), name))
+        if spec.prediction_log:
+            storage.move(storage.join(spec.staging_dir, "logs", part.name + ".tfrecord"),
+                         storage.join(out.staged("prediction_log"), f"part-{number:05d}.tfrecord"))
+        names.append(f"predictions/{name}")
+    return names
+
+
+def _merge_rejects(files: list[str], target: str) -> None:
+    with storage.open_write(target) as stream:
+        for path in files:
+            with storage.open_read(path) as source:
+                shutil.copyfileobj(source, stream)
+
+
+def _finish(config: PredictConfig, out: OutputDir, inputs: Inputs, parts: list[PartInfo], spec: OutputSpec,
+            info: ModelInfo) -> dict[str, Any]:
+    """Rejects merged, counts reconciled, items published; the summary (without the run's timing)."""
+    counts = inputs.counts()
+    reasons: Counter = Counter()
+    for chunk in counts:
+        reasons.update(chunk["rejected"])
+    prepared = sum(c["rows"] for c in counts)
+    predicted, rejected = sum(p.rows for p in parts), sum(reasons.values())
+    if prepared != inputs.rows or predicted + rejected != inputs.rows:
+        raise PredictionError(f"rows do not reconcile: {predicted:,} predicted + {rejected:,} rejected, "
+                              f"{prepared:,} prepared, but the input has {inputs.rows:,} rows (counted independently)")
+    _merge_rejects(inputs.reject_files, out.staged("rejects.jsonl"))
+    tables = _publish_parts(parts, spec, out)
+    names = ["predictions", "rejects.jsonl"] + (["masks"] if info.task == "segmentation" else [])
+    out.publish(names + (["prediction_log"] if config.prediction_log else []))
+    return {"component": "predict", "shardflow_version": __version__, "task": info.task, "input": inputs.describe,
+            "rows": inputs.rows, "predicted": predicted, "rejected": rejected,
+            "rejected_by_reason": dict(sorted(reasons.items())), "rejects_file": "rejects.jsonl",
+            "format": config.format, "tables": tables, "top_k": spec.top_k,
+            "masks": "masks/" if info.task == "segmentation" else None,
+            "prediction_log": "prediction_log/" if config.prediction_log else None,
+            "class_names": list(info.class_names)}

@@ -1,0 +1,98 @@
+"""Predict's inputs as Beam DoFns: chunks of CSV rows (prepared by ExampleGen's own code) or example shards.
+
+Both emit `(key, serialized tf.Example)` with key `(source id, row, path)`: the source id is the
+index file (or shard) position in the plan, the row its 1-based data-row (or record) number.
+A CSV chunk's rejects (ExampleGen's `Reject`s, same codes and reasons) and its row count go to
+small files in the staging area, one per chunk: only the examples travel on through Beam.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterator
+
+import apache_beam as beam
+
+from ..core import storage
+from ..core.tfrecord import iter_records
+from ..example_gen.columns import ColumnSpec
+from ..example_gen.csv_index import Chunk, read_chunk
+from ..example_gen.rows import Reject, RowEncoder
+from ..example_gen.splitting import SplitAssigner
+
+Key = tuple[int, int, str]  # (source id, row, path)
+SPLIT = "predict"  # the split name ExampleGen's encoder is given (rejects carry it)
+
+
+@dataclass(frozen=True)
+class RowsPlan:
+    """What a worker needs to prepare CSV rows (picklable, small)."""
+
+    columns: tuple[ColumnSpec, ...]
+    data_root: str
+    staging_dir: str
+
+    def rejects_path(self, chunk: Chunk) -> str:
+        return storage.join(self.staging_dir, "rejects", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.jsonl")
+
+    def counts_path(self, chunk: Chunk) -> str:
+        return storage.join(self.staging_dir, "counts", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.json")
+
+    def done_marker(self, chunk: Chunk) -> str:
+        """The rows prepared, as ExampleGen's markers: what `core.progress.ProgressReporter` counts."""
+        return storage.join(self.staging_dir, "done", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}")
+
+
+def read_counts(plan: RowsPlan, chunk: Chunk) -> dict:
+    """The chunk's {"rows": n, "rejected": {code: count}}, written once its rows were all prepared."""
+    return json.loads(storage.read_text(plan.counts_path(chunk)))
+
+
+class EncodeRowsFn(beam.DoFn):
+    """A chunk of CSV rows → (key, example) for each accepted row; rejects and counts to staging."""
+
+    def __init__(self, plan: RowsPlan) -> None:
+        self.plan = plan
+        self.rejected_counter = beam.metrics.Metrics.counter("predict", "rejected")
+
+    def setup(self) -> None:
+        self.encoder = RowEncoder(list(self.plan.columns), self.plan.data_root, SplitAssigner(((SPLIT, 1),), ()))
+        image = next(c for c in self.plan.columns if c.role == "image")
+        self.path_position = image.position
+
+    def process(self, chunk: Chunk) -> Iterator[tuple[Key, bytes]]:
+        rejects: list[str] = []
+        codes: Counter = Counter()
+        rows = 0
+        for record in read_chunk(chunk):
+            rows += 1
+            outcome = self.encoder.encode(record, SPLIT)
+            if isinstance(outcome, Reject):
+                codes[outcome.code] += 1
+                rejects.append(json.dumps(outcome.to_json(chunk.path), sort_keys=True))
+                continue
+            yield (chunk.index_id, record.row, record.cells[self.path_position]), outcome.example  # type: ignore[index]
+        # Staging files: no fsync (a crash discards the staging area). Whole or absent, so a chunk
+        # computed twice (Dask) writes the same bytes twice.
+        storage.write_bytes(self.plan.rejects_path(chunk), "".join(r + "\n" for r in rejects).encode(), durable=False)
+        storage.write_text(self.plan.counts_path(chunk), json.dumps({"rows": rows, "rejected": dict(codes)}),
+                           durable=False)
+        storage.write_text(self.plan.done_marker(chunk), str(rows), durable=False)
+        self.rejected_counter.inc(sum(codes.values()))
+
+
+@dataclass(frozen=True)
+class Shard:
+    source_id: int
+    path: str
+    compression: str  # "" or "GZIP"
+
+
+def read_shard(shard: Shard) -> Iterator[tuple[Key, bytes]]:
+    """Every record of one ExampleGen shard, keyed by (shard id, record number, "")."""
+    with storage.open_read(shard.path) as raw:
+        stream = gzip.GzipFile(fileobj=raw) if shard.compression == "GZIP" else raw
+        for number, record in enumerate(iter_records(stream, shard.path), 1):  # type: ignore[arg-type]
+            yield (shard.source_id, number, ""), record
