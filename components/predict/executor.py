@@ -9,7 +9,6 @@ The output directory (an `OutputDir`: a killed run leaves no `predict.json`, a r
 """
 from __future__ import annotations
 
-import pickle
 import shutil
 import time
 from collections import Counter
@@ -23,8 +22,8 @@ from ..core.output_dir import OutputDir
 from ..core.progress import ProgressReporter
 from .config import PredictConfig, PredictionError
 from .plan import Inputs, plan_examples, plan_index
-from .pipeline import RESULT_NAME, PredictTransform
-from .writers import SUFFIX, OutputSpec, PartInfo
+from .pipeline import PredictTransform
+from .writers import SUFFIX, OutputSpec, PartInfo, list_parts
 
 MARKER = "predict.json"
 OWNED = ("predictions", "masks", "prediction_log", "rejects.jsonl")
@@ -62,14 +61,13 @@ def _execute(config: PredictConfig, model_dir: str, inputs: Inputs, spec: Output
 
     options = pipeline_options(config.beam_args, inputs.work_seconds, num_chunks=len(inputs.units),
                                gil_free=inputs.gil_free)
-    handler = serving_handler(model_dir, config.batch_size, int(config.max_batch_mb * (1 << 20)))
+    handler = serving_handler(model_dir)
     echo(f"predict: {inputs.rows:,} rows in {len(inputs.units)} work units on {describe_runner(options)}")
     with ProgressReporter(storage.join(spec.staging_dir, "done"), inputs.rows, 15.0, echo):
         with make_pipeline(options) as pipeline:
             _ = pipeline | "Predict" >> PredictTransform(inputs.units, inputs.prepare, handler, spec)
     close_dask_client(pipeline)
-    parts = pickle.loads(storage.read_bytes(storage.join(spec.staging_dir, RESULT_NAME)))
-    return describe_runner(options), sorted(parts, key=lambda p: p.first_key)
+    return describe_runner(options), list_parts(spec.staging_dir)
 
 
 def _publish_parts(parts: list[PartInfo], spec: OutputSpec, out: OutputDir) -> list[str]:

@@ -3,20 +3,17 @@
 The handler loads the model with the Evaluator's contract checks (`evaluator.loaded_model`): a
 SavedModel whose `serving_default` takes `examples` (serialized tf.Examples in ExampleGen's raw
 format) and returns `probabilities` and `class_ids`. Each batch of serialized examples is one
-signature call; Beam batches by count (`batch_size`) and by bytes (`max_batch_bytes`, through the
-elements' weights), so a batch of large photos stays bounded in memory whatever the row count.
+signature call; batches come bounded by count and bytes from the sources (`sources.batched`), so
+a batch of large photos stays bounded in memory whatever the row count.
 
-    handler = serving_handler("serving/3", batch_size=64, max_batch_bytes=64 << 20)
-    keyed | RunInference(KeyedModelHandler(handler))   # (key, PredictionResult)
+    batches | RunInference(serving_handler("serving/3"))   # (key, PredictionResult) per example
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from apache_beam.ml.inference.base import PredictionResult
+from apache_beam.ml.inference.base import KeyedModelHandler, PredictionResult
 from apache_beam.ml.inference.tensorflow_inference import TFModelHandlerTensor
 
 OUTPUTS = ("probabilities", "class_ids")
@@ -26,18 +23,6 @@ def example_bytes(element: Any) -> int:
     """One element's serialized example size (keyed or not)."""
     example = element[1] if isinstance(element, tuple) else element
     return len(example) + 64
-
-
-@dataclass(frozen=True)
-class ExampleWeight:
-    """An element's weight for Beam's BatchElements, whose batch limit is a total weight: 1 per example,
-    more for one above `unit_bytes` (the byte budget over the batch size). So a batch of `batch_size`
-    weight holds at most `batch_size` examples and about `batch_size * unit_bytes` bytes."""
-
-    unit_bytes: int
-
-    def __call__(self, element: Any) -> int:
-        return max(1, math.ceil(example_bytes(element) / self.unit_bytes))
 
 
 def serving_default_inference(model: Any, batch: Sequence[bytes], inference_args: dict[str, Any],
@@ -72,7 +57,8 @@ class ServingModelHandler(TFModelHandlerTensor):
         return "shardflow_predict"
 
 
-def serving_handler(model_dir: str, batch_size: int, max_batch_bytes: int) -> ServingModelHandler:
-    """Batches of a fixed weight (Beam 2.72's BatchElements takes no separate byte limit): see ExampleWeight."""
-    return ServingModelHandler(model_dir, inference_fn=serving_default_inference, min_batch_size=batch_size,
-                               max_batch_size=batch_size, element_size_fn=ExampleWeight(max(1, max_batch_bytes // batch_size)))
+def serving_handler(model_dir: str) -> Any:
+    """The keyed handler RunInference runs: elements are batches already (see sources.batched), so
+    that every runner sees them whole (the DaskRunner drops what BatchElements flushes at a bundle's end)."""
+    handler = ServingModelHandler(model_dir, inference_fn=serving_default_inference)
+    return KeyedModelHandler(handler).with_no_batching()

@@ -1,32 +1,24 @@
-"""Predict's Beam graph: work units → Reshuffle → (key, example) → RunInference → part files → a result file.
+"""Predict's Beam graph: work units → Reshuffle → batches of (key, example) → RunInference → part files.
 
     with make_pipeline(options) as p:
-        _ = p | PredictTransform(chunks, EncodeRowsFn(plan), handler, spec)
+        _ = p | PredictTransform(chunks, EncodeRowsFn(plan), serving_handler(model_dir), spec)
 
 Work units are CSV chunks (byte ranges of the index, prepared by ExampleGen's encoder) or example
 shards. The graph is a single line (no branch), so a runner that recomputes a branch (Dask) has
-nothing to recompute; only O(1) metadata per bundle reaches the final combine.
+nothing to recompute. Nothing but part files comes out (see writers.py).
 """
 from __future__ import annotations
 
-import pickle
 from typing import Any, Callable
 
 import apache_beam as beam
-from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+from apache_beam.ml.inference.base import RunInference
 
-from ..core import storage
-from .writers import OutputSpec, PartInfo, WritePredictionsFn
-
-RESULT_NAME = "result.pickle"
-
-
-def _write_result(parts: list[PartInfo], path: str) -> None:
-    storage.write_bytes(path, pickle.dumps(parts), durable=False)  # whole or absent
+from .writers import OutputSpec, WritePredictionsFn
 
 
 class PredictTransform(beam.PTransform):
-    """Work units in; prediction parts under the staging area, `<staging>/result.pickle` listing them."""
+    """Work units in; prediction parts (and their records) under `<staging>/parts`."""
 
     def __init__(self, units: list[Any], prepare: beam.DoFn | Callable, handler: Any, spec: OutputSpec) -> None:
         super().__init__()
@@ -40,8 +32,6 @@ class PredictTransform(beam.PTransform):
             | "ListUnits" >> beam.Create(self.units)
             | "SpreadUnits" >> beam.Reshuffle()
             | "Prepare" >> prepare
-            | "Infer" >> RunInference(KeyedModelHandler(self.handler))
+            | "Infer" >> RunInference(self.handler)
             | "Write" >> beam.ParDo(WritePredictionsFn(self.spec))
-            | "GatherParts" >> beam.combiners.ToList()
-            | "WriteResult" >> beam.Map(_write_result, path=storage.join(self.spec.staging_dir, RESULT_NAME))
         )

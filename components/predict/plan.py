@@ -22,7 +22,7 @@ from ..example_gen.data_root import open_data_root
 from ..example_gen.manifest_columns import columns_from_manifest
 from ..example_gen.work_estimate import estimate_work
 from .config import PredictConfig
-from .sources import EncodeRowsFn, RowsPlan, Shard, read_counts, read_shard
+from .sources import Batching, EncodeRowsFn, RowsPlan, Shard, read_counts, read_shard
 
 MAX_ROWS_PER_CHUNK = 1000  # one element of the Reshuffle: a few seconds of photo preparation
 MIN_ROWS_PER_CHUNK = 32
@@ -42,11 +42,16 @@ class Inputs:
 
 
 def rows_per_chunk(config: PredictConfig, rows: int) -> int:
-    """Enough chunks for every core several times over, each small enough to spread evenly."""
+    """Enough chunks for every core several times over, each small enough to spread evenly, and at
+    least a batch (batches never span chunks)."""
     if config.rows_per_chunk:
         return config.rows_per_chunk
     per_core = math.ceil(rows / (4 * (os.cpu_count() or 1)))
-    return min(MAX_ROWS_PER_CHUNK, max(MIN_ROWS_PER_CHUNK, per_core))
+    return max(config.batch_size, min(MAX_ROWS_PER_CHUNK, max(MIN_ROWS_PER_CHUNK, per_core)))
+
+
+def batching(config: PredictConfig) -> Batching:
+    return Batching(config.batch_size, int(config.max_batch_mb * (1 << 20)))
 
 
 def training_manifest(info: ModelInfo, model: str) -> Manifest:
@@ -81,7 +86,7 @@ def plan_index(config: PredictConfig, info: ModelInfo, staging: str) -> Inputs:
     root = open_data_root(data_root)
     work = estimate_work(columns, read_head(index, SAMPLE_ROWS)[1], root, rows)
     plan = RowsPlan(tuple(columns), data_root if storage.is_remote(data_root) else os.path.realpath(data_root),
-                    staging)
+                    staging, batching(config))
     return Inputs(chunks, EncodeRowsFn(plan), rows, (index,),
                   {"index": index, "data_root": data_root, "columns": names,
                    "training_examples": info.extra.get("raw_examples")},
@@ -97,7 +102,7 @@ def plan_examples(config: PredictConfig) -> Inputs:
         raise ConfigError(f"split {split!r} is not in {examples} (has {sorted(manifest.splits)})")
     info = manifest.splits[split]
     paths = manifest.shard_paths(examples, split)
-    shards = [Shard(i, path, manifest.compression) for i, path in enumerate(paths)]
+    shards = [Shard(i, path, manifest.compression, batching(config)) for i, path in enumerate(paths)]
     rows = info.num_examples
     return Inputs(shards, read_shard, rows, tuple(s.path for s in info.shards),
                   {"examples": examples, "split": split},

@@ -1,7 +1,10 @@
 """Predict's inputs as Beam DoFns: chunks of CSV rows (prepared by ExampleGen's own code) or example shards.
 
-Both emit `(key, serialized tf.Example)` with key `(source id, row, path)`: the source id is the
-index file (or shard) position in the plan, the row its 1-based data-row (or record) number.
+Both emit batches of `(key, serialized tf.Example)` pairs with key `(source id, row, path)`: the
+source id is the index file (or shard) position in the plan, the row its 1-based data-row (or
+record) number. A batch holds at most `batch_size` examples and about `max_batch_bytes`; batches
+never span two work units, and are emitted from `process` (not `finish_bundle`, which the
+DaskRunner ignores), one at a time: memory holds a batch, not a chunk.
 A CSV chunk's rejects (ExampleGen's `Reject`s, same codes and reasons) and its row count go to
 small files in the staging area, one per chunk: only the examples travel on through Beam.
 """
@@ -11,7 +14,7 @@ import gzip
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import apache_beam as beam
 
@@ -23,7 +26,34 @@ from ..example_gen.rows import Reject, RowEncoder
 from ..example_gen.splitting import SplitAssigner
 
 Key = tuple[int, int, str]  # (source id, row, path)
+Batch = list[tuple[Key, bytes]]
 SPLIT = "predict"  # the split name ExampleGen's encoder is given (rejects carry it)
+
+
+@dataclass(frozen=True)
+class Batching:
+    batch_size: int
+    max_batch_bytes: int
+
+
+def batched(pairs: Iterable[tuple[Key, bytes]], batching: Batching) -> Iterator[Batch]:
+    """Consecutive pairs grouped into batches of at most `batch_size` and about `max_batch_bytes`.
+
+    >>> [len(b) for b in batched((((0, i, ""), b"x" * 10) for i in range(5)), Batching(2, 1000))]
+    [2, 2, 1]
+    >>> [len(b) for b in batched((((0, i, ""), b"x" * 10) for i in range(5)), Batching(9, 25))]
+    [3, 2]
+    """
+    batch: Batch = []
+    size = 0
+    for pair in pairs:
+        batch.append(pair)
+        size += len(pair[1])
+        if len(batch) >= batching.batch_size or size >= batching.max_batch_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 @dataclass(frozen=True)
@@ -33,6 +63,7 @@ class RowsPlan:
     columns: tuple[ColumnSpec, ...]
     data_root: str
     staging_dir: str
+    batching: Batching
 
     def rejects_path(self, chunk: Chunk) -> str:
         return storage.join(self.staging_dir, "rejects", f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.jsonl")
@@ -62,7 +93,10 @@ class EncodeRowsFn(beam.DoFn):
         image = next(c for c in self.plan.columns if c.role == "image")
         self.path_position = image.position
 
-    def process(self, chunk: Chunk) -> Iterator[tuple[Key, bytes]]:
+    def process(self, chunk: Chunk) -> Iterator[Batch]:
+        yield from batched(self._encode(chunk), self.plan.batching)
+
+    def _encode(self, chunk: Chunk) -> Iterator[tuple[Key, bytes]]:
         rejects: list[str] = []
         codes: Counter = Counter()
         rows = 0
@@ -88,11 +122,12 @@ class Shard:
     source_id: int
     path: str
     compression: str  # "" or "GZIP"
+    batching: Batching
 
 
-def read_shard(shard: Shard) -> Iterator[tuple[Key, bytes]]:
-    """Every record of one ExampleGen shard, keyed by (shard id, record number, "")."""
+def read_shard(shard: Shard) -> Iterator[Batch]:
+    """Every record of one ExampleGen shard in batches, keyed by (shard id, record number, "")."""
     with storage.open_read(shard.path) as raw:
         stream = gzip.GzipFile(fileobj=raw) if shard.compression == "GZIP" else raw
-        for number, record in enumerate(iter_records(stream, shard.path), 1):  # type: ignore[arg-type]
-            yield (shard.source_id, number, ""), record
+        records = enumerate(iter_records(stream, shard.path), 1)  # type: ignore[arg-type]
+        yield from batched((((shard.source_id, number, ""), record) for number, record in records), shard.batching)

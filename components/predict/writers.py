@@ -1,20 +1,20 @@
 """The DoFn after RunInference: each bundle's predictions into one part file; masks one PNG per row.
 
-Parts go to the staging area under a unique name; what the DoFn emits is one `PartInfo` per bundle
-(O(1) metadata). The driver publishes exactly the parts the pipeline's result lists, so a bundle
-that a runner retried (or Dask computed twice) leaves only an unlisted file, never a duplicate row.
+A part goes to the staging area, named by the key of its bundle's first row; when it is whole, a
+small `<name>.json` beside it (rows, first key) records it, last. The driver publishes the parts
+that have their record: a bundle that failed midway has none. A bundle computed again (a retry,
+Dask recomputing) rewrites the same name; one cut differently would overlap another, which the
+driver's row reconciliation refuses. Nothing is emitted: Beam's DaskRunner drops what
+`finish_bundle` outputs (Beam 2.72), so the records travel through storage, not through Beam.
 Masks are named by their row, so a recomputed row rewrites the same file with the same bytes.
 """
 from __future__ import annotations
 
-import uuid
+import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
 from ..core import storage
 from .sources import Key
@@ -41,9 +41,18 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class PartInfo:
-    name: str  # file name under <staging>/parts (and <staging>/logs when logging)
+    name: str  # file name under <staging>/parts (and <staging>/logs when logging), without suffix
     rows: int
     first_key: tuple[int, int]
+
+
+def list_parts(staging_dir: str) -> list[PartInfo]:
+    """The whole parts the writers recorded, in row order."""
+    folder = storage.join(staging_dir, "parts")
+    names = [n for n in storage.list_names(folder) if n.endswith(".json")] if storage.is_dir(folder) else []
+    records = [storage.read_json(storage.join(folder, n)) for n in names]
+    parts = [PartInfo(n[:-len(".json")], r["rows"], tuple(r["first_key"])) for n, r in zip(names, records)]
+    return sorted(parts, key=lambda p: p.first_key)
 
 
 class WritePredictionsFn(beam.DoFn):
@@ -58,7 +67,7 @@ class WritePredictionsFn(beam.DoFn):
 
     def _open(self, key: Key) -> None:
         spec = self.spec
-        self.name = uuid.uuid4().hex
+        self.name = f"{key[0]:04d}-{key[1]:09d}"
         schema = CLASSIFICATION_SCHEMA if spec.task == "classification" else SEGMENTATION_SCHEMA
         self.table = TablePart(storage.join(spec.staging_dir, "parts", self.name + SUFFIX[spec.format]),
                                spec.format, schema)
@@ -85,11 +94,13 @@ class WritePredictionsFn(beam.DoFn):
         self.predicted_counter.inc()
         return iter(())
 
-    def finish_bundle(self) -> Iterator[WindowedValue]:
+    def finish_bundle(self) -> None:
         if self.table is None:
             return
         rows = self.table.close()
         if self.log is not None:
             self.log.close()
         self.table = None
-        yield WindowedValue(PartInfo(self.name, rows, self.first_key), MIN_TIMESTAMP, [GlobalWindow()])
+        record = {"rows": rows, "first_key": list(self.first_key)}
+        storage.write_text(storage.join(self.spec.staging_dir, "parts", self.name + ".json"), json.dumps(record),
+                           durable=False)  # last: the part is whole
