@@ -20,6 +20,7 @@ setup(
         "shardflow.evaluator",
         "shardflow.validation",
         "shardflow.pusher",
+        "shardflow.infra_validator",
         "shardflow.predict",
         "shardflow.pipelines",
         "shardflow.tfx",

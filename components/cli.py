@@ -22,6 +22,7 @@ from .example_gen import cli as example_gen_cli  # noqa: E402
 from .core.cloud_env import install_exit_guard  # noqa: E402
 from .core.errors import ConfigError, ShardflowError  # noqa: E402
 from .predict import cli as predict_cli  # noqa: E402
+from .infra_validator import cli as infra_validator_cli  # noqa: E402
 from .pusher import cli as pusher_cli  # noqa: E402
 from .pipelines import cli as pipeline_cli  # noqa: E402
 from .pipelines import schedule as schedule_cli  # noqa: E402
@@ -54,6 +55,8 @@ _COMMANDS = (
      tuner_cli.add_arguments, tuner_cli.main, False),
     ("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli.add_arguments,
      evaluator_cli.main, False),
+    ("infra-validate", "load the model in a TensorFlow-only process as TF Serving would: call, time, warm-up file",
+     infra_validator_cli.add_arguments, infra_validator_cli.main, False),
     ("push", "copy a blessed model to a serving directory and repoint CURRENT.json",
      pusher_cli.add_arguments, pusher_cli.main, False),
     ("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",

@@ -8,16 +8,19 @@
 (True, 0.953)
 
 Outputs in `config.output` (a local path or an s3:// / gs:// URI): metrics.json,
-confusion_matrix.png, blessing.json and, last, BLESSED or NOT_BLESSED (one reason per line) — the
+confusion_matrix.png, blessing.json, the canaries (the first examples scored, serialized, in
+canaries.tfrecord, and the model's probabilities for them in canary_predictions.npy: what infra
+validation replays against the served model) and, last, BLESSED or NOT_BLESSED (one reason per line) — the
 completion marker of the one output life cycle (`OutputDir`). A run first removes the markers, then
 the previous run's outputs, and publishes its own before the marker: an interrupted or failed run
 leaves no marker, so nobody mistakes an old or partial result for this run's verdict.
 """
 from __future__ import annotations
 
+import io
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -26,6 +29,7 @@ from .. import __version__
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.output_dir import OutputDir
+from ..core.tfrecord import frame
 from .blessing import Blessing, bless
 from .config import EvaluatorConfig, check_metric_names
 from .loaded_model import LoadedModel, check_same_labels, load_model
@@ -38,7 +42,11 @@ PLOT = "confusion_matrix.png"
 BLESSING = "blessing.json"
 BLESSED = "BLESSED"
 NOT_BLESSED = "NOT_BLESSED"
-PUBLISHED = (METRICS, PLOT, BLESSING)
+CANARIES = "canaries.tfrecord"
+CANARY_PREDICTIONS = "canary_predictions.npy"
+PUBLISHED = (METRICS, PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS)
+CANARY_EXAMPLES = 256  # the first examples scored are kept: memory bounded whatever the split's size
+CANARY_VALUES = 1 << 22  # and at most this many probabilities (a segmentation example has H x W x C)
 
 
 def output_dir(root: str) -> OutputDir:
@@ -77,7 +85,33 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
     }
 
 
-def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing) -> None:
+class _CanaryRecorder:
+    """The candidate's signature, keeping the first examples it scores and its probabilities for them."""
+
+    def __init__(self, signature: Any) -> None:
+        self.signature, self.limit = signature, CANARY_EXAMPLES
+        self.records: list[bytes] = []
+        self.probabilities: list[np.ndarray] = []
+
+    def __call__(self, examples: Any) -> dict[str, Any]:
+        out = self.signature(examples=examples)
+        if not self.records:  # the first batch tells the size of one example's probabilities
+            self.limit = max(1, min(CANARY_EXAMPLES, CANARY_VALUES // max(1, int(np.prod(
+                out["probabilities"].shape[1:])))))
+        wanted = self.limit - len(self.records)
+        if wanted > 0:
+            self.records += examples[:wanted].numpy().tolist()
+            self.probabilities.append(out["probabilities"][:wanted].numpy())
+        return out
+
+    def write(self, out: OutputDir) -> None:
+        storage.write_bytes(out.staged(CANARIES), b"".join(frame(record) for record in self.records))
+        buffer = io.BytesIO()
+        np.save(buffer, np.concatenate(self.probabilities))
+        storage.write_bytes(out.staged(CANARY_PREDICTIONS), buffer.getvalue())
+
+
+def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canaries: _CanaryRecorder) -> None:
     # Not sorted: classes stay in class-id order and slices in value order.
     storage.write_text(out.staged(METRICS), json.dumps(json_safe(metrics), indent=2) + "\n")
     overall = metrics["overall"]
@@ -90,6 +124,7 @@ def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing) -> None
     png = confusion_matrix_png(confusion, [metrics["class_names"][i] for i in shown], title)
     storage.write_bytes(out.staged(PLOT), png)
     storage.write_json(out.staged(BLESSING), verdict.to_json())
+    canaries.write(out)
     out.publish(PUBLISHED)
     out.mark_complete(verdict.marker_text(), BLESSED if verdict.blessed else NOT_BLESSED)
 
@@ -124,11 +159,12 @@ def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Cal
     plan = plan_scoring(config.examples, config.split, models["candidate"].info, config.slice_by, config.batch_size)
     echo(f"evaluate: {plan.num_examples:,} examples of split {config.split!r} through {len(models)} model(s), "
          f"batches of {config.batch_size}")
-    result = score(plan, models, echo)
+    canaries = _CanaryRecorder(models["candidate"].signature)
+    result = score(plan, {**models, "candidate": replace(models["candidate"], signature=canaries)}, echo)
     metrics = _metrics(config, models["candidate"], result, started)
     verdict = bless(config.thresholds, config.regressions(), metrics["overall"],
                     metrics["baseline"]["overall"] if metrics["baseline"] else None)
-    _publish(out, metrics, verdict)
+    _publish(out, metrics, verdict, canaries)
     echo(f"evaluate: {result.examples:,} examples in {result.seconds:.1f} s "
          f"({metrics['timing']['examples_per_second']:,.0f}/s); "
          f"{'BLESSED' if verdict.blessed else 'NOT BLESSED'}: {'; '.join(verdict.reasons)}")

@@ -1,8 +1,10 @@
 """`shardflow push`: translates command-line flags into a PusherConfig. Nothing else.
 
-    shardflow push --model runs/train/model --evaluation runs/evaluation --serving-dir s3://b/serving
+    shardflow push --model runs/train/model --evaluation runs/evaluation --serving-dir s3://b/serving \
+        [--infra-validation runs/infra]
 
-Exit status: 0 when pushed, 1 when the evaluation did not bless the model (nothing changes),
+Exit status: 0 when pushed, 1 when the evaluation did not bless the model or, with
+--infra-validation, the infra validation did not INFRA_BLESS it (nothing changes),
 2 on a bad option.
 """
 from __future__ import annotations
@@ -17,11 +19,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--model", required=True, help="the exported model directory (shardflow train's OUTPUT/model)")
     add("--evaluation", required=True, help="the Evaluator's output that blessed it (BLESSED / NOT_BLESSED)")
     add("--serving-dir", required=True, help="where versions <N>/ and CURRENT.json live (path or URI)")
+    add("--infra-validation", default="", metavar="DIR",
+        help="shardflow infra-validate's output: push only when INFRA_BLESSED, with its TF Serving warm-up file")
 
 
 def main(args: argparse.Namespace, extra: list[str]) -> int:
     del extra  # registered with passes_beam_args=False: always empty
-    config = PusherConfig(model=args.model, evaluation=args.evaluation, serving_dir=args.serving_dir)
+    config = PusherConfig(model=args.model, evaluation=args.evaluation, serving_dir=args.serving_dir,
+                          infra_validation=args.infra_validation)
     config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run
 

@@ -18,18 +18,23 @@ LATEST = "latest"
 class PusherConfig:
     """`model`: an exported model directory; `evaluation`: the Evaluator's output that blessed it (or
     not); `serving_dir`: where versions `<N>/` and the pointer CURRENT.json live. Each is a local path
-    or a URI. `source`: provenance recorded in the pointer (e.g. the artifact URI, the data fingerprint)."""
+    or a URI. `source`: provenance recorded in the pointer (e.g. the artifact URI, the data fingerprint).
+    `infra_validation`: `shardflow infra-validate`'s output for the model; when given, the model is pushed
+    only if INFRA_BLESSED, and its TF Serving warm-up file goes into the version ('' : no such check)."""
 
     model: str
     evaluation: str
     serving_dir: str
     source: dict[str, Any] = field(default_factory=dict)
+    infra_validation: str = ""
 
     def __post_init__(self) -> None:
         for name in ("model", "evaluation", "serving_dir"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+        if not isinstance(self.infra_validation, str):
+            raise ConfigError(f"infra_validation must be a path or URI ('' for none), got {self.infra_validation!r}")
         if self.model == LATEST:
             raise ConfigError(f"model must be a model directory, not {LATEST!r} (that is what is being replaced)")
         reserved = sorted({"version", "model", "pushed_at"} & set(self.source))

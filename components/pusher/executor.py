@@ -9,7 +9,10 @@ means for warm starts and baselines):
 Locally the copy is made under a temporary sibling and renamed to `<N>`, so a server never sees half
 a model. Object stores have no rename: the copy goes straight to `<N>/`. On both, the pointer is
 replaced atomically and only after the copy is complete, so it never names a missing or partial
-model. A model whose evaluation did not end in BLESSED is not pushed.
+model. A model whose evaluation did not end in BLESSED is not pushed. With `infra_validation` (the
+output of `shardflow infra-validate`), a model is pushed only when it is INFRA_BLESSED too, and the
+validator's TF Serving warm-up file is copied into the version (`<N>/assets.extra/`) within the same
+atomic copy, so a served version answers its first request without start-up cost.
 
     result = run(PusherConfig(model="runs/train/model", evaluation="runs/eval", serving_dir="runs/serving"))
     result.pushed, result.version, result.location
@@ -24,6 +27,7 @@ from typing import Any, Callable
 from ..core import storage
 from ..core.errors import ConfigError
 from ..core.model_info import MODEL_INFO_NAME
+from ..infra_validator.config import INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_FILE
 from .config import LATEST, PusherConfig
 
 SERVING_POINTER = "CURRENT.json"
@@ -43,26 +47,33 @@ def run(config: PusherConfig, echo: Callable[[str], None] = print) -> PushResult
     """Pushes `config.model` when `config.evaluation` blessed it; otherwise changes nothing."""
     if not storage.is_file(storage.join(config.model, MODEL_INFO_NAME)):
         raise ConfigError(f"model {config.model!r} has no {MODEL_INFO_NAME}: not a model exported by shardflow train")
-    reasons = _not_blessed_reasons(config)
+    reasons = _verdict_reasons(config.evaluation, BLESSED, NOT_BLESSED, "evaluation", "metrics.json", config.model)
+    if not reasons and config.infra_validation:
+        reasons = _verdict_reasons(config.infra_validation, INFRA_BLESSED, INFRA_NOT_BLESSED, "infra validation",
+                                   REPORT, config.model)
     if reasons:
         echo(f"push: not pushed: {'; '.join(reasons)}")
         return PushResult(False, reasons=reasons)
-    version, location = push_model(config.model, config.serving_dir, config.source)
+    extra = ({WARMUP_FILE: storage.join(config.infra_validation, *WARMUP_FILE.split("/"))}
+             if config.infra_validation else {})
+    version, location = push_model(config.model, config.serving_dir, config.source, extra)
     echo(f"push: {config.model} → {location} (version {version}); {SERVING_POINTER} points to it")
     return PushResult(True, version, location)
 
 
-def _not_blessed_reasons(config: PusherConfig) -> list[str]:
-    """[] when the evaluation blessed this very model; otherwise what stands in the way."""
-    evaluation = config.evaluation
-    if not storage.is_file(storage.join(evaluation, BLESSED)):
-        verdict = storage.join(evaluation, NOT_BLESSED)
+def _verdict_reasons(root: str, blessed: str, not_blessed: str, step: str, report: str, model: str) -> list[str]:
+    """[] when the `step`'s output in `root` blessed this very model; otherwise what stands in the way.
+
+    The verdict is the marker `blessed` or `not_blessed` (one reason per line); `report` names the model checked.
+    """
+    if not storage.is_file(storage.join(root, blessed)):
+        verdict = storage.join(root, not_blessed)
         if storage.is_file(verdict):
-            return storage.read_text(verdict).splitlines() or ["the evaluation did not bless the model"]
-        return [f"{evaluation} has no verdict (neither {BLESSED} nor {NOT_BLESSED}): the evaluation did not finish"]
-    scored = storage.read_json(storage.join(evaluation, "metrics.json")).get("model", "")
-    if _normalized(scored) != _normalized(config.model):
-        return [f"the evaluation in {evaluation} blessed {scored}, not {config.model}"]
+            return storage.read_text(verdict).splitlines() or [f"the {step} did not bless the model"]
+        return [f"{root} has no verdict (neither {blessed} nor {not_blessed}): the {step} did not finish"]
+    checked = storage.read_json(storage.join(root, report)).get("model", "")
+    if _normalized(checked) != _normalized(model):
+        return [f"the {step} in {root} blessed {checked}, not {model}"]
     return []
 
 
@@ -70,8 +81,11 @@ def _normalized(location: str) -> str:
     return location.rstrip("/") if storage.is_remote(location) else os.path.realpath(location)
 
 
-def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None = None) -> tuple[int, str]:
+def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None = None,
+               extra_files: dict[str, str] | None = None) -> tuple[int, str]:
     """Copies `model_dir` to the next version `<serving_dir>/<N>/`, then repoints CURRENT.json; (N, location).
+
+    `extra_files` ({path inside the version: source file}, e.g. the warm-up file) are part of the same copy.
 
     No blessing check: `run` makes it (or a pipeline's condition on the Evaluator's verdict). The model
     already served (the same `model_dir`, as a rerun whose Trainer was cached blesses it) is not
@@ -85,11 +99,11 @@ def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None =
     target = storage.join(serving_dir, str(version))
     if storage.is_remote(target):
         storage.remove(target)  # objects of a push killed before its pointer was written
-        storage.copy_tree(model_dir, target)
+        _copy_version(model_dir, target, extra_files or {})
     else:
         staging = storage.temp_name(target)
         try:
-            storage.copy_tree(model_dir, staging)
+            _copy_version(model_dir, staging, extra_files or {})
             storage.move(staging, target)  # atomic rename: the version appears whole
         finally:
             storage.remove(staging)
@@ -97,6 +111,12 @@ def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None =
                "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **(source or {})}
     storage.write_json(storage.join(serving_dir, SERVING_POINTER), pointer)  # last, atomically
     return version, target
+
+
+def _copy_version(model_dir: str, target: str, extra_files: dict[str, str]) -> None:
+    storage.copy_tree(model_dir, target)
+    for relative, source in extra_files.items():
+        storage.copy_file(source, storage.join(target, *relative.split("/")))
 
 
 def read_pointer(serving_dir: str) -> dict[str, Any] | None:

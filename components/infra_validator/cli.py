@@ -1,0 +1,43 @@
+"""`shardflow infra-validate`: translates command-line flags into an InfraValidatorConfig. Nothing else.
+
+    shardflow infra-validate --model runs/train/model --evaluation runs/eval --output runs/infra \
+        [--batch-sizes 1,8,32] [--tolerance 1e-4] [--warmup-requests 256] [--timeout 600]
+
+Exit 0 whether the model is INFRA_BLESSED or not (the verdict is in OUTPUT/INFRA_BLESSED or
+OUTPUT/INFRA_NOT_BLESSED, as the Evaluator's); 1 when the validation itself fails; 2 for a bad option.
+"""
+from __future__ import annotations
+
+import argparse
+
+from .config import InfraValidatorConfig, parse_batch_sizes
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--model", required=True, help="the exported model directory (shardflow train's OUTPUT/model)")
+    add("--evaluation", required=True, help="the Evaluator's output for it (its canaries and probabilities)")
+    add("--output", required=True,
+        help="output directory: infra_validation.json, assets.extra/tf_serving_warmup_requests, "
+             "INFRA_BLESSED or INFRA_NOT_BLESSED")
+    add("--batch-sizes", default="1,8,32", help="batch sizes whose latency is measured (default 1,8,32)")
+    add("--tolerance", type=float, default=1e-4,
+        help="largest allowed |probability − the Evaluator's| (default 1e-4)")
+    add("--warmup-requests", type=int, default=256, help="PredictionLog records in the warm-up file (default 256)")
+    add("--timeout", type=float, default=600.0, help="seconds the probe process may take (default 600)")
+
+
+def config_from_args(args: argparse.Namespace) -> InfraValidatorConfig:
+    return InfraValidatorConfig(model=args.model, evaluation=args.evaluation, output=args.output,
+                                batch_sizes=parse_batch_sizes(args.batch_sizes), tolerance=args.tolerance,
+                                warmup_requests=args.warmup_requests, timeout=args.timeout)
+
+
+def main(args: argparse.Namespace, _: list[str]) -> int:
+    """Runs the validation; 0 blessed or not. Failures raise (shardflow.cli's main gives the exit status)."""
+    config = config_from_args(args)
+    config.check_inputs()  # a wrong directory is reported before the heavy imports
+    from .executor import run
+
+    run(config)
+    return 0

@@ -1,0 +1,109 @@
+"""`InfraValidatorConfig`: which model to probe against which evaluation, checked when it is built.
+
+>>> InfraValidatorConfig(model="m", evaluation="e", output="o").batch_sizes
+(1, 8, 32)
+>>> parse_batch_sizes("1, 8,32")
+(1, 8, 32)
+>>> InfraValidatorConfig(model="m", evaluation="e", output="o", tolerance=-1)
+Traceback (most recent call last):
+...
+shardflow.core.errors.ConfigError: tolerance must be a finite number >= 0, got -1
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..core import storage
+from ..core.errors import ConfigError, ShardflowError
+from ..core.input_checks import model_problem
+from ..core.uri import overlaps
+
+# The verdict markers (exactly one is written, last) and the report; the Pusher reads them.
+INFRA_BLESSED, INFRA_NOT_BLESSED = "INFRA_BLESSED", "INFRA_NOT_BLESSED"
+REPORT = "infra_validation.json"
+# TF Serving replays this file of PredictionLog records when it loads a version (its fixed place).
+WARMUP_DIR = "assets.extra"
+WARMUP_FILE = f"{WARMUP_DIR}/tf_serving_warmup_requests"
+MAX_WARMUP_REQUESTS = 1000  # TF Serving refuses a warm-up file of more records
+# The Evaluator's canaries (shardflow.evaluator.executor writes them; named here to stay TensorFlow-free).
+CANARIES, CANARY_PREDICTIONS = "canaries.tfrecord", "canary_predictions.npy"
+EVALUATION_MARKERS = ("BLESSED", "NOT_BLESSED")
+
+
+class InfraValidationError(ShardflowError, RuntimeError):
+    """The validation itself could not be done (unreadable canaries, a canary without its image)."""
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    """`--batch-sizes 1,8,32`."""
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ConfigError(f"batch sizes must be integers separated by commas such as 1,8,32, got {text!r}") from None
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+@dataclass(frozen=True)
+class InfraValidatorConfig:
+    """`model`: an exported model; `evaluation`: the Evaluator's output for it (its canaries and
+    probabilities); `output`: where INFRA_BLESSED / INFRA_NOT_BLESSED, infra_validation.json and
+    the warm-up file go. Each a local path or an s3:// / gs:// URI.
+
+    `tolerance`: the largest |probability − the Evaluator's| allowed; `batch_sizes`: those timed
+    (`latency_calls` calls each); `warmup_requests`: PredictionLog records in the warm-up file;
+    `timeout`: seconds the probe process may take.
+    """
+
+    model: str
+    evaluation: str
+    output: str
+    batch_sizes: tuple[int, ...] = (1, 8, 32)
+    tolerance: float = 1e-4
+    warmup_requests: int = 256
+    timeout: float = 600.0
+    latency_calls: int = 30
+
+    def __post_init__(self) -> None:
+        for name in ("model", "evaluation", "output"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+        object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
+        if not self.batch_sizes or not all(_positive_int(size) for size in self.batch_sizes):
+            raise ConfigError(f"batch_sizes must be integers >= 1, got {self.batch_sizes!r}")
+        self._check_numbers()
+        for name in ("model", "evaluation"):
+            if overlaps(self.output, getattr(self, name)):
+                raise ConfigError(f"output {self.output!r} must be a directory apart from {name} "
+                                  f"{getattr(self, name)!r}")
+
+    def _check_numbers(self) -> None:
+        tolerance, timeout = self.tolerance, self.timeout
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not (
+                math.isfinite(tolerance) and tolerance >= 0):
+            raise ConfigError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+        if not _positive_int(self.warmup_requests) or self.warmup_requests > MAX_WARMUP_REQUESTS:
+            raise ConfigError(f"warmup_requests must be an integer from 1 to {MAX_WARMUP_REQUESTS} "
+                              f"(TF Serving's limit), got {self.warmup_requests!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
+                math.isfinite(timeout) and timeout > 0):
+            raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if not _positive_int(self.latency_calls):
+            raise ConfigError(f"latency_calls must be an integer >= 1, got {self.latency_calls!r}")
+
+    def check_inputs(self) -> None:
+        """The checks that read storage: an exported model, an evaluation that finished with canaries."""
+        problem = model_problem(self.model)
+        if problem:
+            raise ConfigError(f"model {self.model!r} {problem}")
+        if not any(storage.is_file(storage.join(self.evaluation, m)) for m in EVALUATION_MARKERS):
+            raise ConfigError(f"evaluation {self.evaluation!r} has no verdict (neither BLESSED nor NOT_BLESSED): "
+                              "not a finished shardflow evaluate output")
+        missing = [n for n in (CANARIES, CANARY_PREDICTIONS) if not storage.is_file(storage.join(self.evaluation, n))]
+        if missing:
+            raise ConfigError(f"evaluation {self.evaluation!r} has no {' or '.join(missing)}: "
+                              "evaluate the model again with this version of shardflow")

@@ -1,0 +1,224 @@
+"""`run(config)`: will the model load and answer where it is served? Probe it in a TensorFlow-only process.
+
+    from shardflow.infra_validator import InfraValidatorConfig, run
+    result = run(InfraValidatorConfig(model="runs/train/model", evaluation="runs/eval", output="runs/infra"))
+    result.blessed, result.reasons, result.load_seconds, result.latency
+
+The probe (`probe.py`) runs as a script by path in a fresh interpreter (`python -I`), importing
+TensorFlow only, as a TF Serving container has nothing of shardflow: it loads the SavedModel,
+calls every signature with the Evaluator's canaries, times each batch size and replays the warm-up
+file built here. This process judges: each signature's probabilities must equal the Evaluator's
+within `tolerance`. Outputs in `config.output` (an `OutputDir`): infra_validation.json, the warm-up
+file `assets.extra/tf_serving_warmup_requests` (the Pusher copies it into the pushed version) and,
+last, INFRA_BLESSED or INFRA_NOT_BLESSED (one reason per line). A probe that crashes, times out,
+cannot load the model or disagrees gives INFRA_NOT_BLESSED with a one-line reason.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import __version__
+from ..core import storage
+from ..core.model_info import SERVING_SIGNATURE
+from ..core.output_dir import OutputDir
+from .canaries import Canaries, read_canaries, signature_inputs
+from .config import (INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_DIR, WARMUP_FILE, InfraValidationError,
+                     InfraValidatorConfig)
+from .warmup import warmup_file_bytes, warmup_records
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
+Inputs = dict[str, tuple[str, list[bytes]]]
+
+
+@dataclass(frozen=True)
+class InfraValidation:
+    blessed: bool
+    reasons: list[str]  # why not blessed; what was checked when blessed
+    load_seconds: float | None = None
+    latency: list[dict[str, Any]] = field(default_factory=list)  # {signature, batch_size, calls, p50_ms, p99_ms}
+    max_abs_diff: dict[str, float] = field(default_factory=dict)  # per signature, against the Evaluator's
+    output: str = ""
+
+
+def output_dir(root: str) -> OutputDir:
+    return OutputDir(root, marker=INFRA_BLESSED, other_markers=(INFRA_NOT_BLESSED,), owned=(REPORT, WARMUP_DIR))
+
+
+def run(config: InfraValidatorConfig, echo: Callable[[str], None] = print) -> InfraValidation:
+    """Probes `config.model`; writes the report, the warm-up file and the verdict; returns the figures."""
+    config.check_inputs()
+    out, scratch = output_dir(config.output), tempfile.mkdtemp(prefix="shardflow-infra-")
+    try:
+        with out.staged_run():
+            return _validate(config, out, scratch, echo)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _local_model(model: str, scratch: str) -> str:
+    """The probe reads a local copy of a remote model (TF Serving reads buckets itself; plain TF has no s3://)."""
+    if not storage.is_remote(model):
+        return os.path.abspath(model)
+    local = os.path.join(scratch, "model")
+    storage.copy_tree(model, local)
+    return local
+
+
+def _validate(config: InfraValidatorConfig, out: OutputDir, scratch: str,
+              echo: Callable[[str], None]) -> InfraValidation:
+    started = time.perf_counter()
+    canaries = read_canaries(config.evaluation)
+    model = _local_model(config.model, scratch)
+    fed, reasons = signature_inputs(model, canaries, _evaluated_examples(config.evaluation))
+    if SERVING_SIGNATURE not in fed:
+        reasons.insert(0, f"the model has no {SERVING_SIGNATURE!r} signature taking serialized examples")
+    warmup = os.path.join(scratch, "tf_serving_warmup_requests")
+    if fed:
+        records = warmup_records(fed, config.warmup_requests, config.batch_sizes)
+        with open(warmup, "wb") as file:
+            file.write(warmup_file_bytes(records))
+    probe: dict[str, Any] = {}
+    deltas: dict[str, float] = {}
+    if not reasons:
+        echo(f"infra-validate: probing {config.model} in a TensorFlow-only process "
+             f"({len(canaries.records)} canaries, signatures {sorted(fed)})")
+        probe, reasons = _run_probe(config, model, fed, warmup, scratch)
+    if not reasons:
+        deltas, reasons = _compare(canaries, fed, os.path.join(scratch, "outputs"), config.tolerance)
+        reasons += _check_replay(probe, config.warmup_requests)
+    report = _report(config, canaries, fed, probe, deltas, reasons, time.perf_counter() - started)
+    _publish(out, report, warmup if fed else None)
+    result = InfraValidation(report["blessed"], report["reasons"], probe.get("load_seconds"), probe.get("latency", []),
+                             deltas, config.output)
+    echo(f"infra-validate: {'INFRA_BLESSED' if result.blessed else 'INFRA_NOT_BLESSED'}: {'; '.join(result.reasons)}")
+    return result
+
+
+def _evaluated_examples(evaluation: str) -> str:
+    examples = storage.read_json(storage.join(evaluation, "metrics.json")).get("examples")
+    if not examples:
+        raise InfraValidationError(f"evaluation {evaluation}: metrics.json names no examples")
+    return examples
+
+
+def _write_inputs(fed: Inputs, scratch: str) -> dict[str, dict[str, str]]:
+    inputs = {}
+    for name, (input_name, values) in fed.items():
+        path = os.path.join(scratch, "inputs", f"{name}.tfrecord")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as file:
+            file.write(warmup_file_bytes(values))  # plain TFRecord framing, one value per record
+        inputs[name] = {"input": input_name, "file": path}
+    return inputs
+
+
+def _run_probe(config: InfraValidatorConfig, model: str, fed: Inputs, warmup: str,
+               scratch: str) -> tuple[dict[str, Any], list[str]]:
+    """The probe's result and [] when it succeeded; else what it got to and [a one-line reason]."""
+    outputs, result_path = os.path.join(scratch, "outputs"), os.path.join(scratch, "result.json")
+    os.makedirs(outputs, exist_ok=True)
+    request = {"model": model, "inputs": _write_inputs(fed, scratch), "batch_sizes": list(config.batch_sizes),
+               "latency_calls": config.latency_calls, "warmup": warmup, "outputs": outputs, "result": result_path}
+    request_path = os.path.join(scratch, "request.json")
+    with open(request_path, "w", encoding="utf-8") as file:
+        json.dump(request, file)
+    env = {name: value for name, value in os.environ.items() if name != "TF_USE_LEGACY_KERAS"}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-I", PROBE, request_path], capture_output=True, text=True,
+                              timeout=config.timeout, env=env, cwd=scratch, check=False)
+    except subprocess.TimeoutExpired:
+        return {"seconds": round(time.perf_counter() - started, 3)}, [
+            f"the probe did not finish within {config.timeout:g} s (timeout)"]
+    result = _read_json(result_path)
+    result.update(exit_code=done.returncode, seconds=round(time.perf_counter() - started, 3))
+    if done.returncode == 0 and result.get("ok"):
+        return result, []
+    error = result.get("error") or _last_line(done.stderr) or (
+        f"killed by signal {-done.returncode}" if done.returncode < 0 else f"exit status {done.returncode}")
+    return result, [f"the TensorFlow-only probe failed: {error}"]
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except (OSError, ValueError):
+        return {}
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _compare(canaries: Canaries, fed: Inputs, outputs: str, tolerance: float) -> tuple[dict[str, float], list[str]]:
+    """max |probability − the Evaluator's| per signature, and a reason for each over `tolerance`."""
+    deltas, reasons = {}, []
+    expected = canaries.probabilities.astype(np.float64)
+    for name in sorted(fed):
+        served = np.load(os.path.join(outputs, f"{name}.npy")).astype(np.float64)
+        if served.shape != expected.shape:
+            reasons.append(f"{name}: probabilities of shape {served.shape}, the Evaluator's are {expected.shape}")
+            continue
+        difference = np.abs(served - expected)
+        difference[np.isnan(difference)] = np.inf  # a NaN on either side fails
+        worst = float(difference.max())
+        deltas[name] = worst
+        if not worst <= tolerance:
+            canary = int(np.unravel_index(np.argmax(difference), difference.shape)[0])
+            reasons.append(f"{name}: probabilities differ from the Evaluator's by up to {worst:.3g} "
+                           f"(canary {canary}), more than the tolerance {tolerance:g}")
+    return deltas, reasons
+
+
+def _check_replay(probe: dict[str, Any], expected: int) -> list[str]:
+    replayed = (probe.get("warmup") or {}).get("records", 0)
+    return [] if replayed == expected else [f"the warm-up file replayed {replayed} of {expected} records"]
+
+
+def _report(config: InfraValidatorConfig, canaries: Canaries, fed: Inputs, probe: dict[str, Any],
+            deltas: dict[str, float], reasons: list[str], seconds: float) -> dict[str, Any]:
+    blessed = not reasons
+    if blessed:
+        reasons = [f"loads in a TensorFlow-only process in {probe['load_seconds']:.2f} s"]
+        reasons += [f"{name}: max |Δ| {deltas[name]:.3g} from the Evaluator's probabilities on "
+                    f"{len(canaries.records)} canaries (tolerance {config.tolerance:g})" for name in sorted(deltas)]
+        reasons.append(f"warm-up file: {probe['warmup']['records']} requests replayed")
+    evaluated = storage.join(config.evaluation, "metrics.json")
+    return {
+        "component": "infra_validator", "shardflow_version": __version__, "model": config.model,
+        "evaluation": config.evaluation,
+        "evaluated_model": storage.read_json(evaluated).get("model") if storage.is_file(evaluated) else None,
+        "blessed": blessed, "reasons": reasons, "tolerance": config.tolerance, "canaries": len(canaries.records),
+        "signatures": sorted(fed), "load_seconds": probe.get("load_seconds"),
+        "max_abs_diff": {name: value if np.isfinite(value) else None for name, value in deltas.items()},
+        "first_call_ms": {name: part["first_call_ms"] for name, part in (probe.get("checked") or {}).items()},
+        "latency": probe.get("latency", []),
+        "warmup": {"file": WARMUP_FILE if fed else None, "requests": config.warmup_requests if fed else 0,
+                   "replayed": (probe.get("warmup") or {}).get("records", 0)},
+        "probe": {"command": [sys.executable, "-I", PROBE], "exit_code": probe.get("exit_code"),
+                  "seconds": probe.get("seconds"), "tensorflow": probe.get("tensorflow"),
+                  "modules": probe.get("modules", []), "error": probe.get("error")},
+        "seconds": round(seconds, 3),
+    }
+
+
+def _publish(out: OutputDir, report: dict[str, Any], warmup: str | None) -> None:
+    storage.write_text(out.staged(REPORT), json.dumps(report, indent=2) + "\n")
+    if warmup:
+        storage.copy_file(warmup, storage.join(out.staged(WARMUP_DIR), WARMUP_FILE.split("/", 1)[1]))
+    out.publish((REPORT, WARMUP_DIR))
+    marker = INFRA_BLESSED if report["blessed"] else INFRA_NOT_BLESSED
+    out.mark_complete("\n".join(report["reasons"]) + "\n", marker)

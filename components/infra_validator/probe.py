@@ -1,0 +1,200 @@
+"""The infra validator's probe: load a SavedModel as TF Serving would, call it, time it, replay its warm-up file.
+
+Run by path in a fresh interpreter, never as part of shardflow:
+
+    python -I probe.py REQUEST.json
+
+It imports TensorFlow only (and TF Serving's own `tensorflow_serving.apis` protos to read the
+warm-up file): no shardflow, no tensorflow_io, no tf_keras, as in a serving container. So a model
+that needs an op only tensorflow_io registers, or Python code of the project, fails to load here as
+it would in TF Serving. The request (JSON) names the model, for each signature the input name and
+a TFRecord file of its input values (one string per record), the batch sizes, the number of timed
+calls per batch size, the warm-up file and where to write the results. The result (JSON at
+`request["result"]`) holds `ok`, `error` (one line, when not ok), `load_seconds`, `signatures`,
+`latency` rows, the warm-up replay counts and `modules` (the top-level Python packages loaded).
+Each signature's `probabilities` for every input, in input order, go to `<outputs>/<signature>.npy`.
+Exit status 0 when ok, 1 otherwise; judging the numbers is the caller's business.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+FORBIDDEN = ("shardflow", "tensorflow_io", "tf_keras")  # never in a serving process
+OUTPUT = "probabilities"
+
+
+class ProbeError(Exception):
+    """A failure at one stage of the probe, said in one line."""
+
+
+def _one_line(err: BaseException) -> str:
+    """The error's own line: TensorFlow's runtime errors open with a heading ("Graph execution error:")
+    and a node's location, and say what went wrong in the last line before the node name."""
+    noise = ("[[", "Detected at node", "<stack traces", "File ")
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    said = [line for line in lines if not line.startswith(noise)]
+    message = (said[-1] if said[0].endswith(":") and len(said) > 1 else said[0]) if said else ""
+    message = message if len(message) <= 300 else message[:297] + "..."
+    return f"{type(err).__name__}: {message}" if not isinstance(err, ProbeError) else message
+
+
+def _stage(what: str, call: Any) -> Any:
+    """Runs `call()`; any error becomes a ProbeError saying at which stage it happened."""
+    try:
+        return call()
+    except ProbeError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the model's code can raise anything; report it in one line
+        raise ProbeError(f"{what}: {_one_line(err)}") from err
+
+
+def _records(tf: Any, path: str) -> list[bytes]:
+    return [record.numpy() for record in tf.data.TFRecordDataset(path)]
+
+
+def _cycled(values: list[bytes], count: int) -> list[bytes]:
+    return [values[i % len(values)] for i in range(count)]
+
+
+def _call(tf: Any, function: Any, name: str, values: list[bytes]) -> dict[str, Any]:
+    return function(**{name: tf.constant(values, tf.string)})
+
+
+def _predict_all(tf: Any, np: Any, function: Any, name: str, values: list[bytes], batch: int) -> Any:
+    """The signature's probabilities for every value, in batches of `batch`."""
+    parts = []
+    for start in range(0, len(values), batch):
+        out = _call(tf, function, name, values[start:start + batch])
+        if OUTPUT not in out:
+            raise ProbeError(f"returns no {OUTPUT!r} (returns {sorted(out)})")
+        parts.append(out[OUTPUT].numpy())
+    return np.concatenate(parts)
+
+
+def _latency(tf: Any, np: Any, function: Any, name: str, values: list[bytes], sizes: list[int],
+             calls: int) -> list[dict[str, Any]]:
+    """p50/p99 per batch size over `calls` timed calls (after one untimed call of that size)."""
+    rows = []
+    for size in sizes:
+        batch = tf.constant(_cycled(values, size), tf.string)
+        function(**{name: batch})
+        seconds = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            function(**{name: batch})
+            seconds.append(time.perf_counter() - started)
+        ms = np.asarray(seconds) * 1000.0
+        rows.append({"batch_size": size, "calls": calls, "p50_ms": round(float(np.percentile(ms, 50)), 3),
+                     "p99_ms": round(float(np.percentile(ms, 99)), 3), "mean_ms": round(float(ms.mean()), 3)})
+    return rows
+
+
+def _check_signature(function: Any, signature: str, name: str) -> None:
+    _, inputs = function.structured_input_signature
+    if set(inputs) != {name}:
+        raise ProbeError(f"signature {signature!r} takes {sorted(inputs)}, the canaries feed {name!r}")
+
+
+def _signature(tf: Any, np: Any, model: Any, signature: str, spec: dict[str, Any],
+               request: dict[str, Any]) -> dict[str, Any]:
+    """One signature: its probabilities for every canary (saved), the first call's time, the latency table."""
+    function, name = model.signatures[signature], spec["input"]
+    _check_signature(function, signature, name)
+    values = _records(tf, spec["file"])
+    if not values:
+        raise ProbeError(f"no canary inputs for signature {signature!r}")
+    started = time.perf_counter()
+    _stage(f"calling {signature!r}", lambda: _call(tf, function, name, values[:1]))
+    first_ms = (time.perf_counter() - started) * 1000.0
+    batch = max(request["batch_sizes"])
+    probabilities = _stage(f"calling {signature!r}", lambda: _predict_all(tf, np, function, name, values, batch))
+    np.save(os.path.join(request["outputs"], f"{signature}.npy"), probabilities)
+    rows = _stage(f"timing {signature!r}", lambda: _latency(tf, np, function, name, values,
+                                                            request["batch_sizes"], request["latency_calls"]))
+    return {"input": name, "canaries": len(values), "first_call_ms": round(first_ms, 3),
+            "latency": [{"signature": signature, **row} for row in rows]}
+
+
+def _replay_warmup(tf: Any, model: Any, path: str) -> dict[str, Any]:
+    """Every PredictionLog of the warm-up file through the signature it names, as TF Serving replays it."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    counts: dict[str, int] = {}
+    started = time.perf_counter()
+    for index, raw in enumerate(_records(tf, path)):
+        log = prediction_log_pb2.PredictionLog.FromString(raw)
+        if log.WhichOneof("log_type") != "predict_log":
+            raise ProbeError(f"warm-up record {index} is a {log.WhichOneof('log_type')}, not a predict_log")
+        request = log.predict_log.request
+        signature = request.model_spec.signature_name or "serving_default"
+        if signature not in model.signatures:
+            raise ProbeError(f"warm-up record {index} names signature {signature!r}, which the model lacks")
+        inputs = {key: tf.constant(tf.make_ndarray(value)) for key, value in request.inputs.items()}
+        out = _stage(f"replaying warm-up record {index} ({signature!r})",
+                     lambda: model.signatures[signature](**inputs))
+        rows = {int(tensor.shape[0]) for tensor in out.values()}
+        if rows != {int(next(iter(inputs.values())).shape[0])}:
+            raise ProbeError(f"warm-up record {index}: outputs of {sorted(rows)} rows for a batch of "
+                             f"{int(next(iter(inputs.values())).shape[0])}")
+        counts[signature] = counts.get(signature, 0) + 1
+    return {"records": sum(counts.values()), "by_signature": counts,
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+def probe(request: dict[str, Any]) -> dict[str, Any]:
+    os.environ.pop("TF_USE_LEGACY_KERAS", None)  # with it, importing TensorFlow imports tf_keras
+    import numpy as np
+    import tensorflow as tf
+
+    started = time.perf_counter()
+    model = _stage("loading the model", lambda: tf.saved_model.load(request["model"]))
+    result: dict[str, Any] = {"load_seconds": round(time.perf_counter() - started, 3),
+                              "tensorflow": tf.__version__, "signatures": sorted(model.signatures)}
+    if not result["signatures"]:
+        raise ProbeError("the SavedModel has no signatures: TF Serving would have nothing to serve")
+    unfed = [name for name in result["signatures"] if name not in request["inputs"]]
+    if unfed:
+        raise ProbeError(f"signatures {unfed} take inputs no canary can feed: they cannot be checked")
+    checked = {name: _signature(tf, np, model, name, request["inputs"][name], request)
+               for name in result["signatures"]}
+    result["checked"] = {name: {k: v for k, v in part.items() if k != "latency"} for name, part in checked.items()}
+    result["latency"] = [row for part in checked.values() for row in part["latency"]]
+    if request.get("warmup"):
+        result["warmup"] = _replay_warmup(tf, model, request["warmup"])
+    return result
+
+
+def loaded_packages() -> list[str]:
+    return sorted({name.split(".")[0] for name in list(sys.modules) if not name.startswith("_")})
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1], encoding="utf-8") as file:
+        request = json.load(file)
+    result: dict[str, Any] = {"ok": False}
+    try:
+        result.update(probe(request))
+        result["ok"] = True
+    except Exception as err:  # noqa: BLE001 - reported as the result's one-line error
+        traceback.print_exc()
+        result["error"] = _one_line(err)
+    result["modules"] = loaded_packages()
+    forbidden = [name for name in result["modules"] if name.startswith(FORBIDDEN)]
+    if forbidden:
+        result["ok"], result["error"] = False, f"the probe had {forbidden} loaded: not a TensorFlow-only process"
+    temporary = request["result"] + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as file:
+        json.dump(result, file, indent=2)
+    os.replace(temporary, request["result"])
+    if not result["ok"]:
+        print(result["error"], file=sys.stderr)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
