@@ -2,7 +2,8 @@
 
 `kubectl kustomize` renders k8s/base and every k8s/overlays/* (no cluster, KUBECONFIG=/dev/null);
 each object is validated with kubernetes-validate (strict, Kubernetes 1.30), and the TFJob and the
-CronJob's pod templates are validated as `kind: PodTemplate` (no schema for the TFJob itself). The
+CronJob's pod templates are validated as `kind: PodTemplate` (no schema for the TFJob itself); the TF
+Serving Deployment's flags, ports, readiness probe and model source are checked against the pipeline's. The
 checks are functions over rendered objects, and test_the_checks_catch_weakened_manifests feeds them
 tampered copies to show that they fail when a field is removed.
 """
@@ -27,7 +28,8 @@ from shardflow.pipelines.submit import add_submit_arguments
 from shardflow.trainer import cli as trainer_cli
 
 from k8s_checks import (PLACEHOLDER_DIGEST, _at, containers_of, name_of, pod_specs, pod_templates, rbac_offenders,
-                        katib_problems, katib_trial_args, restricted_offenders, tfjob_problems)
+                        katib_problems, katib_trial_args, restricted_offenders, tf_serving_containers, tf_serving_flags,
+                        tf_serving_problems, tfjob_problems)
 
 K8S = Path(__file__).resolve().parents[1] / "k8s"
 KUSTOMIZATIONS = ["base"] + [f"overlays/{d.name}" for d in sorted((K8S / "overlays").iterdir())
@@ -64,8 +66,8 @@ def pipeline_spec(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict]) -> None:
     kinds = sorted({obj["kind"] for obj in rendered})
-    assert kinds == ["ConfigMap", "CronJob", "Experiment", "Namespace", "PersistentVolumeClaim", "PodDisruptionBudget",
-                     "Role", "RoleBinding", "ServiceAccount", "TFJob"]
+    assert kinds == ["ConfigMap", "CronJob", "Deployment", "Experiment", "Namespace", "PersistentVolumeClaim",
+                     "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "TFJob"]
 
 
 def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) -> None:
@@ -83,11 +85,11 @@ def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) 
                 failures.append(f"{where}: kind unknown to Kubernetes {K8S_VERSION} and not checked here")
     assert not failures, "\n".join(failures)
     templates = [where for obj in rendered for where, _ in pod_templates(obj)]
-    assert {w.split("/")[0] for w in templates} == {"TFJob", "CronJob", "Experiment"}
+    assert {w.split("/")[0] for w in templates} == {"TFJob", "CronJob", "Experiment", "Deployment"}
 
 
 def test_every_container_meets_the_restricted_profile(rendered: list[dict]) -> None:
-    assert sum(1 for obj in rendered for _ in pod_specs(obj)) >= 2  # the CronJob's and the TFJob's
+    assert sum(1 for obj in rendered for _ in pod_specs(obj)) >= 3  # the CronJob's, the TFJob's, TF Serving's
     offenders = restricted_offenders(rendered)
     assert not offenders, "containers short of the restricted profile:\n" + "\n".join(offenders)
 
@@ -132,6 +134,21 @@ def test_the_checks_catch_weakened_manifests(base: list[dict]) -> None:
         offenders = restricted_offenders(tampered(change))
         assert any(expected in offender for offender in offenders), f"{expected!r} not caught: {offenders}"
     assert restricted_offenders(base) == []
+    serving = "spec.template.spec.containers[0]"
+    serving_cases = {
+        "no readinessProbe on the REST model status /v1/models/shardflow":
+            lambda o: _at(o["Deployment"], serving).pop("readinessProbe"),
+        "unknown flag --model_base":
+            lambda o: _at(o["Deployment"], serving)["args"].append("--model_base=/artifacts/serving"),
+        "is neither a bucket nor on a mounted volume claim":
+            lambda o: _at(o["Deployment"], serving)["volumeMounts"].pop(0),
+        "no Service selects its pods on both the gRPC and the REST port":
+            lambda o: o["Service"]["spec"]["ports"].pop(),
+    }
+    for expected, change in serving_cases.items():
+        problems = tf_serving_problems(tampered(change))
+        assert any(expected in problem for problem in problems), f"{expected!r} not caught: {problems}"
+    assert tf_serving_problems(base) == []
     wildcard = tampered(lambda o: o["Role"]["rules"][0].update(verbs=["*"]))
     assert rbac_offenders(wildcard) == ["Role/pipeline-submitter rule 0: wildcard in verbs"]
 
@@ -244,11 +261,12 @@ def test_the_katib_experiment_runs_the_tuners_search_as_trials_of_shardflow_trai
 
 def test_overlays_pin_the_image_and_change_the_environment(base: list[dict]) -> None:
     base_images = {c["image"] for obj in base for _, s in pod_specs(obj) for _, c in containers_of(s)}
-    assert base_images == {f"registry.example.com/shardflow@{PLACEHOLDER_DIGEST}"}
+    assert base_images == {f"registry.example.com/shardflow@{PLACEHOLDER_DIGEST}",
+                           f"docker.io/tensorflow/serving@{PLACEHOLDER_DIGEST}"}
     for overlay in KUSTOMIZATIONS[1:]:
         objects = render(overlay)
         images = {c["image"] for obj in objects for _, s in pod_specs(obj) for _, c in containers_of(s)}
-        assert len(images) == 1 and PLACEHOLDER_DIGEST not in images.pop(), f"{overlay} deploys the placeholder"
+        assert len(images) == 2 and not any(PLACEHOLDER_DIGEST in i for i in images), f"{overlay} deploys a placeholder"
         assert _namespaces(objects).isdisjoint(_namespaces(base)), f"{overlay} deploys into the base's namespace"
     example = {obj["kind"]: obj for obj in render("overlays/example")}
     original = {obj["kind"]: obj for obj in base}
@@ -258,6 +276,32 @@ def test_overlays_pin_the_image_and_change_the_environment(base: list[dict]) -> 
     assert _at(example["TFJob"], f"{tf}.replicas") > _at(original["TFJob"], f"{tf}.replicas")
     assert (_at(example["TFJob"], f"{tf}.template.spec.containers[0].resources")
             != _at(original["TFJob"], f"{tf}.template.spec.containers[0].resources"))
+
+
+def test_tf_serving_serves_the_pipelines_serving_dir_from_the_trainers_volume(rendered: list[dict]) -> None:
+    assert tf_serving_problems(rendered) == []
+    ((deployment, spec, container),) = tf_serving_containers(rendered)
+    flags = tf_serving_flags(container)
+    (cronjob,) = [obj for obj in rendered if obj["kind"] == "CronJob"]
+    (submit,) = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_submit_arguments(parser)
+    params = parse_param_args(parser.parse_args(submit["args"][1:]).param)
+    assert flags["model_base_path"] == params["serving_dir"]  # where the pipeline's Pusher writes versions
+    assert flags.get("enable_model_warmup", "true") == "true"  # replays the infra validator's warm-up file
+    # The volume under the serving dir is the claim the TFJob writes its model to (the pipeline's artifacts).
+    (tfjob,) = [obj for obj in rendered if obj["kind"] == "TFJob"]
+    trainer = tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+
+    def claim_at(pod: dict, container: dict, path: str) -> str:
+        (mount,) = [m for m in container["volumeMounts"] if (path + "/").startswith(m["mountPath"] + "/")]
+        (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        return volume["persistentVolumeClaim"]["claimName"]
+
+    assert claim_at(spec, container, flags["model_base_path"]) == claim_at(
+        trainer, trainer["containers"][0], flags["model_base_path"])
+    assert all(m.get("readOnly") for m in container["volumeMounts"] if m["mountPath"] != "/tmp")
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
 
 
 def _namespaces(objects: list[dict]) -> set[str]:
