@@ -7,6 +7,7 @@
     python -m benchmarks.run_all --only photos --photo-rows 20k --photo-storage jpeg   # its own sizes
     python -m benchmarks.run_all --only photos_e2e --e2e-rows 5k 20k                  # shardflow run vs Keras
     python -m benchmarks.run_all --only rerun_cache --rerun-rows 5k                   # reruns: what caching saves
+    python -m benchmarks.run_all --only predict --predict-rows 5k 50k                  # shardflow predict vs a loop
 
 A suite is a module `benchmarks.<name>_suite` with `NAME`, `add_arguments(parser)`,
 `run(args, sizes, work) -> dict` (JSON-able; key "failed" when something went wrong) and
@@ -23,7 +24,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e", "rerun_cache")
+SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e", "rerun_cache", "predict")
+MODULES = {"predict": "predict_bench"}  # suites whose module is not benchmarks.<name>_suite
 DEFAULT_ROWS = "200000 1000000"
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 
@@ -41,7 +43,7 @@ def parse_size(text: str) -> int:
 
 
 def load_suites(names: tuple[str, ...] = SUITES) -> list[ModuleType]:
-    return [importlib.import_module(f"benchmarks.{name}_suite") for name in names]
+    return [importlib.import_module(f"benchmarks.{MODULES.get(name, name + '_suite')}") for name in names]
 
 
 def build_parser(suites: list[ModuleType]) -> argparse.ArgumentParser:
