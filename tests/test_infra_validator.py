@@ -310,3 +310,22 @@ def test_push_with_infra_validation_on_local_disk_and_s3(place: str) -> None:
                   **QUIET)
     assert result.pushed and storage.read_bytes(storage.join(result.location, *WARMUP.split("/"))) == b"warm-up records"
     assert storage.list_names(serving) == ["1", "CURRENT.json"]  # the copy was whole before the pointer moved
+
+
+def test_infra_validation_reads_and_writes_s3_and_push_takes_its_warmup_file_there(
+        s3_bucket: str, model: Path, evaluation: Path) -> None:
+    bucket = f"s3://{s3_bucket}"
+    storage.copy_tree(str(model), f"{bucket}/train/model")
+    storage.copy_tree(str(evaluation), f"{bucket}/eval")
+    out = f"{bucket}/infra"
+    result = infra_validate(InfraValidatorConfig(model=f"{bucket}/train/model", evaluation=f"{bucket}/eval",
+                                                 output=out, batch_sizes=(2,), warmup_requests=6), **QUIET)
+    assert result.blessed and result.output == out
+    assert storage.list_names(out) == ["INFRA_BLESSED", "assets.extra", "infra_validation.json"]
+    assert storage.read_json(f"{out}/infra_validation.json")["warmup"]["replayed"] == 6
+    # The evaluation scored the local copy: say it scored the bucket's, as an evaluation on S3 would.
+    storage.write_json(f"{bucket}/eval/metrics.json",
+                       {**storage.read_json(f"{bucket}/eval/metrics.json"), "model": f"{bucket}/train/model"})
+    pushed = push(PusherConfig(model=f"{bucket}/train/model", evaluation=f"{bucket}/eval",
+                               serving_dir=f"{bucket}/serving", infra_validation=out), **QUIET)
+    assert pushed.pushed and storage.read_bytes(f"{pushed.location}/{WARMUP}") == storage.read_bytes(f"{out}/{WARMUP}")
