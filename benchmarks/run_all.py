@@ -8,6 +8,7 @@
     python -m benchmarks.run_all --only photos_e2e --e2e-rows 5k 20k                  # shardflow run vs Keras
     python -m benchmarks.run_all --only rerun_cache --rerun-rows 5k                   # reruns: what caching saves
     python -m benchmarks.run_all --only predict --predict-rows 5k 50k                  # shardflow predict vs a loop
+    python -m benchmarks.run_all --only near_duplicates --nd-hashes 100k 1M           # perceptual hashes and search
 
 A suite is a module `benchmarks.<name>_suite` with `NAME`, `add_arguments(parser)`,
 `run(args, sizes, work) -> dict` (JSON-able; key "failed" when something went wrong) and
@@ -24,7 +25,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e", "rerun_cache", "predict")
+SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e", "rerun_cache",
+          "near_duplicates", "predict")
 MODULES = {"predict": "predict_bench"}  # suites whose module is not benchmarks.<name>_suite
 DEFAULT_ROWS = "200000 1000000"
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")

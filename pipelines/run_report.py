@@ -1,6 +1,7 @@
 """The run report: one Markdown page a person reads at a glance (also what `shardflow run` prints).
 
-It says whether the model was blessed and why; for every blessing check the candidate's value, the
+It says whether the model was blessed and why; whether it loads and answers as served (the infra
+validation, with latency per batch size); for every blessing check the candidate's value, the
 baseline's (the served model, when there was one) and the difference; the examples per split; the
 first rejected rows with their file and reason (and where the rest are); the training rate.
 
@@ -17,7 +18,9 @@ from ..core.manifest import read_manifest
 SHOWN_REJECTS = 10
 
 
-def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str, Any]) -> str:
+def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str, Any],
+               serving_check: dict[str, Any] | None = None) -> str:
+    """`serving_check`: the infra validation's report (infra_validation.json), when it ran."""
     manifest = read_manifest(examples_dir)
     blessing, metrics = evaluation["blessing"], evaluation["metrics"]
     rates = training.get("input_report", {})
@@ -27,11 +30,13 @@ def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str
         f"**Blessed: {'yes' if blessing.get('blessed') else 'no'}**" + _reasons(blessing),
         "",
         *_checks(blessing, metrics.get("baseline_model")),
+        *_serving_check(serving_check),
         "| split | examples |",
         "|---|---|",
         *(f"| {name} | {info.num_examples} |" for name, info in sorted(manifest.splits.items())),
         "",
         *_rejects(examples_dir, manifest.extra),
+        *_near_duplicates(manifest.extra.get("near_duplicates") or {}),
         f"Training: {training.get('optimizer_steps')} optimizer steps, "
         f"{rates.get('training_examples_per_second')} examples/s (input alone "
         f"{rates.get('input_examples_per_second')}: {rates.get('verdict')})",
@@ -66,6 +71,30 @@ def _checks(blessing: dict[str, Any], baseline_model: str | None) -> list[str]:
         passed = {True: "yes", False: "**no**", None: "skipped"}[check.get("passed")]
         lines.append(f"| {check['kind']} {check['rule']} | {check['metric']} | {_number(check.get('candidate'))} | "
                      f"{_number(check.get('baseline'))} | {_number(check.get('delta'), signed=True)} | {passed} |")
+    return lines + [""]
+
+
+def _near_duplicates(report: dict[str, Any]) -> list[str]:
+    """ExampleGen's near-duplicate check in one line (its examples are in the examples' manifest.json)."""
+    if report.get("count") is None:  # off, or a manifest written before the check existed
+        return []
+    return [f"Near-duplicate image pairs across splits: {report['count']} (perceptual hashes within "
+            f"{report['distance']} bits; examples under near_duplicates in manifest.json)", ""]
+
+
+def _serving_check(report: dict[str, Any] | None) -> list[str]:
+    """The infra validation's verdict and the served model's latency per signature and batch size."""
+    if report is None:
+        return []
+    verdict = "passed" if report.get("blessed") else "**failed**"
+    lines = [f"Serving check (loaded and called in a TensorFlow-only process): {verdict} — "
+             + "; ".join(str(r) for r in report.get("reasons") or []), ""]
+    rows = report.get("latency") or []
+    if rows:
+        lines += [f"Load: {_number(report.get('load_seconds'))} s", "",
+                  "| signature | batch | p50 ms | p99 ms |", "|---|---:|---:|---:|"]
+        lines += [f"| {r.get('signature')} | {r.get('batch_size')} | {_number(r.get('p50_ms'))} | "
+                  f"{_number(r.get('p99_ms'))} |" for r in rows]
     return lines + [""]
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from .config import DEFAULT_MAX_PIXELS, ConfigError, ExampleGenConfig, IndexSpec
+from .config import (DEFAULT_MAX_PIXELS, DEFAULT_NEAR_DUPLICATE_DISTANCE, NEAR_DUPLICATE_MODES, ConfigError,
+                     ExampleGenConfig, IndexSpec)
 
 _SIZE = re.compile(r"^(\d+)x(\d+)$")
 
@@ -55,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--progress-seconds", type=float, default=15.0, help="progress print interval")
     add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans (default 1)")
     add("--span-store", help="where each span's shards are kept and reused (needed with span patterns)")
+    add("--near-duplicates", choices=NEAR_DUPLICATE_MODES, default="warn",
+        help="images in more than one split that are altered copies (perceptual hashes): report them (warn, "
+             "default), fail the run (fail), or skip the hashing (off)")
+    add("--near-duplicate-distance", type=int, default=DEFAULT_NEAR_DUPLICATE_DISTANCE, metavar="BITS",
+        help=f"largest Hamming distance of two 64-bit hashes called near copies (default {DEFAULT_NEAR_DUPLICATE_DISTANCE})")
 
 
 def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleGenConfig:
@@ -80,6 +86,8 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleG
         progress_seconds=args.progress_seconds,
         spans=args.spans,
         span_store=args.span_store,
+        near_duplicates=args.near_duplicates,
+        near_duplicate_distance=args.near_duplicate_distance,
     )
 
 

@@ -20,6 +20,9 @@ STORAGES = ("raw", "png", "jpeg")
 COMPRESSIONS = ("", "GZIP")
 CHANNEL_MODES = ("gray", "rgb")
 ROLE_OVERRIDES = ("image", "mask", "label", "metadata")
+NEAR_DUPLICATE_MODES = ("off", "warn", "fail")
+DEFAULT_NEAR_DUPLICATE_DISTANCE = 10  # bits of 64: recall 0.99, 0.05 % false pairs (docs/near-duplicates.md)
+MAX_NEAR_DUPLICATE_DISTANCE = 20  # the search's cost grows steeply beyond
 DEFAULT_MAX_PIXELS = 89_478_485  # PIL's own decompression-bomb limit (1024 * 1024 * 1024 // 4 // 3)
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -63,6 +66,8 @@ class ExampleGenConfig:
     progress_seconds: float = 15.0
     spans: int = 1  # with {SPAN}/{YYYY}{MM}{DD} in the index paths: the newest N spans form the window
     span_store: str | None = None  # where each span's output is kept and reused across runs
+    near_duplicates: str = "warn"  # perceptual-hash pairs across splits: off | warn | fail
+    near_duplicate_distance: int = DEFAULT_NEAR_DUPLICATE_DISTANCE  # Hamming bits of the 64-bit dct hash
 
     @property
     def uses_spans(self) -> bool:
@@ -86,6 +91,15 @@ class ExampleGenConfig:
             raise ConfigError(f"max_pixels must be >= 1, got {self.max_pixels!r}")
         if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
             raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
+        self._check_near_duplicates()
+
+    def _check_near_duplicates(self) -> None:
+        if self.near_duplicates not in NEAR_DUPLICATE_MODES:
+            raise ConfigError(f"near_duplicates must be one of {NEAR_DUPLICATE_MODES}, got {self.near_duplicates!r}")
+        distance = self.near_duplicate_distance
+        if isinstance(distance, bool) or not isinstance(distance, int) or not 0 <= distance <= MAX_NEAR_DUPLICATE_DISTANCE:
+            raise ConfigError(f"near_duplicate_distance must be an integer within [0, {MAX_NEAR_DUPLICATE_DISTANCE}], "
+                              f"got {distance!r}")
 
     def _check_indexes(self) -> None:
         if not self.indexes:

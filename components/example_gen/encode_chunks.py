@@ -5,7 +5,7 @@ paid once per few thousand rows. Records go straight to disk; what the DoFn emit
 (`ChunkResult`); the values statistics need (labels, metadata, payload sizes — never pixels) go
 to a small Arrow file per chunk and split, which the launcher turns into TFDV statistics, and the
 content hashes of the leakage check to a digest file per chunk and split, which the launcher
-checks in bounded memory. Only O(1) metadata per chunk travels through Beam, whatever the rows.
+checks in bounded memory (and, likewise, the perceptual hashes of the near-duplicate check). Only O(1) metadata per chunk travels through Beam, whatever the rows.
 Workers never import TensorFlow, which keeps their start-up short. Every file a worker writes goes
 through `storage` into the staging location (a local folder or an object-store prefix): workers
 need nothing but that storage, never the launcher's disk.
@@ -40,6 +40,11 @@ class IngestPlan:
     index_splits: tuple[str | None, ...]  # per index id; None means split by hashing
     split_weights: tuple[tuple[str, int], ...]
     split_key_positions: tuple[int, ...]
+    perceptual_hashes: bool = False  # hash every image's pixels for the near-duplicate check
+
+    def phash_file(self, split: str, chunk: Chunk, kind: str) -> str:
+        """The chunk's perceptual hashes of one kind ("dct" or "tone") for one split."""
+        return storage.join(self.staging_dir, "phashes", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.{kind}.npy")
 
     def part_path(self, split: str, chunk: Chunk) -> str:
         return storage.join(self.staging_dir, "parts", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.tfrecord")
@@ -80,6 +85,7 @@ class _SplitBuffer:
         self.labels: dict[str, Counter] = {c.name: Counter() for c in columns if c.role == "label"}
         self.digests: list[int] = []
         self.digest_rows: list[int] = []
+        self.phashes: dict[str, tuple[list[int], list[int]]] = {"dct": ([], []), "tone": ([], [])}
 
     def add(self, encoded: Encoded) -> None:
         self.writer.write(encoded.example, encoded.payload_bytes)
@@ -90,6 +96,14 @@ class _SplitBuffer:
         for digest in encoded.digests:
             self.digests.append(digest)
             self.digest_rows.append(encoded.row)
+        for dct, tone in encoded.phashes:
+            self._add_phash("dct", dct, encoded.row)
+            if tone is not None:  # only near-uniform images have one
+                self._add_phash("tone", tone, encoded.row)
+
+    def _add_phash(self, kind: str, value: int, row: int) -> None:
+        self.phashes[kind][0].append(value)
+        self.phashes[kind][1].append(row)
 
 
 class EncodeChunkFn(beam.DoFn):
@@ -101,7 +115,7 @@ class EncodeChunkFn(beam.DoFn):
 
     def setup(self) -> None:
         assigner = SplitAssigner(self.plan.split_weights, self.plan.split_key_positions)
-        self.encoder = RowEncoder(list(self.plan.columns), self.plan.data_root, assigner)
+        self.encoder = RowEncoder(list(self.plan.columns), self.plan.data_root, assigner, self.plan.perceptual_hashes)
 
     def process(self, chunk: Chunk):
         result = ChunkResult(chunk.index_id, chunk.chunk_no)
@@ -133,6 +147,10 @@ class EncodeChunkFn(beam.DoFn):
             storage.write_bytes(self.plan.digest_file(split, chunk), digest_table(buffer.digests, buffer.digest_rows),
                                durable=False)
             write_column_file(self.plan.column_file(split, chunk), self.plan.columns, buffer.values)
+            if self.plan.perceptual_hashes:
+                for kind, (values, rows) in buffer.phashes.items():
+                    storage.write_bytes(self.plan.phash_file(split, chunk, kind), digest_table(values, rows),
+                                       durable=False)
         self.rows_counter.inc(result.rows)
         self.rejected_counter.inc(result.rejected)
         self.accepted_counter.inc(result.rows - result.rejected)

@@ -28,7 +28,8 @@ from .columns import SAMPLE_ROWS, ColumnSpec, detect_columns
 from .config import ConfigError, ExampleGenConfig
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
 from .encode_chunks import ChunkResult, IngestPlan
-from .leakage import find_leaks
+from .leakage import find_leaks, locate_rows
+from .near_duplicates import near_duplicates_report
 from .pipeline import RESULT_NAME, IngestChunks
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
@@ -88,6 +89,7 @@ def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[Colu
         index_splits=tuple(i.split for i in config.indexes),
         split_weights=config.split_weights,
         split_key_positions=key_positions,
+        perceptual_hashes=config.near_duplicates != "off",
     )
 
 
@@ -150,19 +152,6 @@ def _leaks(plan: IngestPlan, chunks: list[Chunk], results: list[ChunkResult]) ->
     return find_leaks(files)
 
 
-def _leak_paths(leakage: dict[str, Any], chunks: list[Chunk], columns: list[ColumnSpec], config: ExampleGenConfig) -> dict[str, Any]:
-    """Adds the index file and image path to each leakage example (reads only those rows)."""
-    image = next((c for c in columns if c.role == "image"), None)
-    for example in leakage["examples"]:
-        for occurrence in example["occurrences"]:
-            index_id = occurrence.pop("index_id")
-            occurrence["index"] = config.indexes[index_id].path
-            chunk = next(c for c in chunks if c.index_id == index_id and c.first_row <= occurrence["row"] < c.first_row + c.num_rows)
-            record = next(r for r in read_chunk(chunk) if r.row == occurrence["row"])
-            occurrence["path"] = record.cells[image.position] if image and record.cells else None
-    return leakage
-
-
 def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manifest:
     """Ingests the indexes into `config.output`; returns the manifest written last.
 
@@ -209,6 +198,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
             f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
         )
+    near_duplicates = near_duplicates_report(config, plan, chunks, results, columns)  # raises in "fail" mode
     splits = _splits(config, results, result["shards"])
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
@@ -228,7 +218,8 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             "inputs": [{"path": i.path, "split": i.split, "sha256": sha256_of(i.path)} for i in config.indexes],
             "options": options_json(config),
             "ingest_ops": ingest_ops(columns),
-            "leakage": _leak_paths(_leaks(plan, chunks, results), chunks, columns, config),
+            "leakage": locate_rows(_leaks(plan, chunks, results), chunks, columns, [i.path for i in config.indexes]),
+            "near_duplicates": near_duplicates,
             "statistics": {s: f"statistics/{s}.pb" for s in splits},
             "schema": "schema.pbtxt",
             "runner": runner,

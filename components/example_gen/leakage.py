@@ -25,6 +25,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..core import storage
+from .columns import ColumnSpec
+from .csv_index import Chunk, read_chunk
 
 MAX_EXAMPLES = 5
 BUCKET_DIGESTS = 1 << 19  # ~4 MB of hashes per bucket (a few working copies of it at most)
@@ -67,7 +69,7 @@ def _occurrences(files: list[tuple[str, int, str]], digest: int) -> list[dict[st
 
 
 @contextlib.contextmanager
-def _local(files: list[tuple[str, int, str]]) -> Iterator[list[tuple[str, int, str]]]:
+def local_copies(files: list[tuple[str, int, str]]) -> Iterator[list[tuple[str, int, str]]]:
     """`files` with remote digest files replaced by local copies (removed afterwards)."""
     if not any(storage.is_remote(path) for _, _, path in files):
         yield files
@@ -81,11 +83,27 @@ def _local(files: list[tuple[str, int, str]]) -> Iterator[list[tuple[str, int, s
         yield local
 
 
+def locate_rows(report: dict[str, Any], chunks: list[Chunk], columns: list[ColumnSpec],
+                indexes: Sequence[str]) -> dict[str, Any]:
+    """Replaces each example occurrence's index id by its index file and adds the row's image path
+    (the first image column), reading only those rows. Shared by the exact and near-duplicate checks."""
+    image = next((c for c in columns if c.role == "image"), None)
+    for example in report["examples"]:
+        for occurrence in example["occurrences"]:
+            index_id = occurrence.pop("index_id")
+            occurrence["index"] = indexes[index_id]
+            chunk = next(c for c in chunks
+                         if c.index_id == index_id and c.first_row <= occurrence["row"] < c.first_row + c.num_rows)
+            record = next(r for r in read_chunk(chunk) if r.row == occurrence["row"])
+            occurrence["path"] = record.cells[image.position] if image and record.cells else None
+    return report
+
+
 def find_leaks(files: list[tuple[str, int, str]]) -> dict[str, Any]:
     """`files` holds (split, index id, digest file) per chunk and split; returns count and a few examples."""
     if len({split for split, _, _ in files}) < 2:
         return {"count": 0, "examples": []}
-    with _local(files) as local:
+    with local_copies(files) as local:
         return _find_leaks(local)
 
 

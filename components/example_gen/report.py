@@ -9,6 +9,7 @@ from ..core.hashing import sha256_of  # noqa: F401  (re-exported)
 from ..core.manifest import Manifest
 from .columns import ColumnSpec
 from .config import ExampleGenConfig
+from .near_duplicates import describe_pair
 
 
 def options_json(config: ExampleGenConfig) -> dict[str, Any]:
@@ -54,6 +55,23 @@ def summary_text(manifest: Manifest, elapsed: float) -> str:
         for example in leakage["examples"]:
             where = ", ".join(f"{o['split']} row {o['row']} of {o['index']} ({o.get('path')})" for o in example["occurrences"])
             lines.append(f"  {where}")
+    lines += near_duplicate_lines(extra.get("near_duplicates") or {})
     rate = extra["rows"] / elapsed if elapsed > 0 else 0.0
     lines.append(f"{total_bytes / 1e6:.1f} MB written in {elapsed:.1f} s ({rate:,.0f} records/s), runner {extra['runner']}")
     return "\n".join(lines)
+
+
+def near_duplicate_lines(report: dict[str, Any]) -> list[str]:
+    """The near-duplicate check's lines of the summary: pairs across splits with examples, counts within."""
+    if report.get("mode", "off") == "off":
+        return []
+    lines = []
+    if report["count"]:
+        more = " (the search stopped there: at least this many)" if report.get("truncated") else ""
+        lines.append(f"NEAR-DUPLICATES: {report['count']} image pairs in different splits are altered copies "
+                     f"(perceptual hashes within {report['distance']} bits){more}, e.g.:")
+        lines += [f"  {describe_pair(example)}" for example in report["examples"]]
+    within = {split: count for split, count in report["within_split"].items() if count}
+    if within:
+        lines.append("near-duplicate pairs within a split: " + ", ".join(f"{s} {c}" for s, c in sorted(within.items())))
+    return lines

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.example_proto import encode_example
+from ..core.perceptual_hash import image_hashes
 from .columns import ColumnSpec, parse_value
 from .csv_index import Record
 from .data_root import BadCell, open_data_root
@@ -38,6 +39,8 @@ class Encoded:
     payload_bytes: int
     values: dict[str, Any]  # column → parsed value (labels, metadata) or payload size (files)
     digests: list[int] = field(default_factory=list)  # content hashes of image-role files
+    # perceptual hashes of image-role pixels, (dct, tone or None) each: the near-duplicate check
+    phashes: list[tuple[int, int | None]] = field(default_factory=list)
 
 
 def content_digest(data: bytes) -> int:
@@ -46,8 +49,10 @@ def content_digest(data: bytes) -> int:
 
 
 class RowEncoder:
-    def __init__(self, columns: list[ColumnSpec], data_root: str, assigner: SplitAssigner) -> None:
+    def __init__(self, columns: list[ColumnSpec], data_root: str, assigner: SplitAssigner,
+                 perceptual_hashes: bool = False) -> None:
         self.columns = columns
+        self.perceptual_hashes = perceptual_hashes  # hash the decoded pixels (near-duplicate check)
         self.root = open_data_root(data_root)
         self.assigner = assigner
         primary = [c for c in columns if c.role == "image"]
@@ -66,6 +71,7 @@ class RowEncoder:
         features: dict[str, Any] = {}
         values: dict[str, Any] = {}
         digests: list[int] = []
+        phashes: list[tuple[int, int | None]] = []
         payload = 0
         image_hw: tuple[int, int] | None = None  # the primary image's size as stored, EXIF orientation applied
         for column in self.order:
@@ -87,6 +93,8 @@ class RowEncoder:
                     payload += len(blob)
                     if column.role == "image":
                         digests.append(content_digest(data))
+                        if self.perceptual_hashes:
+                            phashes.append(image_hashes(image))
                 else:
                     value = self._parse(column, cell)
                     features[column.name] = [value]
@@ -94,7 +102,7 @@ class RowEncoder:
             except BadCell as err:
                 path = cell if column.is_file and cell else None
                 return Reject(record.row, split, column.name, path, err.code, err.reason)
-        return Encoded(record.row, split, encode_example(features), payload, values, digests)
+        return Encoded(record.row, split, encode_example(features), payload, values, digests, phashes)
 
     def _check_mask(self, column: ColumnSpec, mask_hw: tuple[int, int], image_hw: tuple[int, int]) -> None:
         """Sizes as the files are, before --resize: resizing both would hide a mask saved at another scale."""

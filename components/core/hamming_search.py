@@ -1,0 +1,136 @@
+"""Every pair of 64-bit hashes within a Hamming radius, without comparing all pairs (multi-index hashing).
+
+The 64 bits are cut into `m` substrings. If two hashes differ in at most `r` bits, one of the
+substrings differs in at most `k = r // m` bits (pigeonhole: otherwise they would differ in at
+least m·(k+1) > r). So per substring the hashes are bucketed by that substring's value (a sort and
+a table of 2^b bucket starts), and for every bit-flip mask of at most `k` bits each hash is paired
+with the bucket of its value XOR the mask. Each candidate is checked on all 64 bits and kept only
+by the first substring that finds it, so no pair is reported twice and nothing is deduplicated.
+
+Cost: m·V(b, k) vectorized passes over the n hashes (V: masks of ≤ k bits in b bits) plus
+m·V(b, k)·n²/2^(b+1) candidates; `_layout` picks m to minimize it. Memory: the hashes, one sort
+order, a 2^b table (b ≤ 22: ≤ 32 MB) and at most `BATCH` candidates at a time, whatever n is.
+
+>>> hashes = np.array([0b1011, 0b1001, 0b0100, -1], dtype=np.int64)
+>>> [tuple(int(v) for v in t) for t in zip(*near_pairs(hashes, 1)[:3])]
+[(0, 1, 1)]
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+BATCH = 1 << 22  # candidate pairs generated and checked at a time (~100 MB of working arrays)
+MAX_KEY_BITS = 22
+_M1, _M2, _M4, _H01 = (np.uint64(v) for v in (0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F,
+                                               0x0101010101010101))
+
+
+def popcount(values: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64 (numpy 1.26 has no bitwise_count): the classic SWAR sum."""
+    x = values.astype(np.uint64, copy=True)
+    x -= (x >> np.uint64(1)) & _M1
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return ((x * _H01) >> np.uint64(56)).astype(np.int64)
+
+
+def _volume(bits: int, radius: int) -> int:
+    return sum(math.comb(bits, i) for i in range(radius + 1))
+
+
+def _layout(n: int, radius: int) -> list[tuple[int, int]]:
+    """(shift, width) of each substring, for the m with the lowest estimated cost."""
+    best: tuple[float, int] | None = None
+    fewest = math.ceil(64 / MAX_KEY_BITS)  # keeps the bucket table at 2^22 entries or fewer
+    for m in range(fewest, max(fewest, min(64, radius + 1)) + 1):
+        width, k = 64 // m, radius // m
+        masks = m * _volume(width + 1, k)
+        cost = masks * (n + 2.0 ** width / 8) + 3.0 * masks * n * n / 2.0 ** (width + 1)
+        if best is None or cost < best[0]:
+            best = (cost, m)
+    m = best[1] if best else fewest
+    widths = [64 // m + (1 if i < 64 % m else 0) for i in range(m)]
+    shifts = [sum(widths[i + 1:]) for i in range(m)]
+    return list(zip(shifts, widths))
+
+
+def _masks(width: int, k: int) -> list[int]:
+    return [sum(1 << b for b in bits) for size in range(k + 1) for bits in itertools.combinations(range(width), size)]
+
+
+def _substring(values: np.ndarray, shift: int, width: int) -> np.ndarray:
+    return ((values >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
+
+
+def near_pairs(hashes: np.ndarray, radius: int, max_pairs: int = 10_000_000
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(i, j, distance, truncated): every pair i < j with Hamming distance ≤ radius, at most
+    `max_pairs` of them (truncated says the search stopped there)."""
+    values = np.ascontiguousarray(hashes, dtype=np.int64).view(np.uint64)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    total = 0
+    if len(values) > 1:
+        layout = _layout(len(values), radius)
+        k = radius // len(layout)
+        for number, (shift, width) in enumerate(layout):
+            for first, second in _substring_pairs(_substring(values, shift, width), width, k):
+                diff = values[first] ^ values[second]
+                distance = popcount(diff)
+                keep = distance <= radius
+                for earlier_shift, earlier_width in layout[:number]:  # found there already
+                    keep &= popcount(_substring(diff, earlier_shift, earlier_width).view(np.uint64)) > k
+                found.append((np.minimum(first, second)[keep], np.maximum(first, second)[keep], distance[keep]))
+                total += int(keep.sum())
+                if total >= max_pairs:
+                    return _joined(found, max_pairs) + (True,)
+    return _joined(found, max_pairs) + (False,)
+
+
+def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]], limit: int
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not found:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
+    first, second, distance = (np.concatenate(parts)[:limit] for parts in zip(*found))
+    order = np.lexsort((second, first))
+    return first[order], second[order], distance[order]
+
+
+def _substring_pairs(keys: np.ndarray, width: int, k: int):
+    """Batches of (i, j) index pairs whose keys differ in ≤ k bits, each unordered pair once."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    counts = np.bincount(ordered, minlength=1 << width)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    for mask in _masks(width, k):
+        partner = ordered ^ mask
+        if mask == 0:  # the same bucket: each position with the positions after it
+            left = np.arange(len(ordered))
+            first_after = left + 1
+            sizes = starts[ordered] + counts[ordered] - first_after
+        else:  # the other bucket, from the side with the smaller key only
+            left = np.nonzero(ordered < partner)[0]
+            first_after = starts[partner[left]]
+            sizes = counts[partner[left]]
+        has = sizes > 0
+        left, first_after, sizes = left[has], first_after[has], sizes[has]
+        for lo, hi in _batches(sizes):
+            rows = np.repeat(left[lo:hi], sizes[lo:hi])
+            ends = np.cumsum(sizes[lo:hi])
+            right = np.repeat(first_after[lo:hi] - (ends - sizes[lo:hi]), sizes[lo:hi]) + np.arange(ends[-1])
+            yield order[rows], order[right]
+
+
+def _batches(sizes: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive slices of `sizes` whose sums stay near BATCH (one slice per oversized item)."""
+    if len(sizes) == 0:
+        return []
+    cumulative = np.cumsum(sizes)
+    if cumulative[-1] <= BATCH:
+        return [(0, len(sizes))]
+    bounds = np.searchsorted(cumulative, np.arange(BATCH, cumulative[-1], BATCH), side="left")
+    edges = sorted(set([0, *(int(b) + 1 for b in bounds), len(sizes)]))
+    return [(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo]

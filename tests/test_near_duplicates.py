@@ -1,0 +1,247 @@
+"""Near-duplicate leakage (issue 22, part 3): perceptual hashes, the Hamming search, and ExampleGen's report.
+
+Images are generated here (benchmarks/near_duplicates.py: crops of scikit-learn's sample photos,
+PIL drawings, gradients and flat colours). Recall and false-pair rates are measured by the
+benchmark, not asserted here; these tests check the properties the report relies on.
+"""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from benchmarks import near_duplicates as bench
+from helpers_images import write_csv
+from shardflow.cli import main as shardflow_main
+from shardflow.core import hamming_search
+from shardflow.core.errors import ConfigError
+from shardflow.core.perceptual_hash import distance, image_hashes, tone_radius
+from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
+from shardflow.example_gen.config import DEFAULT_NEAR_DUPLICATE_DISTANCE
+
+LIMIT = DEFAULT_NEAR_DUPLICATE_DISTANCE
+SIDE = 96
+
+
+@pytest.fixture(scope="module")
+def originals() -> dict[str, list[Image.Image]]:
+    rng = np.random.default_rng(11)
+    photos, boxes = bench.photos(rng, 60)
+    distinct = [p for i, p in enumerate(photos) if all(bench._overlap(boxes[i], boxes[j]) < 0.1 for j in range(i))]
+    return {"photo": distinct[:12], "drawing": bench.drawings(rng, 12, SIDE), "near_uniform": bench.near_uniform(rng, 12, SIDE)}
+
+
+def test_altered_copies_are_near(originals: dict[str, list[Image.Image]]) -> None:
+    rng = np.random.default_rng(5)
+    for kind, images in originals.items():
+        for image in images[:6]:
+            hashes = image_hashes(image)
+            assert distance(hashes[0], image_hashes(image)[0]) == 0  # deterministic
+            for alteration in ("jpeg", "resize", "brightness"):
+                assert bench.is_near(hashes, image_hashes(bench.alter(image, alteration, rng)), LIMIT), (kind, alteration)
+    # A mirrored drawing is not a copy to these hashes (no flip-invariance is claimed).
+    drawing = originals["drawing"][0]
+    assert not bench.is_near(image_hashes(drawing), image_hashes(drawing.transpose(Image.Transpose.FLIP_LEFT_RIGHT)), LIMIT)
+
+
+def test_distinct_images_are_far_and_near_uniform_ones_do_not_all_collide(originals: dict[str, list[Image.Image]]) -> None:
+    hashes = {kind: [image_hashes(image) for image in images] for kind, images in originals.items()}
+    textured = hashes["photo"] + hashes["drawing"]
+    assert not [(a, b) for i, a in enumerate(textured) for b in textured[i + 1:] + hashes["near_uniform"]
+                if bench.is_near(a, b, LIMIT)]
+    uniform = hashes["near_uniform"]
+    assert all(tone is not None for _, tone in uniform)  # gradients and flat colours take the tone hash
+    assert len({tone for _, tone in uniform}) == len(uniform)
+    # Distinct near-uniform images rarely collide (a dHash gives them all distance 0): here 1 pair of 66,
+    # two flat colours 40 apart in one channel (the benchmark measures ~0.2 % of such pairs).
+    near = [(i, j) for i in range(len(uniform)) for j in range(i + 1, len(uniform)) if bench.is_near(uniform[i], uniform[j], LIMIT)]
+    assert len(near) <= 2
+    tones = [tone for _, tone in uniform]
+    assert np.median([distance(a, b) for i, a in enumerate(tones) for b in tones[i + 1:]]) > 3 * tone_radius(LIMIT)
+    # Textured images keep their dct hash only: their mean colour is no evidence of a copy.
+    assert sum(tone is not None for _, tone in map(image_hashes, originals["drawing"])) <= 2
+
+
+def test_hashes_take_every_decoded_form() -> None:
+    rgb = bench.drawings(np.random.default_rng(2), 1, 48)[0]
+    gray = rgb.convert("L")
+    sixteen = np.asarray(gray).astype(np.uint16) * 257
+    assert image_hashes(gray)[0] == image_hashes(Image.fromarray(sixteen))[0]
+    assert distance(image_hashes(rgb)[0], image_hashes(np.repeat(sixteen[..., None], 3, axis=2))[0]) <= 2
+    assert distance(image_hashes(rgb)[0], image_hashes(rgb.convert("RGBA"))[0]) == 0
+
+
+def _brute_force(hashes: np.ndarray, radius: int) -> tuple[np.ndarray, ...]:
+    first, second = np.triu_indices(len(hashes), 1)
+    bits = hamming_search.popcount(hashes.view(np.uint64)[first] ^ hashes.view(np.uint64)[second])
+    keep = bits <= radius
+    return first[keep], second[keep], bits[keep]
+
+
+def _planted(rng: np.random.Generator, count: int, radius: int) -> np.ndarray:
+    hashes = rng.integers(-(1 << 63), (1 << 63) - 1, size=count, dtype=np.int64)
+    for _ in range(count // 4):  # pairs at every distance up to two beyond the radius
+        source, target = rng.integers(count, size=2)
+        flips = rng.choice(64, size=int(rng.integers(0, radius + 3)), replace=False)
+        mask = sum(1 << int(f) for f in flips)
+        hashes[target] = (hashes[source:source + 1].view(np.uint64) ^ np.uint64(mask)).view(np.int64)[0]
+    hashes[: count // 20] = hashes[0]  # a cluster of identical hashes
+    return hashes
+
+
+@pytest.mark.parametrize("radius", [0, 2, 5, 10, 12, 16])
+def test_the_search_equals_brute_force(radius: int) -> None:
+    hashes = _planted(np.random.default_rng(radius), 600, radius)
+    *found, truncated = hamming_search.near_pairs(hashes, radius)
+    expected = _brute_force(hashes, radius)
+    assert not truncated and len(expected[0]) > 30
+    for got, want in zip(found, expected):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_search_is_the_same_in_small_batches_and_stops_at_its_pair_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    hashes = _planted(np.random.default_rng(1), 400, 10)
+    expected = _brute_force(hashes, 10)
+    monkeypatch.setattr(hamming_search, "BATCH", 5)
+    *found, truncated = hamming_search.near_pairs(hashes, 10)
+    assert not truncated and all(np.array_equal(g, w) for g, w in zip(found, expected))
+    first, _, _, truncated = hamming_search.near_pairs(hashes, 10, max_pairs=50)
+    assert truncated and len(first) == 50
+
+
+# ---- ExampleGen: train files, eval files of which some are altered copies of train files ----
+
+
+def _save(image: Image.Image, path: Path) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.convert("RGB").save(path, quality=90) if path.suffix == ".jpg" else image.convert("RGB").save(path)
+    return f"{path.parent.name}/{path.name}"
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory, originals: dict[str, list[Image.Image]]
+            ) -> tuple[Path, list[tuple[str, str]]]:
+    """train.csv: 10 files; eval.csv: 4 altered copies of train files and 4 distinct files. Returns the
+    data root and the planted (train path, eval path) pairs."""
+    root = tmp_path_factory.mktemp("near")
+    rng = np.random.default_rng(3)
+    train_images = originals["photo"][:4] + originals["drawing"][:4] + originals["near_uniform"][:2]
+    train = [_save(image, root / "train" / f"t{i}.{'jpg' if i % 2 else 'png'}") for i, image in enumerate(train_images)]
+    copies = [(0, bench.jpeg(train_images[0], 70), "jpg"), (5, bench.resize(train_images[5], 0.8), "png"),
+              (9, bench.brightness(train_images[9], 1.08), "png"), (2, bench.crop(train_images[2], rng, 0.04), "jpg")]
+    planted = [(train[source], _save(copy, root / "eval" / f"copy{source}.{ext}")) for source, copy, ext in copies]
+    others = [originals["photo"][6], originals["drawing"][6], originals["near_uniform"][4], originals["near_uniform"][5]]
+    eval_paths = [e for _, e in planted] + [_save(image, root / "eval" / f"e{i}.png") for i, image in enumerate(others)]
+    write_csv(root / "train.csv", ["image", "label"], [[p, i % 2] for i, p in enumerate(train)])
+    write_csv(root / "eval.csv", ["image", "label"], [[p, i % 2] for i, p in enumerate(eval_paths)])
+    return root, planted
+
+
+def _config(root: Path, output: Path, **options: object) -> ExampleGenConfig:
+    return ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"), IndexSpec(str(root / "eval.csv"), "eval")),
+                            data_root=str(root), output=str(output), resize=(("*", (48, 48)),), channels=(("*", "rgb"),),
+                            beam_args=("--direct_running_mode=in_memory",), **options)  # type: ignore[arg-type]
+
+
+def test_example_gen_reports_the_altered_copies_across_splits(dataset: tuple[Path, list[tuple[str, str]]],
+                                                               tmp_path: Path) -> None:
+    root, planted = dataset
+    printed: list[str] = []
+    manifest = run(_config(root, tmp_path / "out"), echo=printed.append)
+    report = manifest.extra["near_duplicates"]
+    assert report["mode"] == "warn" and report["distance"] == LIMIT and report["images_hashed"] == 18
+    assert report["count"] == len(planted) and not report["truncated"]  # the planted pairs, no false ones
+    assert report["within_split"] == {"eval": 0, "train": 0}
+    pairs = set()
+    for example in report["examples"]:
+        eval_side, train_side = example["occurrences"]  # sorted by split name
+        assert (eval_side["split"], train_side["split"]) == ("eval", "train")
+        assert eval_side["index"] == str(root / "eval.csv") and train_side["index"] == str(root / "train.csv")
+        assert 0 <= example["distance"] <= LIMIT and example["hash"] in ("dct", "tone")
+        rows = {"train": (root / "train.csv").read_text().splitlines(), "eval": (root / "eval.csv").read_text().splitlines()}
+        for side in (eval_side, train_side):  # the row numbers point at the reported files
+            assert rows[side["split"]][side["row"]].split(",")[0] == side["path"]
+        pairs.add((train_side["path"], eval_side["path"]))
+    assert pairs == set(planted)
+    assert manifest.extra["leakage"]["count"] == 0  # no byte-identical file: only the near check sees them
+    summary = printed[-1]
+    assert f"NEAR-DUPLICATES: {len(planted)} image pairs" in summary and planted[0][1] in summary
+    stored = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert stored["near_duplicates"]["count"] == len(planted)
+
+
+def test_fail_mode_exits_1_in_one_line_without_a_manifest(dataset: tuple[Path, list[tuple[str, str]]], tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    root, planted = dataset
+    out = tmp_path / "out"
+    status = shardflow_main(["example-gen", "--index", f"train={root / 'train.csv'}", "--index", f"eval={root / 'eval.csv'}",
+                             "--data-root", str(root), "--output", str(out), "--resize", "48x48", "--channels", "rgb",
+                             "--near-duplicates", "fail", "--direct_running_mode=in_memory"])
+    assert status == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("shardflow example-gen: error: 4 near-duplicate image pairs across splits")
+    assert any(path in line for pair in planted for path in pair) and "distance" in line
+    assert not (out / "manifest.json").exists()
+
+
+def test_off_hashes_nothing_and_says_so(dataset: tuple[Path, list[tuple[str, str]]], tmp_path: Path) -> None:
+    """The workers write no hash file when off (the encode step itself, run on the first chunk)."""
+    from shardflow.example_gen.csv_index import plan_chunks
+    from shardflow.example_gen.encode_chunks import EncodeChunkFn, IngestPlan
+
+    root, _ = dataset
+    _, chunks = plan_chunks(str(root / "train.csv"), 0, 100)
+    written = {}
+    for mode in ("off", "warn"):
+        config = _config(root, tmp_path / mode, near_duplicates=mode)
+        from shardflow.example_gen.columns import detect_columns
+        from shardflow.example_gen.csv_index import read_chunk
+
+        samples = [r.cells for r in read_chunk(chunks[0])]
+        plan = IngestPlan(columns=tuple(detect_columns(["image", "label"], samples, config)), data_root=str(root),
+                          staging_dir=str(tmp_path / mode / "staging"), publish_root=str(tmp_path / mode / "publish"),
+                          index_splits=("train",), split_weights=(("train", 1),), split_key_positions=(0,),
+                          perceptual_hashes=mode != "off")
+        encode = EncodeChunkFn(plan)
+        encode.setup()
+        list(encode.process(chunks[0]))
+        written[mode] = sorted(p.name for p in (tmp_path / mode / "staging").rglob("*.npy") if "phashes" in p.parts)
+    assert written["off"] == [] and written["warn"] == ["0000-000000.dct.npy", "0000-000000.tone.npy"]
+    table = np.load(tmp_path / "warn" / "staging" / "phashes" / "train" / "0000-000000.dct.npy")
+    assert table.shape == (2, 10) and sorted(table[1]) == list(range(1, 11))  # one hash per row, rows kept
+
+
+def test_options_are_checked_and_reach_the_config() -> None:
+    from shardflow.example_gen.cli import add_arguments, config_from_args
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--index", "a.csv", "--data-root", "d", "--output", "o", "--near-duplicates", "fail",
+                              "--near-duplicate-distance", "6"])
+    config = config_from_args(args, [])
+    assert (config.near_duplicates, config.near_duplicate_distance) == ("fail", 6)
+    base = {"indexes": (IndexSpec("a.csv"),), "data_root": "d", "output": "o"}
+    assert ExampleGenConfig(**base).near_duplicates == "warn"
+    with pytest.raises(ConfigError, match="near_duplicates must be one of .*got 'maybe'"):
+        ExampleGenConfig(**base, near_duplicates="maybe")
+    with pytest.raises(ConfigError, match=r"near_duplicate_distance must be an integer within \[0, 20\], got 40"):
+        ExampleGenConfig(**base, near_duplicate_distance=40)
+
+
+def test_shardflow_run_checks_the_new_flags_up_front(tmp_path: Path) -> None:
+    from shardflow.pipelines.local_run import LocalRunConfig
+    from shardflow.pipelines.run_task import prepare_run
+
+    index = write_csv(tmp_path / "train.csv", ["image", "label"], [[f"img/{i}.png", i % 2] for i in range(4)])
+    def prepared(*options: str) -> dict:
+        config = LocalRunConfig(index=(f"train={index}",), data_root=str(tmp_path), output=str(tmp_path / "out"),
+                                example_gen_options=options)
+        return prepare_run(config.arguments())
+    assert prepared("--near-duplicates", "fail", "--near-duplicate-distance", "8")["example_gen_options"][-1] == "8"
+    with pytest.raises(ConfigError, match="--example-gen-args.*near_duplicate_distance"):
+        prepared("--near-duplicate-distance", "99")
