@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import sys
 import time
@@ -30,6 +31,7 @@ from typing import Any
 
 from .monitor import Watch, child_env, run_monitored
 from .photo_data import ensure_photo_index, ensure_photos
+from .suites import parse_size
 
 NAME = "predict"
 TRAIN_ROWS = 400
@@ -38,8 +40,6 @@ TARGETS = {"rate_ratio": 1.0, "rss_growth": 1.15}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .run_all import parse_size  # run_all imports the suites: a module-level import would be a cycle
-
     group = parser.add_argument_group("predict")
     group.add_argument("--predict-rows", nargs="+", type=parse_size, default=[5_000, 50_000],
                        help="prediction index sizes (its own sizes, default 5k 50k)")
@@ -72,8 +72,22 @@ def predict(photos: Path, model: Path, index: Path, out: Path, log: Path) -> dic
     measured = _shardflow(["predict", "--model", str(model), "--index", str(index), "--data-root", str(photos),
                            "--output", str(out)], log)
     summary = json.loads((out / "predict.json").read_text())
-    return {**measured, "rows": summary["rows"], "predicted": summary["predicted"], "runner": summary["runner"],
-            "inner_rows_per_s": summary["rows_per_second"]}
+    return {**measured, "rows": summary["rows"], "predicted": summary["predicted"], "rejected": summary["rejected"],
+            "runner": summary["runner"], "inner_rows_per_s": summary["rows_per_second"],
+            "classes": _classes_digest(out)}
+
+
+def _classes_digest(out: Path) -> str:
+    """A digest of the predicted class ids in row order: the loop's when every row got the served model's class."""
+    rows = []
+    for part in (out / "predictions").glob("part-*.csv"):
+        with open(part, newline="") as stream:
+            rows += [(int(row["row"]), int(row["class_id"])) for row in csv.DictReader(stream)]
+    return _digest([class_id for _, class_id in sorted(rows)])
+
+
+def _digest(class_ids: list[int]) -> str:
+    return hashlib.sha256(",".join(map(str, class_ids)).encode()).hexdigest()[:16]
 
 
 def loop(photos: Path, model: Path, index: Path, log: Path, mode: str) -> dict[str, Any]:
@@ -115,7 +129,7 @@ def run_loop(mode: str, model_dir: Path, index: Path, data_root: Path) -> dict[s
     ops = read_manifest(info.extra["raw_examples"]).extra["ingest_ops"][name]
     rules = ImageRules(89_478_485, ops["channels"], tuple(ops["resize"]))
     loaded = tf.saved_model.load(str(model_dir))
-    started, rows, classes = time.time(), 0, 0
+    started, rows, classes = time.time(), 0, []
     for batch in _batches(index, data_root):
         if mode == "examples":
             records = [encode_example({name: [encode_image(decode_image(data, rules), ops["storage"])]})
@@ -123,9 +137,10 @@ def run_loop(mode: str, model_dir: Path, index: Path, data_root: Path) -> dict[s
             outputs = loaded.signatures["serving_default"](examples=tf.constant(records))
         else:
             outputs = loaded.signatures["serving_image"](images=tf.constant(batch))
-        classes += int(tf.reduce_sum(outputs["class_ids"]))  # uses the result
+        classes += [int(c) for c in outputs["class_ids"].numpy()]  # uses the result
         rows += len(batch)
-    result = {"rows": rows, "loop_seconds": round(time.time() - started, 2), "class_sum": classes}
+    result = {"rows": rows, "loop_seconds": round(time.time() - started, 2), "classes": _digest(classes),
+              "class_counts": {str(c): classes.count(c) for c in sorted(set(classes))}}
     print(json.dumps(result), flush=True)
     return result
 
@@ -153,9 +168,13 @@ def compare(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
     image = {n: round(r["shardflow"]["rows_per_s"] / r["loop_image"]["rows_per_s"], 2) for n, r in results.items()}
     rss = [results[n]["shardflow"]["peak_rss_mb"] for n in sizes]
     growth = round(rss[-1] / rss[0], 3)
+    # every row predicted or rejected, and the same classes as the served model called directly
+    accounted = all(r["shardflow"]["predicted"] + r["shardflow"]["rejected"] == int(n) for n, r in results.items())
+    same = all(r["shardflow"]["classes"] == r["loop_examples"]["classes"] for r in results.values())
     return {"rate_ratio_vs_loop_examples": ratios, "rate_ratio_vs_loop_image": image, "rss_growth": growth,
             "met": {"rate_ratio": min(ratios.values()) >= TARGETS["rate_ratio"],
-                    "rss_growth": growth <= TARGETS["rss_growth"]}}
+                    "rss_growth": growth <= TARGETS["rss_growth"], "every_row_accounted": accounted,
+                    "same_classes_as_serving_default": same}}
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -167,14 +186,15 @@ def markdown(result: dict[str, Any]) -> str:
     comparison = result["comparison"]
     lines += ["", f"shardflow predict / loop-examples rows/s: {comparison['rate_ratio_vs_loop_examples']} "
               f"(target ≥ {TARGETS['rate_ratio']}); / loop-image: {comparison['rate_ratio_vs_loop_image']}",
-              f"peak RSS growth smallest → largest: {comparison['rss_growth']} (target ≤ {TARGETS['rss_growth']}); "
+              f"peak RSS growth smallest → largest: {comparison['rss_growth']} (target ≤ {TARGETS['rss_growth']})",
+              "every row predicted or rejected: " + str(comparison["met"].get("every_row_accounted"))
+              + "; the class of every row equal to the serving_default loop's: "
+              + str(comparison["met"].get("same_classes_as_serving_default")),
               f"met: {comparison['met']}"]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .run_all import parse_size
-
     parser = argparse.ArgumentParser(prog="python -m benchmarks.predict_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", nargs="+", type=parse_size, default=[5_000, 50_000])

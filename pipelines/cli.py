@@ -57,7 +57,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--train-args", default="--epochs 10", help="`shardflow train` flags (default '--epochs 10')")
     add("--tune-args", default="", help="`shardflow tune` flags: a hyperparameter search before training, whose "
                                         "trials take --train-args, e.g. '--max-trials 8 --space learning_rate=log:1e-4:1e-1'")
-    add("--beam-args", default="", help="Beam pipeline options for ExampleGen and Transform, one string")
+    add("--beam-args", default="", help="Beam pipeline options for ExampleGen, Transform and predict, one string")
     add("--drift-threshold", type=float, default=0.1,
         help="largest allowed drift of a split against train: L-infinity distance for string features, "
              "Jensen-Shannon divergence for numeric ones (default 0.1)")
@@ -72,6 +72,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="with a served model, each threshold metric may be at most this much worse than the served one's, "
              "unless --max-regression names it (default 0.01); 'off': no such gate")
     add("--slice-by", action="append", default=[], metavar="COLUMN")
+    add("--infra-validate-args", default="", help="extra `shardflow infra-validate` flags, one string, e.g. "
+                                                  "'--batch-sizes 1,64 --tolerance 1e-3'")
+    add("--predict-index", default="", metavar="CSV",
+        help="after Push, label this CSV's files with the pushed model (`shardflow predict`)")
+    add("--predict-data-root", default="", help="what --predict-index's paths are relative to (default: --data-root)")
+    add("--predict-args", default="", help="extra `shardflow predict` flags, one string, e.g. '--top-k 5 --format parquet'")
     add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans")
     add("--warm-start", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
     add("--baseline", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
@@ -93,7 +99,9 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         regression_tolerance=args.regression_tolerance, no_cache=tuple(args.no_cache),
         eval_thresholds=tuple(args.threshold) if args.threshold else None,  # None: the index's task's default
         max_regressions=tuple(args.max_regression),
-        slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans)
+        slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans,
+        infra_validation_options=tuple(shlex.split(args.infra_validate_args)), predict_index=args.predict_index,
+        predict_data_root=args.predict_data_root, predict_options=tuple(shlex.split(args.predict_args)))
     try:
         summary = run_locally(config, verbose=args.verbose)
     except RuntimeError as err:  # kfp.local: a step failed; shardflow's main prints its own one line

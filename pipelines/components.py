@@ -140,14 +140,33 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
     return namedtuple("Blessing", ["blessed"])(bool(result["blessing"]["blessed"]))
 
 
-def push(model: Input[Model], serving_dir: str, data_fingerprint: str, pushed: Output[Model]) -> str:
+def infra_validate(model: Input[Model], evaluation: Input[Dataset], options: List[str],
+                   infra: Output[Artifact]) -> NamedTuple("InfraBlessing", [("infra_blessed", bool)]):
+    import os
+    from collections import namedtuple
+
+    from shardflow.pipelines import launchers
+    from shardflow.pipelines.step_errors import reported_step
+
+    with reported_step():
+        report = launchers.infra_validate(os.path.join(model.path, "model"), evaluation.path, options, infra.path)
+    infra.metadata.update({"infra_blessed": bool(report.get("blessed")), "reasons": report.get("reasons", []),
+                           "load_seconds": report.get("load_seconds") or 0.0})
+    for row in report.get("latency", []):  # shown by the KFP UI beside the artifact
+        infra.metadata[f"latency_ms_{row.get('signature')}_batch_{row.get('batch_size')}"] = {
+            "p50": row.get("p50_ms"), "p99": row.get("p99_ms")}
+    return namedtuple("InfraBlessing", ["infra_blessed"])(bool(report.get("blessed")))
+
+
+def push(model: Input[Model], evaluation: Input[Dataset], infra: Input[Artifact], serving_dir: str,
+         data_fingerprint: str, pushed: Output[Model]) -> str:
     import os
 
     from shardflow.pipelines import launchers
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        version_dir = launchers.push(os.path.join(model.path, "model"), serving_dir,
+        version_dir = launchers.push(os.path.join(model.path, "model"), evaluation.path, infra.path, serving_dir,
                                      {"source": model.uri, "data_fingerprint": data_fingerprint})
     pushed.metadata.update({"serving_path": version_dir})
     with open(pushed.path, "w") as note:
@@ -155,7 +174,21 @@ def push(model: Input[Model], serving_dir: str, data_fingerprint: str, pushed: O
     return version_dir
 
 
-def run_report(examples: Input[Dataset], model: Input[Model], evaluation: Input[Dataset], report: Output[Markdown]):
+def predict(model_dir: str, index: str, data_root: str, default_data_root: str, options: List[str],
+            beam_args: List[str], predictions: Output[Dataset]):
+    from shardflow.pipelines import launchers
+    from shardflow.pipelines.locations import output_location
+    from shardflow.pipelines.step_errors import reported_step
+
+    with reported_step():
+        summary = launchers.predict(model_dir, index, data_root or default_data_root, options, beam_args,
+                                    output_location(predictions))
+    predictions.metadata.update({key: summary[key] for key in ("rows", "predicted", "rejected", "model")
+                                 if key in summary})
+
+
+def run_report(examples: Input[Dataset], model: Input[Model], evaluation: Input[Dataset], infra: Input[Artifact],
+               report: Output[Markdown]):
     import json
     import os
 
@@ -164,8 +197,10 @@ def run_report(examples: Input[Dataset], model: Input[Model], evaluation: Input[
     training = json.load(open(os.path.join(model.path, "training.json")))
     result = {"metrics": json.load(open(os.path.join(evaluation.path, "metrics.json"))),
               "blessing": json.load(open(os.path.join(evaluation.path, "blessing.json")))}
+    infra_report = os.path.join(infra.path, "infra_validation.json")
+    serving_check = json.load(open(infra_report)) if os.path.isfile(infra_report) else None
     with open(report.path, "w") as out:
-        out.write(render(examples.path, training, result))
+        out.write(render(examples.path, training, result, serving_check))
 
 
 def record_outcome(record_dir: str, status: dsl.PipelineTaskFinalStatus) -> str:
@@ -185,14 +220,16 @@ class Components:
     tune: Callable
     train: Callable
     evaluate: Callable
+    infra_validate: Callable
     push: Callable
+    predict: Callable
     run_report: Callable
     record_outcome: Callable
 
 
 def make_components(image: str) -> Components:
     """Every step as a KFP component whose container is `image` (the shardflow image of k8s/Dockerfile)."""
-    functions = (fingerprint, example_gen, validate, transform, tune, train, evaluate, push, run_report,
-                 record_outcome)
+    functions = (fingerprint, example_gen, validate, transform, tune, train, evaluate, infra_validate, push, predict,
+                 run_report, record_outcome)
     # The image already holds kfp (the lock): no pip install when a step starts.
     return Components(*(dsl.component(base_image=image, install_kfp_package=False)(fn) for fn in functions))

@@ -29,7 +29,11 @@ from ..core.manifest import read_manifest
 from ..evaluator import cli as evaluator_cli
 from ..example_gen import cli as example_gen_cli
 from ..example_gen.spans import has_span_pattern, pattern_matches
-from ..pusher import push_model, resolve_model_reference  # noqa: F401  (re-exported for the components)
+from ..infra_validator import REPORT as INFRA_REPORT
+from ..infra_validator import cli as infra_validator_cli
+from ..predict import cli as predict_cli
+from ..pusher import PusherConfig, resolve_model_reference  # noqa: F401  (re-exported for the components)
+from ..pusher import run as run_pusher
 from ..trainer import cli as trainer_cli
 from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record
 from ..transform import cli as transform_cli
@@ -209,11 +213,14 @@ def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_reg
 RUN_FLAGS = {"index": "--index/--example-gen-args", "example-gen": "--example-gen-args/--beam-args",
              "validate": "--drift-threshold/--validation-schema/--validate-args",
              "transform": "--transform-args/--beam-args", "train": "--train-args", "tune": "--tune-args",
-             "evaluate": "--threshold/--max-regression/--regression-tolerance/--slice-by"}
+             "evaluate": "--threshold/--max-regression/--regression-tolerance/--slice-by",
+             "infra-validate": "--infra-validate-args", "predict": "--predict-index/--predict-args/--beam-args"}
 PIPELINE_PARAMETERS = {"index": "index/example_gen_options", "example-gen": "example_gen_options/beam_args",
                        "validate": "drift_threshold/validation_schema/validation_options",
                        "transform": "transform_options/beam_args", "train": "train_options", "tune": "tune_options",
-                       "evaluate": "eval_thresholds/max_regressions/regression_tolerance/slice_by"}
+                       "evaluate": "eval_thresholds/max_regressions/regression_tolerance/slice_by",
+                       "infra-validate": "infra_validation_options",
+                       "predict": "predict_index/predict_options/beam_args"}
 
 
 def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) -> dict[str, Any]:
@@ -237,7 +244,13 @@ def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) ->
                if p.get("tune_options") else []),
              ("evaluate", evaluator_cli, False,
               _evaluate_argv(model, given, p["eval_thresholds"], p["max_regressions"],
-                             p.get("regression_tolerance", "0.01"), p["slice_by"], out))]
+                             p.get("regression_tolerance", "0.01"), p["slice_by"], out)),
+             ("infra-validate", infra_validator_cli, False,
+              _infra_validate_argv(model, given, p.get("infra_validation_options", []), out)),
+             *([("predict", predict_cli, True, _predict_argv(model, p["predict_index"], p.get("predict_data_root")
+                                                             or p["data_root"], p.get("predict_options", []),
+                                                             p["beam_args"], out))]
+               if p.get("predict_index") else [])]
     configs = {}
     for command, cli, takes_beam_options, argv in steps:
         try:
@@ -251,9 +264,38 @@ def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) ->
     return configs
 
 
-def push(model_dir: str, serving_dir: str, source: dict[str, Any]) -> str:
-    """The Pusher's copy to `serving_dir/<N>/` and pointer update (the pipeline's condition checked the blessing)."""
-    return push_model(model_dir, serving_dir, source)[1]
+def infra_validate(model_dir: str, evaluation: str, options: list[str], output: str) -> dict:
+    """`shardflow infra-validate`: the model loaded and called in a TensorFlow-only process; its report."""
+    _shardflow("infra-validate", infra_validator_cli, _infra_validate_argv(model_dir, evaluation, options, output))
+    return storage.read_json(storage.join(output, INFRA_REPORT))
+
+
+def _infra_validate_argv(model_dir: str, evaluation: str, options: list[str], output: str) -> list[str]:
+    return ["--model", model_dir, "--evaluation", evaluation, "--output", output] + list(options)
+
+
+def push(model_dir: str, evaluation: str, infra_validation: str, serving_dir: str, source: dict[str, Any]) -> str:
+    """The Pusher (`shardflow push`'s run): copies the model, with the warm-up file, to `serving_dir/<N>/` and
+    repoints CURRENT.json. The pipeline's conditions already held; the Pusher checks both verdicts again."""
+    result = run_pusher(PusherConfig(model=model_dir, evaluation=evaluation, serving_dir=serving_dir,
+                                     source=source, infra_validation=infra_validation))
+    if not result.pushed:
+        raise StepFailed("shardflow push: not pushed: " + "; ".join(result.reasons))
+    return result.location
+
+
+def predict(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
+            output: str) -> dict:
+    """`shardflow predict` over a CSV index of new files with the model just pushed; its predict.json."""
+    _shardflow("predict", predict_cli, _predict_argv(model_dir, index, data_root, options, beam_args, output),
+               takes_beam_options=True)
+    return storage.read_json(storage.join(output, "predict.json"))
+
+
+def _predict_argv(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
+                  output: str) -> list[str]:
+    return ["--model", model_dir, "--index", index, "--data-root", data_root, "--output", output,
+            *options, *beam_args]
 
 
 def record_outcome(record_dir: str, pipeline_job: str, state: str, failed_task: str, message: str) -> str:

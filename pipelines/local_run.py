@@ -64,6 +64,10 @@ class LocalRunConfig:
     regression_tolerance: str = "0.01"  # the Evaluator's default regression gate against the served model; "off"
     no_cache: tuple[str, ...] = ()  # steps never reused from an earlier run ("all": none is)
     tune_options: tuple[str, ...] = ()  # `shardflow tune` flags: a search before training (none: no search)
+    infra_validation_options: tuple[str, ...] = ()  # `shardflow infra-validate` flags, e.g. ("--batch-sizes", "1,64")
+    predict_index: str = ""  # a CSV of new files the pushed model labels after Push ('' : no prediction step)
+    predict_data_root: str = ""  # what predict_index's paths are relative to ('' : data_root)
+    predict_options: tuple[str, ...] = ()  # `shardflow predict` flags, e.g. ("--top-k", "5")
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -79,6 +83,10 @@ class LocalRunConfig:
         if not self.output:
             raise ConfigError("output must be a directory path")
         check_no_cache(self.no_cache)
+        if self.predict_index and not Path(self.predict_index).is_file():
+            raise ConfigError(f"predict_index {self.predict_index!r} is not a file")
+        if self.predict_data_root and not Path(self.predict_data_root).is_dir():
+            raise ConfigError(f"predict_data_root {self.predict_data_root!r} is not a directory")
 
     def arguments(self) -> dict[str, Any]:
         """The pipeline's parameters, with absolute paths (steps run in their own processes)."""
@@ -101,7 +109,11 @@ class LocalRunConfig:
                 "warm_start": self.warm_start,
                 "eval_thresholds": None if self.eval_thresholds is None else list(self.eval_thresholds),
                 "max_regressions": list(self.max_regressions), "slice_by": list(self.slice_by),
-                "baseline_model": self.baseline_model}
+                "baseline_model": self.baseline_model,
+                "infra_validation_options": list(self.infra_validation_options),
+                "predict_index": str(Path(self.predict_index).resolve()) if self.predict_index else "",
+                "predict_data_root": str(Path(self.predict_data_root).resolve()) if self.predict_data_root else "",
+                "predict_options": list(self.predict_options)}
 
 
 def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = None,
@@ -159,14 +171,16 @@ def summarize(out: Path) -> dict[str, Any]:
                                "outcome": json.loads(records[-1].read_text()) if records else None,
                                "serving_pointer": _json(out / SERVING / "CURRENT.json")}
     steps = {"examples": "example-gen/examples", "validation": "validate/report", "transformed": "transform/transformed",
-             "model": "train/model", "evaluation": "evaluate/evaluation", "report": "run-report/report",
-             "pushed": "push/pushed"}
+             "model": "train/model", "evaluation": "evaluate/evaluation", "infra": "infra-validate/infra",
+             "report": "run-report/report", "pushed": "push/pushed", "predictions": "predict/predictions"}
     summary["outputs"] = {name: str(run_dir / rel) for name, rel in steps.items() if (run_dir / rel).exists()}
     report = run_dir / steps["report"]
     summary["report"] = report.read_text() if report.is_file() else None
     summary["blessing"] = _json(run_dir / steps["evaluation"] / "blessing.json")
     summary["metrics"] = _json(run_dir / steps["evaluation"] / "metrics.json")
     summary["training"] = _json(run_dir / steps["model"] / "training.json")
+    summary["serving_check"] = _json(run_dir / steps["infra"] / "infra_validation.json")
+    summary["predict"] = _json(run_dir / steps["predictions"] / "predict.json")
     return summary
 
 
@@ -189,6 +203,13 @@ def render_summary(summary: dict[str, Any]) -> str:
     pointer = summary.get("serving_pointer")
     lines.append(f"serving: {pointer['model']} (version {pointer['version']})" if pointer else "serving: nothing pushed")
     blessing = summary.get("blessing") or {}
+    serving_check = summary.get("serving_check") or {}
     if blessing and not blessing.get("blessed"):  # the one line a scheduled run's log is read for
         lines.append("not pushed: " + "; ".join(blessing.get("reasons") or ["not blessed"]))
+    elif serving_check and not serving_check.get("blessed"):
+        lines.append("not pushed: the serving check failed: " + "; ".join(serving_check.get("reasons") or []))
+    predicted = summary.get("predict")
+    if predicted:
+        lines.append(f"predictions: {predicted.get('predicted')} of {predicted.get('rows')} rows "
+                     f"({predicted.get('rejected')} rejected) in {summary['outputs'].get('predictions')}")
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""The shardflow pipeline: ExampleGen → data validation → Transform → Trainer → Evaluator → Push.
+"""The shardflow pipeline: ExampleGen → validation → Transform → (Tuner) → Trainer → Evaluator → infra
+validation → Push → (batch prediction).
 
 One pipeline function, compiled for a Kubeflow cluster (`shardflow compile`) and run on this machine
 with kfp.local (`shardflow run`). It only wires components; every step's options are the CLI flags
@@ -14,9 +15,11 @@ caching on ExampleGen, validation, Transform and the Trainer (`no_cache` turns i
 The data fingerprint step is never cached: its output (a hash of the index CSVs) is an input of
 ExampleGen, so a changed CSV never reuses a stale cached ExampleGen, and everything after it runs
 again on the new artifacts. The Evaluator, the report and Push always run: the served baseline may
-have changed. With ClusterOptions
+have changed. Push runs only when the Evaluator blessed the model and the infra validation loaded and
+called it in a TensorFlow-only process (INFRA_BLESSED); with `predict_index`, the pushed model then labels
+that CSV's files (`shardflow predict`, paths relative to `predict_data_root`, else `data_root`). With ClusterOptions
 (kfp-kubernetes, in the IR's platform spec): PVC mounts on every step, and node selectors and
-tolerations (a GPU node pool) on the Trainer and Evaluator only.
+tolerations (a GPU node pool) on the Tuner, Trainer and Evaluator only.
 """
 # No `from __future__ import annotations`: KFP reads the parameter annotations as types.
 
@@ -82,6 +85,8 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
         trainer_accelerator_type: str = "nvidia.com/gpu", trainer_accelerator_limit: int = 1,
         tuner_accelerator_limit: int = 0,
         evaluator_accelerator_type: str = "nvidia.com/gpu", evaluator_accelerator_limit: int = 0,
+        infra_validation_options: List[str] = [], predict_index: str = "", predict_data_root: str = "",
+        predict_options: List[str] = [],
     ) -> None:
         exit_task = place(ops.record_outcome(record_dir=run_record_dir), "250m", "512Mi")
         with dsl.ExitHandler(exit_task, name="shardflow-run"):
@@ -127,9 +132,22 @@ def _steps(ops: Components, place: Place, p: dict) -> None:
                           accelerator_limit=p["evaluator_accelerator_limit"])
     place(scored, "2", "8Gi", accelerated=True)  # never cached: the served baseline may have changed since
     scored.set_accelerator_type(p["evaluator_accelerator_type"]).set_accelerator_limit(p["evaluator_accelerator_limit"])
+    # As TFX's InfraValidator, beside the Evaluator's verdict: the model loaded and called in a TensorFlow-only
+    # process, as a serving container would; its report and warm-up file go to Push.
+    served = ops.infra_validate(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
+                                options=p["infra_validation_options"])
+    place(served, "2", "4Gi")  # never cached: it checks this model against this evaluation, in seconds
     report = ops.run_report(examples=examples.outputs["examples"], model=trained.outputs["model"],
-                            evaluation=scored.outputs["evaluation"])
+                            evaluation=scored.outputs["evaluation"], infra=served.outputs["infra"])
     place(report, "500m", "1Gi")
     with dsl.If(scored.outputs["blessed"] == True, name="blessed"):  # noqa: E712 (a KFP condition, not Python)
-        pushed = ops.push(model=trained.outputs["model"], serving_dir=p["serving_dir"], data_fingerprint=data.output)
-        place(pushed, "500m", "1Gi")
+        with dsl.If(served.outputs["infra_blessed"] == True, name="infra-blessed"):  # noqa: E712
+            pushed = ops.push(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
+                              infra=served.outputs["infra"], serving_dir=p["serving_dir"], data_fingerprint=data.output)
+            place(pushed, "500m", "1Gi")
+            with dsl.If(p["predict_index"] != "", name="predict"):
+                labelled = ops.predict(model_dir=pushed.outputs["Output"], index=p["predict_index"],
+                                       data_root=p["predict_data_root"], default_data_root=p["data_root"],
+                                       options=p["predict_options"],
+                                       beam_args=p["beam_args"])
+                place(labelled, "2", "8Gi")

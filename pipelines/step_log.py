@@ -141,7 +141,11 @@ _FIGURES: dict[str, Callable[[dict], str]] = {
     "tune": _tuning,
     "train": _training,
     "evaluate": _evaluation,
+    "infra-validate": lambda o: "serving check: " + ("passed" if o.get("infra_blessed") else "failed")
+    + f", loads in {float(_metadata(o, 'infra').get('load_seconds') or 0):.1f} s",
     "push": lambda o: f"served: {o.get('Output', '')}",
+    "predict": lambda o: f"{int(_metadata(o, 'predictions').get('predicted', 0))} predicted, "
+    f"{int(_metadata(o, 'predictions').get('rejected', 0))} rejected",
     "record-outcome": lambda o: f"record: {o.get('Output', '')}",
 }
 

@@ -44,7 +44,7 @@ def test_every_step_mounts_the_pvcs_and_only_the_training_steps_and_evaluator_go
         compiled: tuple[dict, dict]) -> None:
     spec, platform = compiled
     steps = set(spec["deploymentSpec"]["executors"])
-    assert GPU_STEPS < steps and len(steps) == 10
+    assert GPU_STEPS < steps and len(steps) == 12  # with infra-validate and predict
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
     assert set(executors) == steps
     for name, config in executors.items():

@@ -88,7 +88,7 @@ def span_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, lis
 def test_a_local_run_goes_through_every_step_and_its_artifacts_agree(span_runs: tuple[Path, Path, list[dict]]) -> None:
     out, _, (summary, _, _) = span_runs
     outputs = summary["outputs"]
-    assert set(outputs) == {"examples", "validation", "transformed", "model", "evaluation", "report", "pushed"}
+    assert set(outputs) == {"examples", "validation", "transformed", "model", "evaluation", "infra", "report", "pushed"}
     examples = read_manifest(outputs["examples"])
     assert summary["metrics"]["num_examples"] == examples.splits["eval"].num_examples == 24
     assert read_manifest(outputs["transformed"]).splits["train"].num_examples == examples.splits["train"].num_examples
@@ -100,6 +100,10 @@ def test_a_local_run_goes_through_every_step_and_its_artifacts_agree(span_runs: 
     assert set(summary["metrics"]["slices"]["site"]) == {"site-0", "site-1", "site-2"}
     pointer = summary["serving_pointer"]
     assert pointer["version"] == 1 and (Path(pointer["model"]) / "saved_model.pb").is_file()
+    # loaded and called in a TensorFlow-only process before the push, which carries its warm-up file
+    check = summary["serving_check"]
+    assert check["blessed"] is True and check["load_seconds"] > 0 and check["latency"]
+    assert (Path(pointer["model"]) / "assets.extra" / "tf_serving_warmup_requests").is_file()
     assert summary["outcome"]["state"] == "SUCCEEDED"
     assert "Blessed: yes" in summary["report"] and "| eval | 24 |" in summary["report"]
     assert Path(outputs["validation"]).read_text().strip()

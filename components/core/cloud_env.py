@@ -15,10 +15,11 @@ module maps one onto the other before TensorFlow first touches an s3:// path.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import sys
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from .uri import scheme
 
@@ -92,6 +93,19 @@ def install_exit_guard() -> None:
 
     sys.exit, sys.excepthook = recording_exit, recording_hook  # type: ignore[assignment]
     atexit.register(leave)
+
+
+def recorded_options(config: Any, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A component's config as its outputs record it: every field but `leave_out`, Beam's secrets redacted.
+
+    The one place a config becomes a record, so no component writes a credential into a manifest.
+    """
+    options = dataclasses.asdict(config)
+    for name in leave_out:
+        options.pop(name, None)
+    if "beam_args" in options:
+        options["beam_args"] = redact_args(options["beam_args"])
+    return options
 
 
 def redact_args(args: Iterable[str]) -> list[str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Iterator
 
 import numpy as np
 
@@ -31,10 +32,19 @@ _M1, _M2, _M4, _H01 = (np.uint64(v) for v in (0x5555555555555555, 0x333333333333
 def popcount(values: np.ndarray) -> np.ndarray:
     """Set bits of each uint64 (numpy 1.26 has no bitwise_count): the classic SWAR sum."""
     x = values.astype(np.uint64, copy=True)
-    x -= (x >> np.uint64(1)) & _M1
-    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
-    x = (x + (x >> np.uint64(4))) & _M4
-    return ((x * _H01) >> np.uint64(56)).astype(np.int64)
+    scratch = x >> np.uint64(1)  # in place from here on: this runs on every candidate pair
+    scratch &= _M1
+    x -= scratch
+    np.right_shift(x, np.uint64(2), out=scratch)
+    scratch &= _M2
+    x &= _M2
+    x += scratch
+    np.right_shift(x, np.uint64(4), out=scratch)
+    x += scratch
+    x &= _M4
+    x *= _H01
+    x >>= np.uint64(56)
+    return x.view(np.int64)
 
 
 def _volume(bits: int, radius: int) -> int:
@@ -48,7 +58,8 @@ def _layout(n: int, radius: int) -> list[tuple[int, int]]:
     for m in range(fewest, max(fewest, min(64, radius + 1)) + 1):
         width, k = 64 // m, radius // m
         masks = m * _volume(width + 1, k)
-        cost = masks * (n + 2.0 ** width / 8) + 3.0 * masks * n * n / 2.0 ** (width + 1)
+        buckets = 2.0 ** width * -math.expm1(-n / 2.0 ** width)  # expected distinct keys
+        cost = masks * buckets + 3.0 * masks * n * n / 2.0 ** (width + 1)
         if best is None or cost < best[0]:
             best = (cost, m)
     m = best[1] if best else fewest
@@ -76,13 +87,17 @@ def near_pairs(hashes: np.ndarray, radius: int, max_pairs: int = 10_000_000
         layout = _layout(len(values), radius)
         k = radius // len(layout)
         for number, (shift, width) in enumerate(layout):
-            for first, second in _substring_pairs(_substring(values, shift, width), width, k):
-                diff = values[first] ^ values[second]
-                distance = popcount(diff)
-                keep = distance <= radius
+            order, batches = _substring_pairs(_substring(values, shift, width), width, k)
+            ordered = values[order]  # candidates are positions in this order: nearby reads, no index mapping
+            for first, second in batches:
+                diff = ordered[first]
+                diff ^= ordered[second]
+                near = np.nonzero(popcount(diff) <= radius)[0]  # few: the rest of the work is on these only
+                first, second, diff = order[first[near]], order[second[near]], diff[near]
+                keep = np.ones(len(near), dtype=bool)
                 for earlier_shift, earlier_width in layout[:number]:  # found there already
                     keep &= popcount(_substring(diff, earlier_shift, earlier_width).view(np.uint64)) > k
-                found.append((np.minimum(first, second)[keep], np.maximum(first, second)[keep], distance[keep]))
+                found.append((np.minimum(first, second)[keep], np.maximum(first, second)[keep], popcount(diff[keep])))
                 total += int(keep.sum())
                 if total >= max_pairs:
                     return _joined(found, max_pairs) + (True,)
@@ -99,29 +114,59 @@ def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]], limit: int
     return first[order], second[order], distance[order]
 
 
-def _substring_pairs(keys: np.ndarray, width: int, k: int):
-    """Batches of (i, j) index pairs whose keys differ in ≤ k bits, each unordered pair once."""
+def _substring_pairs(keys: np.ndarray, width: int, k: int) -> tuple[np.ndarray, Iterator[tuple[np.ndarray, np.ndarray]]]:
+    """The sort order of `keys`, and batches of position pairs (in that order) whose keys differ in
+    ≤ k bits, each unordered pair once.
+
+    Buckets (distinct keys) are paired, not single hashes: with n near 2^width most buckets hold
+    one or two hashes, so a pass over the buckets is 2-3x shorter than one over the hashes.
+    """
     order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    counts = np.bincount(ordered, minlength=1 << width)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    buckets, starts, counts = np.unique(keys[order], return_index=True, return_counts=True)
+    return order, _bucket_pairs(buckets, starts, counts, width, k)
+
+
+def _bucket_pairs(buckets: np.ndarray, starts: np.ndarray, counts: np.ndarray, width: int,
+                  k: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    slot = np.full(1 << width, -1, dtype=np.int64)  # key → its bucket number
+    slot[buckets] = np.arange(len(buckets))
     for mask in _masks(width, k):
-        partner = ordered ^ mask
-        if mask == 0:  # the same bucket: each position with the positions after it
-            left = np.arange(len(ordered))
-            first_after = left + 1
-            sizes = starts[ordered] + counts[ordered] - first_after
-        else:  # the other bucket, from the side with the smaller key only
-            left = np.nonzero(ordered < partner)[0]
-            first_after = starts[partner[left]]
-            sizes = counts[partner[left]]
-        has = sizes > 0
-        left, first_after, sizes = left[has], first_after[has], sizes[has]
-        for lo, hi in _batches(sizes):
-            rows = np.repeat(left[lo:hi], sizes[lo:hi])
-            ends = np.cumsum(sizes[lo:hi])
-            right = np.repeat(first_after[lo:hi] - (ends - sizes[lo:hi]), sizes[lo:hi]) + np.arange(ends[-1])
-            yield order[rows], order[right]
+        if mask == 0:  # within one bucket: each position with the positions after it
+            crowded = counts > 1
+            left, right, sizes = starts[crowded], starts[crowded], counts[crowded]
+            pairs = _within(left, sizes)
+        else:  # two buckets, taken from the side with the smaller key only
+            partner = buckets ^ mask
+            mine = np.nonzero(buckets < partner)[0]
+            other = slot[partner[mine]]
+            mine, other = mine[other >= 0], other[other >= 0]
+            pairs = _across(starts[mine], counts[mine], starts[other], counts[other])
+        yield from pairs
+
+
+def _across(left: np.ndarray, left_sizes: np.ndarray, right: np.ndarray, right_sizes: np.ndarray):
+    """Every position of each left bucket with every position of its right bucket, in batches."""
+    totals = left_sizes * right_sizes
+    for lo, hi in _batches(totals):
+        each = np.repeat(np.arange(lo, hi), totals[lo:hi])
+        ends = np.cumsum(totals[lo:hi])
+        step = np.arange(ends[-1]) - np.repeat(ends - totals[lo:hi], totals[lo:hi])
+        yield left[each] + step // right_sizes[each], right[each] + step % right_sizes[each]
+
+
+def _within(starts: np.ndarray, sizes: np.ndarray):
+    """Every pair of positions i < j inside each bucket, in batches."""
+    if len(sizes) == 0:
+        return
+    positions = np.repeat(starts, sizes) + np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    after = np.repeat(starts + sizes, sizes) - positions - 1  # positions after each one in its bucket
+    has = after > 0
+    positions, after = positions[has], after[has]
+    for lo, hi in _batches(after):
+        ends = np.cumsum(after[lo:hi])
+        offset = np.arange(ends[-1]) - np.repeat(ends - after[lo:hi], after[lo:hi])
+        first = np.repeat(positions[lo:hi], after[lo:hi])
+        yield first, first + 1 + offset
 
 
 def _batches(sizes: np.ndarray) -> list[tuple[int, int]]:

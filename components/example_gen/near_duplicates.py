@@ -63,10 +63,14 @@ def near_duplicates_report(config: ExampleGenConfig, plan: IngestPlan, chunks: l
     report = {"mode": config.near_duplicates, **locate_rows(found, chunks, columns, [i.path for i in config.indexes])}
     if config.near_duplicates == "fail" and report["count"]:
         raise NearDuplicatesError(
-            f"{report['count']} near-duplicate image pairs across splits (perceptual hashes within "
+            f"{report['count']} near-duplicate image {_pairs(report['count'])} across splits (perceptual hashes within "
             f"{report['distance']} bits), e.g. {describe_pair(report['examples'][0])}; no manifest written "
             f"(--near-duplicates warn reports them without failing)")
     return report
+
+
+def _pairs(count: int) -> str:
+    return "pair" if count == 1 else "pairs"
 
 
 def describe_pair(example: dict[str, Any]) -> str:

@@ -1,10 +1,9 @@
 """The manifest's provenance fields and the human summary printed at the end of a run."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from ..core.cloud_env import redact_args
+from ..core.cloud_env import recorded_options
 from ..core.hashing import sha256_of  # noqa: F401  (re-exported)
 from ..core.manifest import Manifest
 from .columns import ColumnSpec
@@ -14,10 +13,7 @@ from .near_duplicates import describe_pair
 
 def options_json(config: ExampleGenConfig) -> dict[str, Any]:
     """The run's options for the manifest: no credentials (Beam's secret flags are redacted)."""
-    options = dataclasses.asdict(config)
-    options.pop("indexes")
-    options["beam_args"] = redact_args(config.beam_args)
-    return options
+    return recorded_options(config, leave_out=("indexes",))
 
 
 def ingest_ops(columns: list[ColumnSpec]) -> dict[str, dict[str, Any]]:
@@ -68,7 +64,8 @@ def near_duplicate_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     if report["count"]:
         more = " (the search stopped there: at least this many)" if report.get("truncated") else ""
-        lines.append(f"NEAR-DUPLICATES: {report['count']} image pairs in different splits are altered copies "
+        pairs = "pair" if report["count"] == 1 else "pairs"
+        lines.append(f"NEAR-DUPLICATES: {report['count']} image {pairs} in different splits are altered copies "
                      f"(perceptual hashes within {report['distance']} bits){more}, e.g.:")
         lines += [f"  {describe_pair(example)}" for example in report["examples"]]
     within = {split: count for split, count in report["within_split"].items() if count}

@@ -31,13 +31,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--rows-per-chunk", type=int, help="CSV rows per work unit (default: from the row count)")
 
 
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> PredictConfig:
+    """`extra` are Beam's own options (--runner, --direct_num_workers, ...)."""
+    return PredictConfig(model=args.model, output=args.output, index=args.index, data_root=args.data_root,
+                         examples=args.examples, split=args.split, format=args.format, top_k=args.top_k,
+                         prediction_log=args.prediction_log, batch_size=args.batch_size,
+                         max_batch_mb=args.max_batch_mb, rows_per_chunk=args.rows_per_chunk,
+                         beam_args=tuple(extra))
+
+
 def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs the prediction; `extra` are Beam's own options (--runner, --direct_num_workers, ...)."""
-    config = PredictConfig(model=args.model, output=args.output, index=args.index, data_root=args.data_root,
-                           examples=args.examples, split=args.split, format=args.format, top_k=args.top_k,
-                           prediction_log=args.prediction_log, batch_size=args.batch_size,
-                           max_batch_mb=args.max_batch_mb, rows_per_chunk=args.rows_per_chunk,
-                           beam_args=tuple(extra))
+    """Runs the prediction on Beam."""
+    config = config_from_args(args, extra)
     config.check_inputs()  # a wrong location is reported before the heavy imports
     from .executor import run
 

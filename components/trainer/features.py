@@ -23,6 +23,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from ..core.errors import ConfigError
+from ..core.image_decode import CODED
 from ..core.manifest import Manifest
 from ..core.reader import decode_batch
 from ..core.serving_image import at_stored_layout, canonical_pixels, stored_bytes
@@ -104,11 +105,14 @@ class RawToModel(tf.Module):
         """float32 model input from encoded image files of any size [B] (serving): ingest's ops, then `image`.
 
         A batch whose files all have the stored layout (the Evaluator's, stored examples) takes
-        `image` directly, as training does; any other goes through `canonical_pixels` first.
+        `image` directly, as training does; any other goes through `canonical_pixels` first. Raw-stored
+        pixels always do: a file is never the stored bytes then, even at the stored size.
         """
         spec, name = self.task.raw_input_spec, self.task.input_name
         ops = (self.task.raw_manifest.extra.get("ingest_ops") or {}).get(name) or {}
         exif = ops.get("exif_orientation", "applied") == "applied"
+        if spec.encoding not in CODED:
+            return self._image_from_canonical(blobs, exif)
         fits = tf.map_fn(lambda blob: at_stored_layout(blob, tuple(spec.shape), exif), blobs,
                          fn_output_signature=tf.TensorSpec([], tf.bool))
         return tf.cond(tf.reduce_all(fits), lambda: self.image({name: blobs}),

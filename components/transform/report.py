@@ -6,7 +6,6 @@
 """
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -14,6 +13,7 @@ import tensorflow_transform as tft
 
 from ..core.errors import ShardflowError
 from ..core import storage
+from ..core.cloud_env import recorded_options
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from .config import TransformConfig
 from .materialize import BatchResult
@@ -82,7 +82,8 @@ def unseen_message(unseen: dict[str, dict[str, int]], analyze_split: str) -> str
 
 
 def options_json(config: TransformConfig) -> dict[str, Any]:
-    return dataclasses.asdict(config)
+    """The run's options for the manifest: no credentials (Beam's secret flags are redacted)."""
+    return recorded_options(config)
 
 
 # Transformed output larger than this many times ExampleGen's is called out in the report.
