@@ -57,7 +57,7 @@ test-tfx: tfx-setup
 	$(TFX_BIN)/python -m pytest -q tests_tfx
 
 bench: setup
-	$(BIN)/python -m benchmarks.run_all $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.run_all --publish $(BENCH_ARGS)
 
 # The golden compiled pipeline the tests compare with; regenerate after a deliberate pipeline change.
 golden: setup

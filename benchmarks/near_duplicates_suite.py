@@ -11,14 +11,13 @@ from typing import Any
 from shardflow.example_gen.config import DEFAULT_NEAR_DUPLICATE_DISTANCE
 
 from . import near_duplicates
+from .suites import parse_size
 
 NAME = "near_duplicates"
 TARGET_RECALL, TARGET_FALSE_RATE = 0.95, 0.001
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .run_all import parse_size  # run_all imports the suites: a module-level import would be a cycle
-
     group = parser.add_argument_group("near_duplicates")
     group.add_argument("--nd-originals", type=int, default=300, help="distinct originals per kind (default 300)")
     group.add_argument("--nd-hashes", nargs="+", type=parse_size, default=[100_000, 1_000_000],

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from . import photos_e2e
+from .suites import parse_size
 
 NAME = "photos_e2e"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .run_all import parse_size  # run_all imports the suites: a module-level import would be a cycle
-
     group = parser.add_argument_group("photos_e2e")
     group.add_argument("--e2e-rows", nargs="+", type=parse_size, default=[5_000, 20_000],
                        help="photo counts (its own sizes, default 5k 20k)")

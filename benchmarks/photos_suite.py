@@ -30,6 +30,7 @@ from typing import Any, Callable
 from .example_gen_suite import contender_watch, measure
 from .photo_data import NUM_PHOTOS, ensure_photo_index, ensure_photos
 from .photos_bench import STORAGES
+from .suites import parse_size
 from .targets import photo_targets
 
 NAME = "photos"
@@ -39,8 +40,6 @@ DESCRIPTIONS = {"a": "(a) Pillow loop, 1 process", "b": "(b) same loop, 2-proces
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .run_all import parse_size  # here: run_all imports the suites
-
     group = parser.add_argument_group("photos")
     group.add_argument("--photo-rows", nargs="+", type=parse_size, default=list(DEFAULT_ROWS),
                        help="sizes in rows, independent of --rows (default 20k 200k)")

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from . import rerun_cache
+from .suites import parse_size
 
 NAME = "rerun_cache"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .run_all import parse_size  # run_all imports the suites: a module-level import would be a cycle
-
     group = parser.add_argument_group("rerun_cache")
     group.add_argument("--rerun-rows", type=parse_size, default=5_000, help="photo count (its own size, default 5k)")
     group.add_argument("--rerun-epochs", type=int, default=3)

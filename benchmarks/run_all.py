@@ -9,43 +9,31 @@
     python -m benchmarks.run_all --only rerun_cache --rerun-rows 5k                   # reruns: what caching saves
     python -m benchmarks.run_all --only predict --predict-rows 5k 50k                  # shardflow predict vs a loop
     python -m benchmarks.run_all --only near_duplicates --nd-hashes 100k 1M           # perceptual hashes and search
+    python -m benchmarks.run_all --publish ...     # also benchmarks/results/<suite>.json and docs/benchmarks.md
 
-A suite is a module `benchmarks.<name>_suite` with `NAME`, `add_arguments(parser)`,
-`run(args, sizes, work) -> dict` (JSON-able; key "failed" when something went wrong) and
-`markdown(result) -> str`, listed in `SUITES`.
+`make bench` passes `--publish`: each result, with when, how and on what machine it was measured
+(`machine.run_record`), is kept in `benchmarks/results/` and docs/benchmarks.md is generated from
+them (`docs_page`).
+
+The suites and their interface: `suites.py`.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
-import re
+import shlex
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
-SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e", "rerun_cache",
-          "near_duplicates", "predict")
-MODULES = {"predict": "predict_bench"}  # suites whose module is not benchmarks.<name>_suite
+from .docs_page import RESULTS
+from .docs_page import write as write_page
+from .machine import load_now, run_record
+from .suites import SUITES, load_suites, parse_size  # noqa: F401  (parse_size: the suites' flags)
+
 DEFAULT_ROWS = "200000 1000000"
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
-
-
-def parse_size(text: str) -> int:
-    """`5000`, `200_000`, `200k`, `1M`, `1.5m` → a row count."""
-    match = _SIZE.match(text.replace("_", "").strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"not a row count: {text!r} (e.g. 5000, 200k, 1M)")
-    number, unit = float(match.group(1)), match.group(2).lower()
-    rows = int(number * {"": 1, "k": 1_000, "m": 1_000_000}[unit])
-    if rows < 1:
-        raise argparse.ArgumentTypeError(f"row count must be >= 1, got {text!r}")
-    return rows
-
-
-def load_suites(names: tuple[str, ...] = SUITES) -> list[ModuleType]:
-    return [importlib.import_module(f"benchmarks.{MODULES.get(name, name + '_suite')}") for name in names]
 
 
 def build_parser(suites: list[ModuleType]) -> argparse.ArgumentParser:
@@ -58,6 +46,8 @@ def build_parser(suites: list[ModuleType]) -> argparse.ArgumentParser:
                         help="work directory for data, outputs, logs and JSON (env BENCH_WORK, default bench_out)")
     parser.add_argument("--only", action="append", choices=[s.NAME for s in suites],
                         help="run only this suite; repeatable")
+    parser.add_argument("--publish", action="store_true",
+                        help="keep each result in benchmarks/results/ and regenerate docs/benchmarks.md")
     for suite in suites:
         suite.add_arguments(parser)
     return parser
@@ -71,12 +61,19 @@ def main(argv: list[str] | None = None) -> int:
         args.only = os.environ["BENCH_ONLY"].split()
     args.work.mkdir(parents=True, exist_ok=True)
     failed = False
+    command = shlex.join(["python", "-m", "benchmarks.run_all", *(sys.argv[1:] if argv is None else argv)])
     for suite in suites:
         if args.only and suite.NAME not in args.only:
             continue
+        started, load_before = time.time(), load_now()
         result = suite.run(args, sorted(set(args.rows)), args.work)
+        result["run"] = run_record(command, started, load_before)
         path = args.work / f"{suite.NAME}.json"
         path.write_text(json.dumps(result, indent=2) + "\n")
+        if args.publish:
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / path.name).write_text(path.read_text())
+            print(f"published: {write_page()}", flush=True)
         print(f"\n## {suite.NAME} (sizes {', '.join(f'{n:,}' for n in result.get('sizes', []))})\n")
         print(suite.markdown(result))
         print(f"\nall figures: {path}", flush=True)

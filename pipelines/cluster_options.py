@@ -1,4 +1,4 @@
-"""Where the pipeline's pods run: the image, PVCs on every step, GPU node pools for Trainer and Evaluator.
+"""Where the pipeline's pods run: the image, PVCs on every step, GPU node pools for the Tuner, Trainer and Evaluator.
 
 Parsed and checked here, without kfp (so a bad flag fails in milliseconds); pipeline.py applies them
 with kfp-kubernetes. Every refusal names the flag and the value.
@@ -139,9 +139,9 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     add("--mount-pvc", action="append", default=[], metavar="CLAIM=PATH",
         help="mount this PersistentVolumeClaim at PATH on every step; repeatable")
     add("--node-selector", action="append", default=[], metavar="KEY=VALUE",
-        help="node label the Trainer and Evaluator pods require (a GPU node pool); repeatable")
+        help="node label the Tuner, Trainer and Evaluator pods require (a GPU node pool); repeatable")
     add("--toleration", action="append", default=[], metavar="KEY[=VALUE]:EFFECT",
-        help=f"taint the Trainer and Evaluator pods tolerate; EFFECT: {', '.join(TAINT_EFFECTS)}; repeatable")
+        help=f"taint the Tuner, Trainer and Evaluator pods tolerate; EFFECT: {', '.join(TAINT_EFFECTS)}; repeatable")
 
 
 def cluster_options_from_args(args: argparse.Namespace) -> ClusterOptions:

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from shardflow.core.errors import ConfigError, ShardflowError
-from shardflow.pipelines.cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
-from shardflow.pipelines.names import PIPELINE_NAME
-from shardflow.pipelines.params import declared_parameters, parse_param_args, typed_params
+from ..core.errors import ConfigError, ShardflowError
+from .cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
+from .names import PIPELINE_NAME
+from .params import declared_parameters, parse_param_args, typed_params
 
 if TYPE_CHECKING:  # kfp (and the kubernetes client it imports) costs seconds: loaded when a command runs
     import kfp
@@ -200,7 +200,7 @@ def compiled_package(args: argparse.Namespace, workdir: str) -> str:
                               f"with --pipeline-package {args.pipeline_package!r}, pass them to `shardflow compile`")
         return args.pipeline_package
     image = check_image(args.image, args.allow_mutable_image)
-    from shardflow.pipelines.compiler import compile_pipeline
+    from .compiler import compile_pipeline
 
     return str(compile_pipeline(os.path.join(workdir, "pipeline.yaml"), image, cluster,
                                 allow_mutable_image=args.allow_mutable_image))
@@ -266,7 +266,7 @@ def run_parameters(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[s
     are checked as `shardflow run` checks its flags (unknown flags, bad values), before anything is sent."""
     parameters = typed_params(spec, params)
     if spec.get("pipelineInfo", {}).get("name") == PIPELINE_NAME:
-        from shardflow.pipelines.run_task import check_baked_params
+        from .run_task import check_baked_params
 
         check_baked_params(declared_parameters(spec), parameters)
     return parameters

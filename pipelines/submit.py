@@ -19,8 +19,8 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-from shardflow.core.errors import ConfigError
-from shardflow.pipelines.schedule import (
+from ..core.errors import ConfigError
+from .schedule import (
     DEFAULT_TOKEN_PATH,
     add_connection_arguments,
     check_host,
@@ -31,7 +31,7 @@ from shardflow.pipelines.schedule import (
     reporting_api_errors,
     run_parameters,
 )
-from shardflow.pipelines.params import parse_param_args
+from .params import parse_param_args
 
 
 def submit(host: str, pipeline_package: str, params: Mapping[str, Any], run_name: str, experiment: str,

@@ -111,3 +111,16 @@ def test_the_old_cycles_would_be_caught() -> None:
     assert imported_names("shardflow.pipelines.pipeline", source, False, set(graph)) == {"shardflow.pipelines.cli"}
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_pipelines_import_their_package_relatively() -> None:
+    """One import style in pipelines/: relative. components.py is the exception the KFP SDK imposes: its
+    function bodies run alone in a step's container, so they import `shardflow.…` absolutely."""
+    absolute = []
+    for path in sorted((REPO / "pipelines").glob("*.py")):
+        if path.name == "components.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("shardflow"):
+                absolute.append(f"{path.name}:{node.lineno} from {node.module}")
+    assert absolute == []  # (`import shardflow` to find the package's files, as local_cache does, is not a style)

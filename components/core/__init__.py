@@ -1,4 +1,7 @@
-"""Pieces shared by every component: TFRecord framing, Example encoding, manifests, readers, Beam set-up.
+"""Pieces shared by every component: storage, the output life cycle, TFRecord framing, Example encoding,
+manifests, readers, Beam set-up, errors.
 
-Nothing here imports kfp; only `reader` imports TensorFlow (the Beam workers never need it).
+Nothing here imports kfp or tfx. TensorFlow is imported only by the modules that build graphs
+(`reader`, `image_decode`, `serving_image`) and, lazily, by `cloud_env` to register s3:// with it;
+the Beam workers' encoding path never needs it.
 """
