@@ -85,6 +85,10 @@ def test_every_topic_has_a_page_that_starts_with_what_it_lets_you_do(topic: str)
     text = (REPO / "docs" / f"{topic}.md").read_text()
     first_paragraph = text.split("\n\n")[1]
     assert first_paragraph.startswith("What this page lets you do"), first_paragraph[:80]
+    if topic not in ("architecture", "benchmarks"):  # then the flags, then the outputs
+        sections = re.findall(r"^## (\w+)", text, re.M)
+        flags = next(i for i, name in enumerate(sections) if name in ("Flags", "Parameters"))
+        assert sections.index("Outputs") == flags + 1, sections[:4]
 
 
 def test_the_benchmarks_page_is_generated_from_the_results() -> None:
