@@ -1,0 +1,119 @@
+"""The README's quickstarts, run as written on a small folder of the user's kind of data.
+
+The commands are read from README.md (the fenced block under each quickstart heading) and run one
+after the other in a directory holding what the quickstart says the user has: `photos/` with
+`labels.csv` and `new.csv` (JPEG photos of any size), and `scans/` with `masks.csv` (photos with
+PNG masks of class ids).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+import doc_checks
+
+README = doc_checks.REPO / "README.md"
+CLASSES = ("red", "blue")
+
+
+def quickstart_commands(heading: str) -> list[str]:
+    """The `shardflow` command lines of the first fenced block after `heading`."""
+    text = README.read_text()
+    start = text.index(heading)
+    block = re.search(r"```\w*\n(.*?)```", text[start:], re.S)
+    assert block, f"no command block under {heading!r}"
+    return [line for line in doc_checks.commands_in(f"```\n{block.group(1)}```\n")]
+
+
+def _photo(path: Path, label: str, rng: np.random.Generator) -> None:
+    """A noisy photo of a random size with a large disk of the class's colour."""
+    width, height = (int(v) for v in rng.integers(80, 200, size=2))
+    pixels = rng.integers(90, 160, size=(height, width, 3), dtype=np.uint8)
+    image = Image.fromarray(pixels)
+    colour = (220, 40, 40) if label == "red" else (40, 60, 220)
+    radius = min(width, height) // 3
+    cx, cy = width // 2 + int(rng.integers(-8, 8)), height // 2 + int(rng.integers(-8, 8))
+    ImageDraw.Draw(image).ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=colour)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="JPEG", quality=int(rng.integers(80, 95)))
+
+
+def write_photos(root: Path, count: int = 120, new: int = 20, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(count + new):
+        label = CLASSES[i % 2]
+        _photo(root / label / f"{i:04d}.jpg", label, rng)
+        rows.append((f"{label}/{i:04d}.jpg", label))
+    _csv(root / "labels.csv", ["image", "label"], rows[:count])
+    _csv(root / "new.csv", ["image"], [(path,) for path, _ in rows[count:]])
+
+
+def write_scans(root: Path, count: int = 96, seed: int = 1) -> None:
+    """Photos with a bright rectangle (class 1) on a noisy background (class 0), and their masks."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(count):
+        pixels = rng.integers(20, 110, size=(72, 72, 3), dtype=np.uint8)
+        mask = np.zeros((72, 72), dtype=np.uint8)
+        top, left = (int(v) for v in rng.integers(4, 36, size=2))
+        pixels[top:top + 30, left:left + 30] = rng.integers(180, 250, size=(30, 30, 3), dtype=np.uint8)
+        mask[top:top + 30, left:left + 30] = 1
+        (root / "images").mkdir(parents=True, exist_ok=True)
+        (root / "masks").mkdir(parents=True, exist_ok=True)
+        Image.fromarray(pixels).save(root / "images" / f"{i:03d}.jpg", quality=92)
+        Image.fromarray(mask).save(root / "masks" / f"{i:03d}.png")
+        rows.append((f"images/{i:03d}.jpg", f"masks/{i:03d}.png"))
+    _csv(root / "masks.csv", ["image", "mask"], rows)
+
+
+def _csv(path: Path, header: list[str], rows: list[tuple]) -> None:
+    with open(path, "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def run_as_written(commands: list[str], cwd: Path) -> list[str]:
+    outputs = []
+    for command in commands:
+        words = shlex.split(command)
+        done = subprocess.run([sys.executable, "-m", "shardflow", *words[1:]], cwd=cwd, capture_output=True,
+                              text=True, timeout=1200)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        outputs.append(done.stdout)
+    return outputs
+
+
+def test_photos_to_a_classifier_as_the_readme_says(tmp_path: Path) -> None:
+    commands = quickstart_commands("### Photos → a classifier")
+    assert 1 <= len(commands) <= 10
+    write_photos(tmp_path / "photos")
+    run_as_written(commands, tmp_path)
+    pointer = json.loads((tmp_path / "runs/photos/serving/CURRENT.json").read_text())
+    assert pointer["version"] == 1
+    summary = json.loads((tmp_path / "runs/photos/labels/predict.json").read_text())
+    assert summary["rows"] == summary["predicted"] == 20 and summary["rejected"] == 0
+    with open(next((tmp_path / "runs/photos/labels/predictions").glob("part-*.csv"))) as table:
+        rows = list(csv.DictReader(table))
+    right = sum(row["class_name"] == row["path"].split("/")[0] for row in rows)
+    assert right >= 16, rows  # the served model labels the user's new photos, of other sizes than any seen
+
+
+def test_photos_and_masks_to_segmentation_as_the_readme_says(tmp_path: Path) -> None:
+    commands = quickstart_commands("### Photos and masks → segmentation")
+    assert 1 <= len(commands) <= 10
+    write_scans(tmp_path / "scans")
+    run_as_written(commands, tmp_path)
+    pointer = json.loads((tmp_path / "runs/scans/serving/CURRENT.json").read_text())
+    assert pointer["version"] == 1
+    metrics = json.loads(next((tmp_path / "runs/scans").rglob("evaluate/evaluation/metrics.json")).read_text())
+    assert metrics["overall"]["mean_iou"] >= 0.5
