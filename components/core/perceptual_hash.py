@@ -48,6 +48,15 @@ _LOW = _DCT[:9]  # frequencies 0-8: the 8×8 block and the extra coefficient (8,
 # signed beyond _DEAD_ZONE (in the orthonormal DCT's units: a mean-luma step of 8 over the image).
 _TONE_COEFFICIENTS = ((0, 1), (1, 0), (2, 0), (1, 1), (0, 2), (0, 3), (1, 2), (2, 1))
 _DEAD_ZONE = 8.0 * SIDE / 8
+# Precomputed once: these run on every image ExampleGen ingests, where numpy's per-call cost dominates.
+_AC_INDEX = np.append(np.arange(1, 64) // 8 * 9 + np.arange(1, 64) % 8, 8 * 9)  # 8×8 block without DC, then (8, 0)
+_TONE_INDEX = np.array([i * 9 + j for i, j in _TONE_COEFFICIENTS])
+_LEVELS = (np.arange(16) + 0.5) / 16
+_TONE_LOW = np.array([0.0, -112.0, -112.0])[:, None]
+_TONE_SPAN = np.array([255.0, 224.0, 224.0])[:, None]
+_CHROMA = np.array([0.564, 0.713])
+_MEAN_WEIGHTS = np.full(SIDE * SIDE, 1.0 / (SIDE * SIDE), dtype=np.float32)  # a mean as one BLAS call
+_LUMA_SUM = np.float32(_LUMA.sum())
 _NEAR_UNIFORM_ENERGY = 2.0  # RMS of the low-frequency AC image below which nothing but tone is left
 _NEAR_UNIFORM_TIES = 0.4  # fraction of coefficients within 2 % of the spread of the median: dct bits are noise
 
@@ -87,7 +96,7 @@ def _ac_values(luma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The low-frequency DCT coefficients, and the 64 AC values the dct hash thresholds (the 8×8
     block without DC, then (8, 0))."""
     coefficients = _LOW @ luma @ _LOW.T
-    return coefficients, np.append(coefficients[:8, :8].ravel()[1:], coefficients[8, 0])
+    return coefficients, coefficients.ravel()[_AC_INDEX]
 
 
 def _median(values: np.ndarray) -> float:
@@ -106,32 +115,63 @@ def is_near_uniform(thumb: np.ndarray) -> bool:
     return _near_uniform(_ac_values(thumb @ _LUMA)[1])
 
 
-def _near_uniform(values: np.ndarray) -> bool:
+def _near_uniform(values: np.ndarray, median: float | None = None) -> bool:
     if np.sqrt(np.dot(values, values)) / SIDE < _NEAR_UNIFORM_ENERGY:
         return True
-    spread = np.abs(values - _median(values))
-    return bool(np.mean(spread < 0.02 * spread.max()) > _NEAR_UNIFORM_TIES)
-
-
-def _thermometer(value: float, low: float, high: float, levels: int = 16) -> np.ndarray:
-    return value > low + (high - low) * (np.arange(levels) + 0.5) / levels
+    spread = np.abs(values - (_median(values) if median is None else median))
+    return bool(np.count_nonzero(spread < 0.02 * spread.max()) > _NEAR_UNIFORM_TIES * len(values))
 
 
 def tone_hash(thumb: np.ndarray) -> int:
     luma = thumb @ _LUMA
-    coefficients = _ac_values(luma)[0]
-    signs = [(coefficients[i, j] > _DEAD_ZONE, coefficients[i, j] < -_DEAD_ZONE) for i, j in _TONE_COEFFICIENTS]
-    blue = 0.564 * float(np.mean(thumb[..., 2] - luma))  # YCbCr chroma, centred on 0
-    red = 0.713 * float(np.mean(thumb[..., 0] - luma))
-    return _pack(np.concatenate([np.array(signs).ravel(), _thermometer(float(luma.mean()), 0, 255),
-                                 _thermometer(blue, -112, 112), _thermometer(red, -112, 112)]))
+    coefficients = (_LOW @ luma @ _LOW.T).reshape(1, -1)
+    return int(_tones(coefficients, luma.mean()[None], thumb.reshape(-1, 3).mean(axis=0)[None])[0])
 
 
 def image_hashes(image: Image.Image | np.ndarray) -> tuple[int, int | None]:
     """(dct hash, tone hash or None when the image has structure): what ExampleGen stores per image."""
+    luma, means = hash_input(image)
+    return hashes_of(luma[None], means[None])[0]
+
+
+def hash_input(image: Image.Image | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What the hashes need of one image, 4 KB whatever its size: the 32×32 luma thumbnail and the mean
+    R, G, B. ExampleGen keeps these per image and hashes them in batches (`hashes_of`)."""
+    if isinstance(image, Image.Image) and image.mode == "L":  # gray: the luma is the thumbnail itself
+        small = np.asarray(image.resize((SIDE, SIDE), Image.Resampling.BOX, reducing_gap=1.0), dtype=np.float32)
+        luma = small * _LUMA_SUM
+        return luma, np.repeat(_MEAN_WEIGHTS @ small.reshape(-1, 1), 3)
     thumb = thumbnail(image)
-    values = _ac_values(thumb @ _LUMA)[1]
-    return _pack(values > _median(values)), (tone_hash(thumb) if _near_uniform(values) else None)
+    return thumb @ _LUMA, _MEAN_WEIGHTS @ thumb.reshape(-1, 3)
+
+
+def hashes_of(lumas: np.ndarray, means: np.ndarray) -> list[tuple[int, int | None]]:
+    """`image_hashes` of N images from their `hash_input`s ([N, 32, 32], [N, 3]), vectorized: per image,
+    numpy's per-call cost would be most of ingest's time on small images."""
+    coefficients = (_LOW @ lumas @ _LOW.T).reshape(len(lumas), -1)  # [N, 81]: frequencies 0-8 squared
+    values = coefficients[:, _AC_INDEX]
+    ordered = np.sort(values, axis=1)
+    medians = (ordered[:, 31] + ordered[:, 32]) / 2
+    dct = _packed(values > medians[:, None])
+    spread = np.abs(values - medians[:, None])
+    uniform = (np.sqrt(np.einsum("ij,ij->i", values, values)) / SIDE < _NEAR_UNIFORM_ENERGY) | (
+        np.count_nonzero(spread < 0.02 * spread.max(axis=1, keepdims=True), axis=1) > _NEAR_UNIFORM_TIES * 64)
+    tone = _tones(coefficients, lumas.mean(axis=(1, 2)), means)
+    return [(int(d), int(t) if u else None) for d, t, u in zip(dct, tone, uniform)]
+
+
+def _tones(coefficients: np.ndarray, mean_luma: np.ndarray, means: np.ndarray) -> np.ndarray:
+    low = coefficients[:, _TONE_INDEX]
+    signs = np.stack([low > _DEAD_ZONE, low < -_DEAD_ZONE], axis=2).reshape(len(low), 16)
+    chroma = _CHROMA * (means[:, [2, 0]] - mean_luma[:, None])  # YCbCr blue and red chroma, centred on 0
+    tones = np.concatenate([mean_luma[:, None], chroma], axis=1)
+    levels = tones[:, :, None] > (_TONE_LOW + _TONE_SPAN * _LEVELS)[None]  # thermometers: [N, 3, 16]
+    return _packed(np.concatenate([signs, levels.reshape(len(low), 48)], axis=1))
+
+
+def _packed(bits: np.ndarray) -> np.ndarray:
+    """[N, 64] booleans → N signed 64-bit integers (what int64 tables hold)."""
+    return np.ascontiguousarray(np.packbits(bits.astype(np.uint8), axis=1)).view(">i8")[:, 0].astype(np.int64)
 
 
 def distance(a: int, b: int) -> int:

@@ -17,8 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import apache_beam as beam
+import numpy as np
 
 from ..core import storage
+from ..core.perceptual_hash import hashes_of
 from ..core.shard_plan import Part
 from ..core.shard_writer import PartWriter
 from .column_files import write_column_file
@@ -27,6 +29,9 @@ from .csv_index import Chunk, read_chunk
 from .leakage import digest_table
 from .rows import Encoded, Reject, RowEncoder
 from .splitting import SplitAssigner
+
+
+HASH_BATCH = 256  # images hashed together: numpy's per-call cost paid once per batch, not per image
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ class _SplitBuffer:
         self.digests: list[int] = []
         self.digest_rows: list[int] = []
         self.phashes: dict[str, tuple[list[int], list[int]]] = {"dct": ([], []), "tone": ([], [])}
+        self.pending: list[tuple[np.ndarray, np.ndarray, int]] = []  # hash inputs not hashed yet, with their rows
 
     def add(self, encoded: Encoded) -> None:
         self.writer.write(encoded.example, encoded.payload_bytes)
@@ -96,10 +102,20 @@ class _SplitBuffer:
         for digest in encoded.digests:
             self.digests.append(digest)
             self.digest_rows.append(encoded.row)
-        for dct, tone in encoded.phashes:
-            self._add_phash("dct", dct, encoded.row)
+        self.pending += [(luma, means, encoded.row) for luma, means in encoded.phashes]
+        if len(self.pending) >= HASH_BATCH:
+            self.hash_pending()
+
+    def hash_pending(self) -> None:
+        """Perceptual hashes of the images waiting, in one vectorized pass (bounded: HASH_BATCH × 4 KB)."""
+        if not self.pending:
+            return
+        hashes = hashes_of(np.stack([p[0] for p in self.pending]), np.stack([p[1] for p in self.pending]))
+        for (dct, tone), (_, _, row) in zip(hashes, self.pending):
+            self._add_phash("dct", dct, row)
             if tone is not None:  # only near-uniform images have one
-                self._add_phash("tone", tone, encoded.row)
+                self._add_phash("tone", tone, row)
+        self.pending = []
 
     def _add_phash(self, kind: str, value: int, row: int) -> None:
         self.phashes[kind][0].append(value)
@@ -148,6 +164,7 @@ class EncodeChunkFn(beam.DoFn):
                                durable=False)
             write_column_file(self.plan.column_file(split, chunk), self.plan.columns, buffer.values)
             if self.plan.perceptual_hashes:
+                buffer.hash_pending()
                 for kind, (values, rows) in buffer.phashes.items():
                     storage.write_bytes(self.plan.phash_file(split, chunk, kind), digest_table(values, rows),
                                        durable=False)

@@ -8,8 +8,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..core.example_proto import encode_example
-from ..core.perceptual_hash import image_hashes
+from ..core.perceptual_hash import hash_input
 from .columns import ColumnSpec, parse_value
 from .csv_index import Record
 from .data_root import BadCell, open_data_root
@@ -40,7 +42,7 @@ class Encoded:
     values: dict[str, Any]  # column → parsed value (labels, metadata) or payload size (files)
     digests: list[int] = field(default_factory=list)  # content hashes of image-role files
     # perceptual hashes of image-role pixels, (dct, tone or None) each: the near-duplicate check
-    phashes: list[tuple[int, int | None]] = field(default_factory=list)
+    phashes: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # hash_input per image: hashed in batches
 
 
 def content_digest(data: bytes) -> int:
@@ -71,7 +73,7 @@ class RowEncoder:
         features: dict[str, Any] = {}
         values: dict[str, Any] = {}
         digests: list[int] = []
-        phashes: list[tuple[int, int | None]] = []
+        phashes: list[tuple[np.ndarray, np.ndarray]] = []
         payload = 0
         image_hw: tuple[int, int] | None = None  # the primary image's size as stored, EXIF orientation applied
         for column in self.order:
@@ -94,7 +96,7 @@ class RowEncoder:
                     if column.role == "image":
                         digests.append(content_digest(data))
                         if self.perceptual_hashes:
-                            phashes.append(image_hashes(image))
+                            phashes.append(hash_input(image))
                 else:
                     value = self._parse(column, cell)
                     features[column.name] = [value]
