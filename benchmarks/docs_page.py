@@ -39,7 +39,10 @@ make bench BENCH_ARGS="--only predict --predict-rows 5k 50k"  # one suite, its o
 ```
 
 Each section says when and with which command it was measured, on what machine, and whether the
-machine was quiet: a 1-minute load average under {quiet} when the suite started. Ratios compare
+machine was quiet: processes outside the benchmark used under {quiet} cores on average while it ran
+(sampled every 5 s; the load average, which counts the benchmark's own earlier work, is shown too;
+a result recorded before that measure existed was called quiet by a load average under 0.5 at its start).
+Ratios compare
 contenders run one after the other in the same suite run, so they hold better than the absolute
 rates on a busy machine.
 """
@@ -61,9 +64,14 @@ TITLES = {
 def header(run: dict[str, Any]) -> str:
     machine = run["machine"]
     busy = "quiet" if run["quiet"] else "not quiet"
+    if "other_cpu_mean" in run:
+        how = (f"other processes used {run['other_cpu_mean']:.2f} cores on average, {run['other_cpu_max']:.2f} at most; "
+               f"load average {run['load_before']:.2f} before, {run['load_after']:.2f} after")
+    else:  # recorded before other processes' CPU was measured
+        how = f"load average {run['load_before']:.2f} before, {run['load_after']:.2f} after"
     return (f"Measured {run['date']} with `{run['command']}` ({run['seconds']:.0f} s).\n"
             f"Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory_gb']} GB, {machine['platform']}; "
-            f"{busy} (load {run['load_before']:.2f} before, {run['load_after']:.2f} after).")
+            f"{busy} ({how}).")
 
 
 def section(name: str, result: dict[str, Any] | None) -> str:

@@ -30,7 +30,7 @@ from types import ModuleType
 
 from .docs_page import RESULTS
 from .docs_page import write as write_page
-from .machine import load_now, run_record
+from .machine import OtherCpu, load_now, run_record
 from .suites import SUITES, load_suites, parse_size  # noqa: F401  (parse_size: the suites' flags)
 
 DEFAULT_ROWS = "200000 1000000"
@@ -66,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and suite.NAME not in args.only:
             continue
         started, load_before = time.time(), load_now()
-        result = suite.run(args, sorted(set(args.rows)), args.work)
-        result["run"] = run_record(command, started, load_before)
+        with OtherCpu() as others:
+            result = suite.run(args, sorted(set(args.rows)), args.work)
+        result["run"] = run_record(command, started, load_before, others)
         path = args.work / f"{suite.NAME}.json"
         path.write_text(json.dumps(result, indent=2) + "\n")
         if args.publish:
