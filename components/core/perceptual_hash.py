@@ -87,39 +87,11 @@ def _thumbnail_array(pixels: np.ndarray) -> np.ndarray:
     return np.repeat(stacked, 3, axis=2) if stacked.shape[2] == 1 else stacked
 
 
-def _pack(bits: np.ndarray) -> int:
-    """64 booleans → a signed 64-bit integer (what int64 tables hold)."""
-    return int(np.packbits(bits.astype(np.uint8)).view(">i8")[0])
-
-
-def _ac_values(luma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The low-frequency DCT coefficients, and the 64 AC values the dct hash thresholds (the 8×8
-    block without DC, then (8, 0))."""
-    coefficients = _LOW @ luma @ _LOW.T
-    return coefficients, coefficients.ravel()[_AC_INDEX]
-
-
-def _median(values: np.ndarray) -> float:
-    ordered = np.sort(values)  # np.median costs 10x more on 64 values
-    return float(ordered[31] + ordered[32]) / 2
-
-
-def dct_hash(thumb: np.ndarray) -> int:
-    values = _ac_values(thumb @ _LUMA)[1]
-    return _pack(values > _median(values))
-
-
 def is_near_uniform(thumb: np.ndarray) -> bool:
-    """True when the dct bits are mostly noise: little low-frequency energy, or most coefficients
-    tied with the median (a smooth gradient puts all its energy in a handful of them)."""
-    return _near_uniform(_ac_values(thumb @ _LUMA)[1])
-
-
-def _near_uniform(values: np.ndarray, median: float | None = None) -> bool:
-    if np.sqrt(np.dot(values, values)) / SIDE < _NEAR_UNIFORM_ENERGY:
-        return True
-    spread = np.abs(values - (_median(values) if median is None else median))
-    return bool(np.count_nonzero(spread < 0.02 * spread.max()) > _NEAR_UNIFORM_TIES * len(values))
+    """True when the dct bits are mostly noise (little low-frequency energy, or most coefficients tied
+    with the median): only then does an image get a tone hash."""
+    luma = thumb @ _LUMA
+    return hashes_of(luma[None], (_MEAN_WEIGHTS @ thumb.reshape(-1, 3))[None])[0][1] is not None
 
 
 def tone_hash(thumb: np.ndarray) -> int:
