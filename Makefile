@@ -37,8 +37,8 @@ run: setup
 	    --data-root $(DEMO)/digits --output runs/digits --train-args "--epochs 10" --threshold "accuracy>=0.9"
 
 test: setup tfx-setup
-	$(BIN)/python -m pytest -q tests
-	$(TFX_BIN)/python -m pytest -q tests_tfx
+	$(BIN)/python -m pytest -q --durations=40 tests
+	$(TFX_BIN)/python -m pytest -q --durations=15 tests_tfx
 
 tfx-setup: $(TFX_STAMP)
 
@@ -54,7 +54,7 @@ $(TFX_STAMP): $(TFX_LOCK) setup.py
 	@touch $(TFX_STAMP)
 
 test-tfx: tfx-setup
-	$(TFX_BIN)/python -m pytest -q tests_tfx
+	$(TFX_BIN)/python -m pytest -q --durations=15 tests_tfx
 
 bench: setup
 	$(BIN)/python -m benchmarks.run_all --publish $(BENCH_ARGS)
