@@ -9,11 +9,14 @@ artifacts. This does the same on one machine. A step's key is a SHA-256 over
   and the versions of the frameworks it calls;
 - its input parameters (a changed CSV changes the data fingerprint, an input of ExampleGen);
 - its input artifacts by URI: an upstream step that re-ran wrote new URIs, so everything
-  downstream of a change runs again.
+  downstream of a change runs again. One exception (`CONTENT_KEYED`): infra-validate reads only the
+  Evaluator's canaries and their probabilities from its evaluation, so that input is keyed by those
+  files' bytes. The Evaluator runs every time (a new URI), but for the same model and examples it
+  keeps the same canaries, so an identical rerun does not load, time and write the warm-up file again.
 
 A hit reuses the outputs in place (no copy: the run directory gets symbolic links to them), so an
 identical rerun adds only its small reports. Only steps the pipeline marks cacheable
-(`set_caching_options(True)`: ExampleGen, validation, Transform, Tuner, Trainer) are looked up; the
+(`set_caching_options(True)`: ExampleGen, validation, Transform, Tuner, Trainer, infra-validate) are looked up; the
 Evaluator, the report and Push always run, since the served model may have changed. A cached
 output that has gone (deleted by hand) is a miss. `no_cache` names steps never to reuse ("all").
 
@@ -35,10 +38,13 @@ from typing import Any
 
 from ..core import storage
 from ..core.errors import ConfigError
+from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
 
 CACHE_DIR = "cache"
 # The steps whose outputs can be reused (the pipeline's cacheable tasks), named as `--no-cache` takes them.
-CACHEABLE_STEPS = ("example-gen", "validate", "transform", "tune", "train")
+CACHEABLE_STEPS = ("example-gen", "validate", "transform", "tune", "train", "infra-validate")
+# {step: {input artifact: files in it}}: inputs keyed by the bytes of the files the step reads, not by URI.
+CONTENT_KEYED = {"infra-validate": {"evaluation": (CANARIES, CANARY_PREDICTIONS)}}
 # Artifacts that live in KFP's metadata only: no file is ever written at their URI.
 _METADATA_ONLY = frozenset({"system.Metrics", "system.ClassificationMetrics", "system.SlicedClassificationMetrics"})
 _FRAMEWORKS = ("tensorflow", "tf-keras", "apache-beam", "tensorflow-transform", "tensorflow-data-validation", "kfp")
@@ -80,6 +86,19 @@ def _identity(value: Any) -> Any:
     raise TypeError(f"cannot key an argument of type {type(value).__name__}")
 
 
+def _keyed(task: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` with the CONTENT_KEYED inputs of `task` replaced by the SHA-256 of the files read from them."""
+    keyed = dict(arguments)
+    for name, files in CONTENT_KEYED.get(task, {}).items():
+        if name in keyed:
+            digest = hashlib.sha256()
+            for file in files:
+                path = os.path.join(keyed[name].uri, file)
+                digest.update(file.encode() + b"\0" + (Path(path).read_bytes() if os.path.isfile(path) else b"-"))
+            keyed[name] = {"artifact": keyed[name].schema_title, "content": digest.hexdigest()}
+    return keyed
+
+
 @dataclass(frozen=True)
 class StepCache:
     """The cache of one run directory (`root`: RUN_DIR/cache); `no_cache`: steps never reused, or {'all'}."""
@@ -94,7 +113,7 @@ class StepCache:
         digest = hashlib.sha256(task.encode() + b"\0" + code_fingerprint().encode())
         digest.update(component_spec.SerializeToString(deterministic=True))
         digest.update(executor_spec.SerializeToString(deterministic=True))
-        digest.update(json.dumps(arguments, sort_keys=True, default=_identity).encode())
+        digest.update(json.dumps(_keyed(task, arguments), sort_keys=True, default=_identity).encode())
         return digest.hexdigest()
 
     def _entry(self, task: str, key: str) -> Path:

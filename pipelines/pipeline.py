@@ -11,7 +11,8 @@ of the matching `shardflow` command, so a pipeline run and a manual run behave t
 
 Cluster settings in the IR: CPU/memory requests on every step; accelerators for the Trainer (and
 optionally the Evaluator) from pipeline parameters; retries with backoff on ExampleGen and Transform;
-caching on ExampleGen, validation, Transform and the Trainer (`no_cache` turns it off per step).
+caching on ExampleGen, validation, Transform, the Tuner, the Trainer and infra validation (`no_cache` turns
+it off per step).
 The data fingerprint step is never cached: its output (a hash of the index CSVs) is an input of
 ExampleGen, so a changed CSV never reuses a stale cached ExampleGen, and everything after it runs
 again on the new artifacts. The Evaluator, the report and Push always run: the served baseline may
@@ -136,7 +137,8 @@ def _steps(ops: Components, place: Place, p: dict) -> None:
     # process, as a serving container would; its report and warm-up file go to Push.
     served = ops.infra_validate(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
                                 options=p["infra_validation_options"])
-    place(served, "2", "4Gi")  # never cached: it checks this model against this evaluation, in seconds
+    # Cached: on one machine its key holds the canaries' bytes, not the Evaluator's new URI (local_cache.py).
+    place(served, "2", "4Gi", cache=True)
     report = ops.run_report(examples=examples.outputs["examples"], model=trained.outputs["model"],
                             evaluation=scored.outputs["evaluation"], infra=served.outputs["infra"])
     place(report, "500m", "1Gi")

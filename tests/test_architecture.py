@@ -39,6 +39,8 @@ ALLOWED = frozenset({
     ("predict", "example_gen"),  # rows read, checked and encoded exactly as ExampleGen does: no ingest/predict skew
     ("predict", "evaluator"),  # the model loaded as the Evaluator loads it
     ("predict", "pusher"),  # a serving directory resolved through the Pusher's CURRENT.json
+    ("infra_validator", "evaluator"),  # the Evaluator's output names: its verdict, metrics and canaries
+    ("pusher", "evaluator"),  # the Evaluator's verdict markers and metrics file
     ("pusher", "infra_validator"),  # the infra verdict's marker names and the warm-up file's place
     ("tuner", "trainer"),  # a trial is a Trainer run: its config, its --train-args parser, its run()
 })

@@ -15,7 +15,7 @@ from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 
 from helpers_images import write_quadrant_set
 
-CACHED = ("example-gen", "validate", "transform", "tune", "train")
+CACHED = ("example-gen", "validate", "transform", "tune", "train", "infra-validate")
 ALWAYS_RUN = ("fingerprint", "evaluate", "run-report")
 GOLDEN_IMAGE = "registry.example.com/ml/shardflow@sha256:" + "3f1c5e0a" * 8
 

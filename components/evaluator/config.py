@@ -27,6 +27,11 @@ from . import classification, segmentation
 __all__ = ["ConfigError", "DEFAULT_REGRESSION_TOLERANCE", "DEFAULT_THRESHOLDS", "EvaluationError", "EvaluatorConfig",
            "Regression", "Threshold", "TASK_METRICS", "check_metric_names", "parse_tolerance"]
 
+# The Evaluator's output files: the executor writes them; infra validation, Push and the pipeline read them.
+METRICS, PLOT, BLESSING = "metrics.json", "confusion_matrix.png", "blessing.json"
+BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"  # the verdict: exactly one of them, written last
+CANARIES, CANARY_PREDICTIONS = "canaries.tfrecord", "canary_predictions.npy"  # what infra validation replays
+
 # The top-level ("overall") metrics a threshold or a regression may name, per model task.
 TASK_METRICS: dict[str, tuple[str, ...]] = {
     "classification": classification.OVERALL_METRICS,

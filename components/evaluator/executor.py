@@ -31,19 +31,13 @@ from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.output_dir import OutputDir
 from ..core.tfrecord import frame
 from .blessing import Blessing, bless
-from .config import EvaluatorConfig, check_metric_names
+from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, METRICS, NOT_BLESSED, PLOT, EvaluatorConfig,
+                     check_metric_names)
 from .loaded_model import LoadedModel, check_same_labels, load_model
 from .plot import confusion_matrix_png
 from .report import deltas, json_safe, model_report
 from .scorer import ScoreResult, plan_scoring, score
 
-METRICS = "metrics.json"
-PLOT = "confusion_matrix.png"
-BLESSING = "blessing.json"
-BLESSED = "BLESSED"
-NOT_BLESSED = "NOT_BLESSED"
-CANARIES = "canaries.tfrecord"
-CANARY_PREDICTIONS = "canary_predictions.npy"
 PUBLISHED = (METRICS, PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS)
 CANARY_EXAMPLES = 256  # the first examples scored are kept: memory bounded whatever the split's size
 CANARY_VALUES = 1 << 22  # and at most this many probabilities (a segmentation example has H x W x C)

@@ -19,7 +19,8 @@ from ..core.manifest import FeatureSpec, read_manifest
 from ..core.model_info import IMAGE_INPUT, SERVING_INPUT, read_model_info
 from ..core.pixel_codec import decode_pixels, encode_pixels
 from ..core.tfrecord import iter_records
-from .config import CANARIES, CANARY_PREDICTIONS, InfraValidationError
+from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
+from .config import InfraValidationError
 
 
 @dataclass(frozen=True)

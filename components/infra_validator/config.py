@@ -18,6 +18,7 @@ from ..core import storage
 from ..core.errors import ConfigError, ShardflowError
 from ..core.input_checks import model_problem
 from ..core.uri import overlaps
+from ..evaluator.config import BLESSED, CANARIES, CANARY_PREDICTIONS, NOT_BLESSED
 
 # The verdict markers (exactly one is written, last) and the report; the Pusher reads them.
 INFRA_BLESSED, INFRA_NOT_BLESSED = "INFRA_BLESSED", "INFRA_NOT_BLESSED"
@@ -26,9 +27,6 @@ REPORT = "infra_validation.json"
 WARMUP_DIR = "assets.extra"
 WARMUP_FILE = f"{WARMUP_DIR}/tf_serving_warmup_requests"
 MAX_WARMUP_REQUESTS = 1000  # TF Serving refuses a warm-up file of more records
-# The Evaluator's canaries (shardflow.evaluator.executor writes them; named here to stay TensorFlow-free).
-CANARIES, CANARY_PREDICTIONS = "canaries.tfrecord", "canary_predictions.npy"
-EVALUATION_MARKERS = ("BLESSED", "NOT_BLESSED")
 
 
 class InfraValidationError(ShardflowError, RuntimeError):
@@ -100,7 +98,7 @@ class InfraValidatorConfig:
         problem = model_problem(self.model)
         if problem:
             raise ConfigError(f"model {self.model!r} {problem}")
-        if not any(storage.is_file(storage.join(self.evaluation, m)) for m in EVALUATION_MARKERS):
+        if not any(storage.is_file(storage.join(self.evaluation, m)) for m in (BLESSED, NOT_BLESSED)):
             raise ConfigError(f"evaluation {self.evaluation!r} has no verdict (neither BLESSED nor NOT_BLESSED): "
                               "not a finished shardflow evaluate output")
         missing = [n for n in (CANARIES, CANARY_PREDICTIONS) if not storage.is_file(storage.join(self.evaluation, n))]

@@ -31,6 +31,7 @@ from .. import __version__
 from ..core import storage
 from ..core.model_info import SERVING_SIGNATURE
 from ..core.output_dir import OutputDir
+from ..evaluator.config import METRICS
 from .canaries import Canaries, read_canaries, signature_inputs
 from .config import (INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_DIR, WARMUP_FILE, InfraValidationError,
                      InfraValidatorConfig)
@@ -105,7 +106,7 @@ def _validate(config: InfraValidatorConfig, out: OutputDir, scratch: str,
 
 
 def _evaluated_examples(evaluation: str) -> str:
-    examples = storage.read_json(storage.join(evaluation, "metrics.json")).get("examples")
+    examples = storage.read_json(storage.join(evaluation, METRICS)).get("examples")
     if not examples:
         raise InfraValidationError(f"evaluation {evaluation}: metrics.json names no examples")
     return examples
@@ -196,7 +197,7 @@ def _report(config: InfraValidatorConfig, canaries: Canaries, fed: Inputs, probe
         reasons += [f"{name}: max |Δ| {deltas[name]:.3g} from the Evaluator's probabilities on "
                     f"{len(canaries.records)} canaries (tolerance {config.tolerance:g})" for name in sorted(deltas)]
         reasons.append(f"warm-up file: {probe['warmup']['records']} requests replayed")
-    evaluated = storage.join(config.evaluation, "metrics.json")
+    evaluated = storage.join(config.evaluation, METRICS)
     return {
         "component": "infra_validator", "shardflow_version": __version__, "model": config.model,
         "evaluation": config.evaluation,

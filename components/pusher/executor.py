@@ -27,12 +27,11 @@ from typing import Any, Callable
 from ..core import storage
 from ..core.errors import ConfigError
 from ..core.model_info import MODEL_INFO_NAME
+from ..evaluator.config import BLESSED, METRICS, NOT_BLESSED
 from ..infra_validator.config import INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_FILE
 from .config import LATEST, PusherConfig
 
 SERVING_POINTER = "CURRENT.json"
-# The Evaluator's verdict markers (shardflow.evaluator.executor writes exactly one of them, last).
-BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def run(config: PusherConfig, echo: Callable[[str], None] = print) -> PushResult
     """Pushes `config.model` when `config.evaluation` blessed it; otherwise changes nothing."""
     if not storage.is_file(storage.join(config.model, MODEL_INFO_NAME)):
         raise ConfigError(f"model {config.model!r} has no {MODEL_INFO_NAME}: not a model exported by shardflow train")
-    reasons = _verdict_reasons(config.evaluation, BLESSED, NOT_BLESSED, "evaluation", "metrics.json", config.model)
+    reasons = _verdict_reasons(config.evaluation, BLESSED, NOT_BLESSED, "evaluation", METRICS, config.model)
     if not reasons and config.infra_validation:
         reasons = _verdict_reasons(config.infra_validation, INFRA_BLESSED, INFRA_NOT_BLESSED, "infra validation",
                                    REPORT, config.model)
