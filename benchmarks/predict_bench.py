@@ -9,7 +9,8 @@ for a few steps on ExampleGen's `--resize 224x224 --channels rgb --storage jpeg`
 the photos (its weights do not matter to the speed; its exported signatures are the real ones).
 
 Contenders, one after the other, each in its own process (wall time includes its imports):
-- (a) `shardflow predict --model M --index index-N.csv --data-root photos --output O` (defaults);
+- (a) `shardflow predict --model M --index index-N.csv --data-root photos --output O
+  --direct_running_mode=multi_processing` (defaults otherwise; the mode pinned, see RUNNING_MODE);
 - (b) `loop-examples`: one process reads each file, prepares it as ingest does (Pillow decode,
   RGB, resize 224x224, JPEG — ExampleGen's own `decode_image`/`encode_image`), builds the
   tf.Example, and calls `serving_default` on batches of 64;
@@ -68,9 +69,14 @@ def ensure_model(work: Path) -> tuple[Path, Path]:
     return photos, model
 
 
+# Left to itself the local runner picks threads for a small job and worker processes (each with TensorFlow
+# and the model) for a large one: pinned, the peak RSS compares sizes, not modes.
+RUNNING_MODE = "multi_processing"
+
+
 def predict(photos: Path, model: Path, index: Path, out: Path, log: Path) -> dict[str, Any]:
     measured = _shardflow(["predict", "--model", str(model), "--index", str(index), "--data-root", str(photos),
-                           "--output", str(out)], log)
+                           "--output", str(out), f"--direct_running_mode={RUNNING_MODE}"], log)
     summary = json.loads((out / "predict.json").read_text())
     return {**measured, "rows": summary["rows"], "predicted": summary["predicted"], "rejected": summary["rejected"],
             "runner": summary["runner"], "inner_rows_per_s": summary["rows_per_second"],
