@@ -12,7 +12,6 @@ An output may be a local path or a remote URI (s3://, gs://); the commands take 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import shlex
@@ -49,7 +48,7 @@ class StepFailed(ShardflowError):
         self.exit_code = exit_code
 
 
-def _parse(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool) -> tuple[Any, list[str]]:
+def parse_step_argv(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool) -> tuple[Any, list[str]]:
     """The command's own parser on `argv`; `takes_beam_options`: Beam's own options pass through (as for
     example-gen and transform in shardflow.cli); any other unknown flag is an error naming it."""
     # A bad option fails the step with StepFailed naming it, not with argparse's SystemExit.
@@ -82,7 +81,7 @@ def _shardflow(command: str, cli: ModuleType, argv: list[str], takes_beam_option
     and exit code (a command's main returns 0 or raises: nothing is read back from its output)."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # as shardflow.cli sets it, before TF is imported
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args, extra = _parse(command, cli, argv, takes_beam_options)
+    args, extra = parse_step_argv(command, cli, argv, takes_beam_options)
     try:
         cli.main(args, extra)
     except ShardflowError as err:  # anything else is a bug: its traceback is the step's log
@@ -104,7 +103,7 @@ def data_fingerprint(index: list[str], data_root: str) -> str:
 
 
 def example_gen(index: list[str], data_root: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _shardflow("example-gen", example_gen_cli, _example_gen_argv(index, data_root, options, beam_args, output),
+    _shardflow("example-gen", example_gen_cli, example_gen_argv(index, data_root, options, beam_args, output),
                takes_beam_options=True)
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()},
@@ -121,12 +120,12 @@ def validate(examples: str, output: str, drift_threshold: float, warn_only: bool
     # A window of spans is validated where its statistics are: the newest span, the data that is new.
     newest = read_manifest(examples).extra.get("newest_span")
     target = newest["dir"] if newest else examples
-    _shardflow("validate", validation_cli, _validate_argv(target, output, drift_threshold, warn_only, schema, options))
+    _shardflow("validate", validation_cli, validate_argv(target, output, drift_threshold, warn_only, schema, options))
     return storage.read_json(storage.join(output, "anomalies.json"))
 
 
 def transform(examples: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _shardflow("transform", transform_cli, _transform_argv(examples, options, beam_args, output),
+    _shardflow("transform", transform_cli, transform_argv(examples, options, beam_args, output),
                takes_beam_options=True)
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()}}
@@ -139,13 +138,13 @@ def tune(examples: str, options: list[str], train_options: list[str], output: st
         record = hyperparameters_record({}, "", None, {"searched": False})
         storage.write_json(storage.join(output, HYPERPARAMETERS_FILE), record)
         return record
-    _shardflow("tune", tuner_cli, _tune_argv(examples, options, train_options, output))
+    _shardflow("tune", tuner_cli, tune_argv(examples, options, train_options, output))
     return storage.read_json(storage.join(output, HYPERPARAMETERS_FILE))
 
 
 def train(examples: str, options: list[str], warm_start: str, output: str, hyperparameters: str = "") -> dict:
     """`hyperparameters`: the tune step's output; its best values replace the options' when a search ran."""
-    argv = _train_argv(examples, options, output) + (["--warm-start", warm_start] if warm_start else [])
+    argv = train_argv(examples, options, output) + (["--warm-start", warm_start] if warm_start else [])
     best = storage.join(hyperparameters, HYPERPARAMETERS_FILE) if hyperparameters else ""
     if best and storage.read_json(best).get("values"):
         argv += ["--hyperparameters", best]
@@ -155,14 +154,14 @@ def train(examples: str, options: list[str], warm_start: str, output: str, hyper
 
 def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str], max_regressions: list[str],
              regression_tolerance: str, slice_by: list[str], output: str) -> dict:
-    argv = _evaluate_argv(model_dir, examples, thresholds, max_regressions, regression_tolerance, slice_by, output)
+    argv = evaluate_argv(model_dir, examples, thresholds, max_regressions, regression_tolerance, slice_by, output)
     argv += ["--baseline", baseline] if baseline else []
     _shardflow("evaluate", evaluator_cli, argv, takes_beam_options=True)  # it reports unknown flags itself
     return {"metrics": storage.read_json(storage.join(output, "metrics.json")),
             "blessing": storage.read_json(storage.join(output, "blessing.json"))}
 
 
-def _example_gen_argv(index: list[str], data_root: str, options: list[str], beam_args: list[str],
+def example_gen_argv(index: list[str], data_root: str, options: list[str], beam_args: list[str],
                       output: str) -> list[str]:
     argv = ["--data-root", data_root, "--output", output]
     for spec in index:
@@ -170,21 +169,21 @@ def _example_gen_argv(index: list[str], data_root: str, options: list[str], beam
     return argv + list(options) + list(beam_args)
 
 
-def _validate_argv(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str,
+def validate_argv(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str,
                    options: list[str]) -> list[str]:
     argv = ["--examples", examples, "--output", output, "--drift-threshold", str(drift_threshold)]
     return argv + (["--schema", schema] if schema else []) + (["--warn-only"] if warn_only else []) + list(options)
 
 
-def _transform_argv(examples: str, options: list[str], beam_args: list[str], output: str) -> list[str]:
+def transform_argv(examples: str, options: list[str], beam_args: list[str], output: str) -> list[str]:
     return ["--examples", examples, "--output", output] + list(options) + list(beam_args)
 
 
-def _train_argv(examples: str, options: list[str], output: str) -> list[str]:
+def train_argv(examples: str, options: list[str], output: str) -> list[str]:
     return ["--examples", examples, "--output", output] + list(options)
 
 
-def _tune_argv(examples: str, options: list[str], train_options: list[str], output: str) -> list[str]:
+def tune_argv(examples: str, options: list[str], train_options: list[str], output: str) -> list[str]:
     """The trials train as the run's Trainer does, less its budget (--epochs/--steps: tune's --trial-epochs)."""
     if "--train-args" in options:
         raise StepFailed("shardflow tune: error: the trials take the run's train options: drop --train-args "
@@ -198,7 +197,7 @@ def _tune_argv(examples: str, options: list[str], train_options: list[str], outp
     return ["--examples", examples, "--output", output, *options, "--train-args", shlex.join(trial)]
 
 
-def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regressions: list[str],
+def evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regressions: list[str],
                    regression_tolerance: str, slice_by: list[str], output: str) -> list[str]:
     argv = ["--model", model_dir, "--examples", examples, "--output", output,
             "--regression-tolerance", regression_tolerance]
@@ -208,69 +207,13 @@ def _evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_reg
     return argv
 
 
-# What the user wrote for each command's options, named in errors: `shardflow run`'s flags, or the
-# pipeline parameters `shardflow compile --param` bakes ("index": what the index says, read before any step).
-RUN_FLAGS = {"index": "--index/--example-gen-args", "example-gen": "--example-gen-args/--beam-args",
-             "validate": "--drift-threshold/--validation-schema/--validate-args",
-             "transform": "--transform-args/--beam-args", "train": "--train-args", "tune": "--tune-args",
-             "evaluate": "--threshold/--max-regression/--regression-tolerance/--slice-by",
-             "infra-validate": "--infra-validate-args", "predict": "--predict-index/--predict-args/--beam-args"}
-PIPELINE_PARAMETERS = {"index": "index/example_gen_options", "example-gen": "example_gen_options/beam_args",
-                       "validate": "drift_threshold/validation_schema/validation_options",
-                       "transform": "transform_options/beam_args", "train": "train_options", "tune": "tune_options",
-                       "evaluate": "eval_thresholds/max_regressions/regression_tolerance/slice_by",
-                       "infra-validate": "infra_validation_options",
-                       "predict": "predict_index/predict_options/beam_args"}
-
-
-def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) -> dict[str, Any]:
-    """Every step's options (`p`: the pipeline's parameters) through that command's own parser and config
-    constructor, running nothing: a bad option stops the run before its first step, not hours later.
-
-    Returns each command's config by command name. Raises ConfigError naming the option (`labels`) and
-    the command's own message. The paths given to the configs are placeholders under the run directory,
-    never read (configs check files only in run()).
-    """
-    at = os.path.join(os.path.dirname(p["run_record_dir"]), "option-check")
-    given, out, model = (os.path.join(at, name) for name in ("input", "output", "model"))
-    steps = [("example-gen", example_gen_cli, True,
-              _example_gen_argv(p["index"], p["data_root"], p["example_gen_options"], p["beam_args"], out)),
-             ("validate", validation_cli, False,
-              _validate_argv(given, out, p["drift_threshold"], p["validation_warn_only"], p["validation_schema"],
-                             p.get("validation_options", []))),
-             ("transform", transform_cli, True, _transform_argv(given, p["transform_options"], p["beam_args"], out)),
-             ("train", trainer_cli, False, _train_argv(given, p["train_options"], out)),
-             *([("tune", tuner_cli, False, _tune_argv(given, p["tune_options"], p["train_options"], out))]
-               if p.get("tune_options") else []),
-             ("evaluate", evaluator_cli, False,
-              _evaluate_argv(model, given, p["eval_thresholds"], p["max_regressions"],
-                             p.get("regression_tolerance", "0.01"), p["slice_by"], out)),
-             ("infra-validate", infra_validator_cli, False,
-              _infra_validate_argv(model, given, p.get("infra_validation_options", []), out)),
-             *([("predict", predict_cli, True, _predict_argv(model, p["predict_index"], p.get("predict_data_root")
-                                                             or p["data_root"], p.get("predict_options", []),
-                                                             p["beam_args"], out))]
-               if p.get("predict_index") else [])]
-    configs = {}
-    for command, cli, takes_beam_options, argv in steps:
-        try:
-            args, extra = _parse(command, cli, argv, takes_beam_options)
-            build = cli.config_from_args
-            configs[command] = build(args, extra) if len(inspect.signature(build).parameters) > 1 else build(args)
-        except StepFailed as err:
-            raise ConfigError(f"{labels[command]}: {err}") from err
-        except ConfigError as err:
-            raise ConfigError(f"{labels[command]}: shardflow {command}: {err}") from err
-    return configs
-
-
 def infra_validate(model_dir: str, evaluation: str, options: list[str], output: str) -> dict:
     """`shardflow infra-validate`: the model loaded and called in a TensorFlow-only process; its report."""
-    _shardflow("infra-validate", infra_validator_cli, _infra_validate_argv(model_dir, evaluation, options, output))
+    _shardflow("infra-validate", infra_validator_cli, infra_validate_argv(model_dir, evaluation, options, output))
     return storage.read_json(storage.join(output, INFRA_REPORT))
 
 
-def _infra_validate_argv(model_dir: str, evaluation: str, options: list[str], output: str) -> list[str]:
+def infra_validate_argv(model_dir: str, evaluation: str, options: list[str], output: str) -> list[str]:
     return ["--model", model_dir, "--evaluation", evaluation, "--output", output] + list(options)
 
 
@@ -287,12 +230,12 @@ def push(model_dir: str, evaluation: str, infra_validation: str, serving_dir: st
 def predict(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
             output: str) -> dict:
     """`shardflow predict` over a CSV index of new files with the model just pushed; its predict.json."""
-    _shardflow("predict", predict_cli, _predict_argv(model_dir, index, data_root, options, beam_args, output),
+    _shardflow("predict", predict_cli, predict_argv(model_dir, index, data_root, options, beam_args, output),
                takes_beam_options=True)
     return storage.read_json(storage.join(output, "predict.json"))
 
 
-def _predict_argv(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
+def predict_argv(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
                   output: str) -> list[str]:
     return ["--model", model_dir, "--index", index, "--data-root", data_root, "--output", output,
             *options, *beam_args]

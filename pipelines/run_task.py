@@ -19,7 +19,7 @@ from ..core.errors import ConfigError
 from ..evaluator.config import DEFAULT_THRESHOLDS, check_metric_names
 from ..example_gen.columns import index_roles
 from ..trainer.task import choose_target, task_kind
-from .launchers import PIPELINE_PARAMETERS, RUN_FLAGS, check_step_options
+from .step_options import PIPELINE_PARAMETERS, RUN_FLAGS, check_step_options
 
 
 @dataclass(frozen=True)
