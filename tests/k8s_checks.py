@@ -3,9 +3,16 @@ least-privilege RBAC, the TFJob's shape. Each returns the offenders, so a test c
 """
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
 DIGEST_IMAGE = re.compile(r"^[\w.\-/:]+@sha256:[0-9a-f]{64}$")
@@ -13,6 +20,18 @@ SECRET_LIKE_ENV = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL
 RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                       "projected", "secret"}
 TFJOB_REPLICA_TYPES = {"Chief", "Master", "PS", "Worker", "Evaluator"}
+K8S = Path(__file__).resolve().parents[1] / "k8s"
+KUSTOMIZATIONS = ["base"] + [f"overlays/{d.name}" for d in sorted((K8S / "overlays").iterdir())
+                             if (d / "kustomization.yaml").is_file()]
+
+
+def render(directory: str) -> list[dict]:
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed, so `kubectl kustomize` cannot render k8s/")
+    done = subprocess.run(["kubectl", "kustomize", str(K8S / directory)], capture_output=True, text=True,
+                          check=False, env={**os.environ, "KUBECONFIG": os.devnull}, timeout=120)
+    assert done.returncode == 0, f"kubectl kustomize k8s/{directory} failed:\n{done.stderr}"
+    return [obj for obj in yaml.safe_load_all(done.stdout) if obj]
 
 
 def name_of(obj: dict) -> str:

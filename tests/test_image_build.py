@@ -6,6 +6,7 @@ their code imports, and one real ExampleGen. The test tools stay out of the imag
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -103,3 +104,22 @@ def test_a_dockerfile_that_forgets_a_packaged_folder_fails_to_build(tmp_path: Pa
     with pytest.raises(BuildFailed, match="COPY tfx_adapter /src/tfx_adapter: 'tfx_adapter' not found in the build "
                                           "context"):
         _build(tmp_path / "b", _without((LOCK_LINE,), DOCKERFILE.read_text()), ignore)
+
+
+def test_the_dockerfile_builds_a_non_root_image_of_the_lock_and_the_package() -> None:
+    dockerfile = DOCKERFILE.read_text()
+    instructions = [line.strip() for line in dockerfile.splitlines() if line.strip() and not line.startswith("#")]
+    assert "ARG PYTHON_IMAGE=python:3.11-slim" in instructions
+    stages = [i for i in instructions if i.startswith("FROM")]
+    assert stages == ["FROM ${PYTHON_IMAGE} AS build", "FROM ${PYTHON_IMAGE}"]
+    assert "pip install --no-deps -r /tmp/runtime.lock" in dockerfile and "RUN pip install --no-deps /src" in dockerfile
+    kept = {line[1:].rstrip("/") for line in DOCKERIGNORE.read_text().splitlines()
+            if line.startswith("!")}
+    for source in re.findall(r"^COPY (?!--from)(\S+) ", dockerfile, re.MULTILINE):
+        assert (REPO / source).exists(), f"COPY {source}: no such path in the repository"
+        assert source in kept, f"COPY {source}: Dockerfile.dockerignore keeps it out of the build context"
+    users = [i.split()[1] for i in instructions if i.startswith("USER ")]
+    assert len(users) == 1 and all(part.isdigit() and int(part) > 0 for part in users[0].split(":"))
+    assert re.search(r"TF_USE_LEGACY_KERAS=1", dockerfile)
+    assert instructions[-2:] == ['ENTRYPOINT ["shardflow"]', 'CMD ["--help"]']
+    assert any(i.startswith("WORKDIR ") for i in instructions)

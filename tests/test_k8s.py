@@ -2,8 +2,8 @@
 
 `kubectl kustomize` renders k8s/base and every k8s/overlays/* (no cluster, KUBECONFIG=/dev/null);
 each object is validated with kubernetes-validate (strict, Kubernetes 1.30), and the TFJob and the
-CronJob's pod templates are validated as `kind: PodTemplate` (no schema for the TFJob itself); the TF
-Serving Deployment's flags, ports, readiness probe and model source are checked against the pipeline's. The
+CronJob's pod templates are validated as `kind: PodTemplate` (no schema for the TFJob itself). The TF
+Serving Deployment is checked in test_k8s_serving.py, the Dockerfile in test_image_build.py. The
 checks are functions over rendered objects, and test_the_checks_catch_weakened_manifests feeds them
 tampered copies to show that they fail when a field is removed.
 """
@@ -12,9 +12,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import kubernetes_validate
@@ -27,24 +24,12 @@ from shardflow.pipelines.schedule import to_kfp_cron
 from shardflow.pipelines.submit import add_submit_arguments
 from shardflow.trainer import cli as trainer_cli
 
-from k8s_checks import (PLACEHOLDER_DIGEST, _at, containers_of, name_of, pod_specs, pod_templates, rbac_offenders,
-                        katib_problems, katib_trial_args, restricted_offenders, tf_serving_containers, tf_serving_flags,
+from k8s_checks import (KUSTOMIZATIONS, PLACEHOLDER_DIGEST, _at, containers_of, katib_problems, katib_trial_args,
+                        name_of, pod_specs, pod_templates, rbac_offenders, render, restricted_offenders,
                         tf_serving_problems, tfjob_problems)
 
-K8S = Path(__file__).resolve().parents[1] / "k8s"
-KUSTOMIZATIONS = ["base"] + [f"overlays/{d.name}" for d in sorted((K8S / "overlays").iterdir())
-                             if (d / "kustomization.yaml").is_file()]
 K8S_VERSION = "1.30.0"
 EXAMPLE_IMAGE = "registry.example.com/ml/shardflow@sha256:" + "ab" * 32
-
-
-def render(directory: str) -> list[dict]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed, so `kubectl kustomize` cannot render k8s/")
-    done = subprocess.run(["kubectl", "kustomize", str(K8S / directory)], capture_output=True, text=True,
-                          check=False, env={**os.environ, "KUBECONFIG": os.devnull}, timeout=120)
-    assert done.returncode == 0, f"kubectl kustomize k8s/{directory} failed:\n{done.stderr}"
-    return [obj for obj in yaml.safe_load_all(done.stdout) if obj]
 
 
 @pytest.fixture(scope="module", params=KUSTOMIZATIONS)
@@ -278,50 +263,5 @@ def test_overlays_pin_the_image_and_change_the_environment(base: list[dict]) -> 
             != _at(original["TFJob"], f"{tf}.template.spec.containers[0].resources"))
 
 
-def test_tf_serving_serves_the_pipelines_serving_dir_from_the_trainers_volume(rendered: list[dict]) -> None:
-    assert tf_serving_problems(rendered) == []
-    ((deployment, spec, container),) = tf_serving_containers(rendered)
-    flags = tf_serving_flags(container)
-    (cronjob,) = [obj for obj in rendered if obj["kind"] == "CronJob"]
-    (submit,) = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
-    parser = argparse.ArgumentParser()
-    add_submit_arguments(parser)
-    params = parse_param_args(parser.parse_args(submit["args"][1:]).param)
-    assert flags["model_base_path"] == params["serving_dir"]  # where the pipeline's Pusher writes versions
-    assert flags.get("enable_model_warmup", "true") == "true"  # replays the infra validator's warm-up file
-    # The volume under the serving dir is the claim the TFJob writes its model to (the pipeline's artifacts).
-    (tfjob,) = [obj for obj in rendered if obj["kind"] == "TFJob"]
-    trainer = tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
-
-    def claim_at(pod: dict, container: dict, path: str) -> str:
-        (mount,) = [m for m in container["volumeMounts"] if (path + "/").startswith(m["mountPath"] + "/")]
-        (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
-        return volume["persistentVolumeClaim"]["claimName"]
-
-    assert claim_at(spec, container, flags["model_base_path"]) == claim_at(
-        trainer, trainer["containers"][0], flags["model_base_path"])
-    assert all(m.get("readOnly") for m in container["volumeMounts"] if m["mountPath"] != "/tmp")
-    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
-
-
 def _namespaces(objects: list[dict]) -> set[str]:
     return {o["metadata"]["namespace"] for o in objects if o["kind"] != "Namespace"}
-
-
-def test_the_dockerfile_builds_a_non_root_image_of_the_lock_and_the_package() -> None:
-    dockerfile = (K8S / "Dockerfile").read_text()
-    instructions = [line.strip() for line in dockerfile.splitlines() if line.strip() and not line.startswith("#")]
-    assert "ARG PYTHON_IMAGE=python:3.11-slim" in instructions
-    stages = [i for i in instructions if i.startswith("FROM")]
-    assert stages == ["FROM ${PYTHON_IMAGE} AS build", "FROM ${PYTHON_IMAGE}"]
-    assert "pip install --no-deps -r /tmp/runtime.lock" in dockerfile and "RUN pip install --no-deps /src" in dockerfile
-    kept = {line[1:].rstrip("/") for line in (K8S / "Dockerfile.dockerignore").read_text().splitlines()
-            if line.startswith("!")}
-    for source in re.findall(r"^COPY (?!--from)(\S+) ", dockerfile, re.MULTILINE):
-        assert (K8S.parent / source).exists(), f"COPY {source}: no such path in the repository"
-        assert source in kept, f"COPY {source}: Dockerfile.dockerignore keeps it out of the build context"
-    users = [i.split()[1] for i in instructions if i.startswith("USER ")]
-    assert len(users) == 1 and all(part.isdigit() and int(part) > 0 for part in users[0].split(":"))
-    assert re.search(r"TF_USE_LEGACY_KERAS=1", dockerfile)
-    assert instructions[-2:] == ['ENTRYPOINT ["shardflow"]', 'CMD ["--help"]']
-    assert any(i.startswith("WORKDIR ") for i in instructions)
