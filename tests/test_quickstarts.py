@@ -93,27 +93,30 @@ def run_as_written(commands: list[str], cwd: Path) -> list[str]:
     return outputs
 
 
-def test_photos_to_a_classifier_as_the_readme_says(tmp_path: Path) -> None:
-    commands = quickstart_commands("### Photos → a classifier")
+def run_quickstart(heading: str, run_dir: str, tmp_path: Path) -> Path:
+    """Runs the quickstart under `heading` in `tmp_path` (the data already there); checks that it pushed
+    version 1 of its model, and returns its run directory."""
+    commands = quickstart_commands(heading)
     assert 1 <= len(commands) <= 10
-    write_photos(tmp_path / "photos")
     run_as_written(commands, tmp_path)
-    pointer = json.loads((tmp_path / "runs/photos/serving/CURRENT.json").read_text())
-    assert pointer["version"] == 1
-    summary = json.loads((tmp_path / "runs/photos/labels/predict.json").read_text())
+    runs = tmp_path / run_dir
+    assert json.loads((runs / "serving/CURRENT.json").read_text())["version"] == 1
+    return runs
+
+
+def test_photos_to_a_classifier_as_the_readme_says(tmp_path: Path) -> None:
+    write_photos(tmp_path / "photos")
+    runs = run_quickstart("### Photos → a classifier", "runs/photos", tmp_path)
+    summary = json.loads((runs / "labels/predict.json").read_text())
     assert summary["rows"] == summary["predicted"] == 20 and summary["rejected"] == 0
-    with open(next((tmp_path / "runs/photos/labels/predictions").glob("part-*.csv"))) as table:
+    with open(next((runs / "labels/predictions").glob("part-*.csv"))) as table:
         rows = list(csv.DictReader(table))
     right = sum(row["class_name"] == row["path"].split("/")[0] for row in rows)
     assert right >= 16, rows  # the served model labels the user's new photos, of other sizes than any seen
 
 
 def test_photos_and_masks_to_segmentation_as_the_readme_says(tmp_path: Path) -> None:
-    commands = quickstart_commands("### Photos and masks → segmentation")
-    assert 1 <= len(commands) <= 10
     write_scans(tmp_path / "scans")
-    run_as_written(commands, tmp_path)
-    pointer = json.loads((tmp_path / "runs/scans/serving/CURRENT.json").read_text())
-    assert pointer["version"] == 1
-    metrics = json.loads(next((tmp_path / "runs/scans").rglob("evaluate/evaluation/metrics.json")).read_text())
+    runs = run_quickstart("### Photos and masks → segmentation", "runs/scans", tmp_path)
+    metrics = json.loads(next(runs.rglob("evaluate/evaluation/metrics.json")).read_text())
     assert metrics["overall"]["mean_iou"] >= 0.5
