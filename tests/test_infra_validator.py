@@ -8,8 +8,8 @@ models are made from it by wrapping its SavedModel, as a user's custom export wo
   evaluated in this process (which imports tensorflow_io), and cannot load in TF Serving;
 - "recalibrated": the same classes, probabilities pulled halfway to uniform: another model, whose
   evaluation the real model must not pass for its own.
-The pushes with --infra-validation go through `shardflow push`; the Pusher's warm-up copy is also
-checked on S3 with hand-written outputs (no TensorFlow needed for that part).
+The pushes with --infra-validation go through `shardflow push`; the Pusher's side alone, on local
+disk and S3, is in test_push_infra_verdicts.py.
 """
 from __future__ import annotations
 
@@ -269,49 +269,6 @@ def test_bad_options_and_inputs_are_named(tmp_path: Path, model: Path, evaluatio
     assert "has no canaries.tfrecord: evaluate the model again" in line
     assert shardflow_main([*argv[:-2], "--output", str(tmp_path / "o"), "--batch-sizes", "1,x"]) == 2
     assert "batch sizes must be integers" in capsys.readouterr().err
-
-
-@pytest.fixture(params=["local", "s3"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "local":
-        return str(tmp_path / "root")
-    return f"s3://{request.getfixturevalue('s3_bucket')}/root"
-
-
-def _outputs(place: str, name: str, model: str, marker: str, reason: str = "") -> str:
-    out = storage.join(place, name)
-    storage.write_json(storage.join(out, "infra_validation.json"), {"model": model})
-    storage.write_bytes(storage.join(out, *WARMUP.split("/")), b"warm-up records")
-    storage.write_text(storage.join(out, marker), reason + "\n")
-    return out
-
-
-def test_push_with_infra_validation_on_local_disk_and_s3(place: str) -> None:
-    """The Pusher's side alone (files written by hand): the warm-up file in the version, and each refusal."""
-    model, other = storage.join(place, "run", "model"), storage.join(place, "other", "model")
-    for location in (model, other):
-        storage.write_bytes(storage.join(location, "saved_model.pb"), b"graph")
-        storage.write_text(storage.join(location, "shardflow_model.json"), "{}")
-    evaluation = storage.join(place, "eval")
-    storage.write_json(storage.join(evaluation, "metrics.json"), {"model": model})
-    storage.write_text(storage.join(evaluation, "BLESSED"), "ok\n")
-    serving = storage.join(place, "serving")
-    refusals = [(_outputs(place, "refused", model, "INFRA_NOT_BLESSED", "the probe did not finish within 9 s"),
-                 "the probe did not finish within 9 s"),
-                (_outputs(place, "theirs", other, "INFRA_BLESSED"), f"blessed {other}, not {model}")]
-    killed = storage.join(place, "killed")
-    storage.write_json(storage.join(killed, "infra_validation.json"), {"model": model})
-    refusals.append((killed, "has no verdict (neither INFRA_BLESSED nor INFRA_NOT_BLESSED)"))
-    for infra, reason in refusals:
-        result = push(PusherConfig(model=model, evaluation=evaluation, serving_dir=serving, infra_validation=infra),
-                      **QUIET)
-        assert not result.pushed and reason in result.reasons[0]
-    assert not storage.exists(serving)
-    blessed = _outputs(place, "infra", model, "INFRA_BLESSED")
-    result = push(PusherConfig(model=model, evaluation=evaluation, serving_dir=serving, infra_validation=blessed),
-                  **QUIET)
-    assert result.pushed and storage.read_bytes(storage.join(result.location, *WARMUP.split("/"))) == b"warm-up records"
-    assert storage.list_names(serving) == ["1", "CURRENT.json"]  # the copy was whole before the pointer moved
 
 
 def test_infra_validation_reads_and_writes_s3_and_push_takes_its_warmup_file_there(
