@@ -32,11 +32,10 @@ from shardflow.core.manifest import read_manifest
 from shardflow.core.reader import shard_files
 from shardflow.demo_data import write_all
 from shardflow.evaluator import EvaluatorConfig
-from shardflow.evaluator import executor as evaluator_executor
 from shardflow.evaluator import run as evaluate
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
-from shardflow.infra_validator import InfraValidatorConfig, config as infra_config
+from shardflow.infra_validator import InfraValidatorConfig
 from shardflow.infra_validator import run as infra_validate
 from shardflow.pusher import PusherConfig, read_pointer
 from shardflow.pusher import run as push
@@ -142,9 +141,6 @@ def test_the_evaluator_keeps_the_first_256_examples_it_scored_and_their_probabil
     served = tf.saved_model.load(str(model)).signatures["serving_default"](examples=tf.constant(canaries))
     assert probabilities.shape == (256, 10)
     np.testing.assert_allclose(probabilities, served["probabilities"].numpy(), atol=1e-6)
-    # the validator names the Evaluator's files without importing it: the names must stay in step
-    assert (infra_config.CANARIES, infra_config.CANARY_PREDICTIONS) == (
-        evaluator_executor.CANARIES, evaluator_executor.CANARY_PREDICTIONS)
 
 
 def test_a_trained_model_is_infra_blessed_in_a_tensorflow_only_process(good_infra: tuple[int, Path]) -> None:
@@ -257,6 +253,7 @@ def test_bad_options_and_inputs_are_named(tmp_path: Path, model: Path, evaluatio
                              ({"tolerance": float("nan")}, "tolerance must be a finite number >= 0"),
                              ({"warmup_requests": 1001}, "from 1 to 1000"),
                              ({"timeout": 0}, "timeout must be a number of seconds > 0"),
+                             ({"latency_seconds": -1}, "latency_seconds must be a number of seconds > 0"),
                              ({"output": "e/infra"}, "must be a directory apart from evaluation")]:
         with pytest.raises(ConfigError, match=message):
             config(**options)
@@ -279,8 +276,9 @@ def test_infra_validation_reads_and_writes_s3_and_push_takes_its_warmup_file_the
     out = f"{bucket}/infra"
     result = infra_validate(InfraValidatorConfig(model=f"{bucket}/train/model", evaluation=f"{bucket}/eval",
                                                  output=out, batch_sizes=(2,), warmup_requests=6,
-                                                 latency_calls=3), **QUIET)
+                                                 latency_calls=30, latency_seconds=1e-9), **QUIET)
     assert result.blessed and result.output == out
+    assert [row["calls"] for row in result.latency] == [3, 3]  # the time budget spent: the 3 calls always made
     assert storage.list_names(out) == ["INFRA_BLESSED", "assets.extra", "infra_validation.json"]
     assert storage.read_json(f"{out}/infra_validation.json")["warmup"]["replayed"] == 6
     # The evaluation scored the local copy: say it scored the bucket's, as an evaluation on S3 would.

@@ -1,7 +1,8 @@
 """`shardflow infra-validate`: translates command-line flags into an InfraValidatorConfig. Nothing else.
 
     shardflow infra-validate --model runs/train/model --evaluation runs/eval --output runs/infra \
-        [--batch-sizes 1,8,32] [--tolerance 1e-4] [--warmup-requests 256] [--timeout 600]
+        [--batch-sizes 1,8,32] [--tolerance 1e-4] [--warmup-requests 256] [--timeout 600] \
+        [--latency-calls 30] [--latency-seconds 3]
 
 Exit 0 whether the model is INFRA_BLESSED or not (the verdict is in OUTPUT/INFRA_BLESSED or
 OUTPUT/INFRA_NOT_BLESSED, as the Evaluator's); 1 when the validation itself fails; 2 for a bad option.
@@ -25,12 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="largest allowed |probability − the Evaluator's| (default 1e-4)")
     add("--warmup-requests", type=int, default=256, help="PredictionLog records in the warm-up file (default 256)")
     add("--timeout", type=float, default=600.0, help="seconds the probe process may take (default 600)")
+    add("--latency-calls", type=int, default=30, help="timed calls per signature and batch size (default 30)")
+    add("--latency-seconds", type=float, default=3.0,
+        help="fewer timed calls (at least 3) once this many seconds went to one batch size (default 3)")
 
 
 def config_from_args(args: argparse.Namespace) -> InfraValidatorConfig:
     return InfraValidatorConfig(model=args.model, evaluation=args.evaluation, output=args.output,
                                 batch_sizes=parse_batch_sizes(args.batch_sizes), tolerance=args.tolerance,
-                                warmup_requests=args.warmup_requests, timeout=args.timeout)
+                                warmup_requests=args.warmup_requests, timeout=args.timeout,
+                                latency_calls=args.latency_calls, latency_seconds=args.latency_seconds)
 
 
 def main(args: argparse.Namespace, _: list[str]) -> int:

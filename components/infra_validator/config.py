@@ -52,7 +52,8 @@ class InfraValidatorConfig:
     the warm-up file go. Each a local path or an s3:// / gs:// URI.
 
     `tolerance`: the largest |probability − the Evaluator's| allowed; `batch_sizes`: those timed
-    (`latency_calls` calls each); `warmup_requests`: PredictionLog records in the warm-up file;
+    (`latency_calls` calls each, fewer, but at least 3, once `latency_seconds` were spent on that batch
+    size: 224-px photos through a large model take long); `warmup_requests`: PredictionLog records in the warm-up file;
     `timeout`: seconds the probe process may take.
     """
 
@@ -64,6 +65,7 @@ class InfraValidatorConfig:
     warmup_requests: int = 256
     timeout: float = 600.0
     latency_calls: int = 30
+    latency_seconds: float = 3.0
 
     def __post_init__(self) -> None:
         for name in ("model", "evaluation", "output"):
@@ -92,6 +94,10 @@ class InfraValidatorConfig:
             raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         if not _positive_int(self.latency_calls):
             raise ConfigError(f"latency_calls must be an integer >= 1, got {self.latency_calls!r}")
+        seconds = self.latency_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
+                math.isfinite(seconds) and seconds > 0):
+            raise ConfigError(f"latency_seconds must be a number of seconds > 0, got {seconds!r}")
 
     def check_inputs(self) -> None:
         """The checks that read storage: an exported model, an evaluation that finished with canaries."""

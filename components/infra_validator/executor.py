@@ -129,7 +129,8 @@ def _run_probe(config: InfraValidatorConfig, model: str, fed: Inputs, warmup: st
     outputs, result_path = os.path.join(scratch, "outputs"), os.path.join(scratch, "result.json")
     os.makedirs(outputs, exist_ok=True)
     request = {"model": model, "inputs": _write_inputs(fed, scratch), "batch_sizes": list(config.batch_sizes),
-               "latency_calls": config.latency_calls, "warmup": warmup, "outputs": outputs, "result": result_path}
+               "latency_calls": config.latency_calls,
+               "latency_seconds": config.latency_seconds, "warmup": warmup, "outputs": outputs, "result": result_path}
     request_path = os.path.join(scratch, "request.json")
     with open(request_path, "w", encoding="utf-8") as file:
         json.dump(request, file)

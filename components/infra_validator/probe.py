@@ -26,6 +26,7 @@ from typing import Any
 
 FORBIDDEN = ("shardflow", "tensorflow_io", "tf_keras")  # never in a serving process
 OUTPUT = "probabilities"
+MIN_TIMED_CALLS = 3  # per batch size, whatever the time budget
 
 
 class ProbeError(Exception):
@@ -77,19 +78,20 @@ def _predict_all(tf: Any, np: Any, function: Any, name: str, values: list[bytes]
 
 
 def _latency(tf: Any, np: Any, function: Any, name: str, values: list[bytes], sizes: list[int],
-             calls: int) -> list[dict[str, Any]]:
-    """p50/p99 per batch size over `calls` timed calls (after one untimed call of that size)."""
+             calls: int, budget: float) -> list[dict[str, Any]]:
+    """p50/p99 per batch size over `calls` timed calls (after one untimed call of that size), fewer (at least
+    MIN_TIMED_CALLS) once `budget` seconds were spent: a large model's batches of photos take long."""
     rows = []
     for size in sizes:
         batch = tf.constant(_cycled(values, size), tf.string)
         function(**{name: batch})
-        seconds = []
-        for _ in range(calls):
+        seconds: list[float] = []
+        while len(seconds) < calls and (len(seconds) < MIN_TIMED_CALLS or sum(seconds) < budget):
             started = time.perf_counter()
             function(**{name: batch})
             seconds.append(time.perf_counter() - started)
         ms = np.asarray(seconds) * 1000.0
-        rows.append({"batch_size": size, "calls": calls, "p50_ms": round(float(np.percentile(ms, 50)), 3),
+        rows.append({"batch_size": size, "calls": len(seconds), "p50_ms": round(float(np.percentile(ms, 50)), 3),
                      "p99_ms": round(float(np.percentile(ms, 99)), 3), "mean_ms": round(float(ms.mean()), 3)})
     return rows
 
@@ -115,7 +117,8 @@ def _signature(tf: Any, np: Any, model: Any, signature: str, spec: dict[str, Any
     probabilities = _stage(f"calling {signature!r}", lambda: _predict_all(tf, np, function, name, values, batch))
     np.save(os.path.join(request["outputs"], f"{signature}.npy"), probabilities)
     rows = _stage(f"timing {signature!r}", lambda: _latency(tf, np, function, name, values,
-                                                            request["batch_sizes"], request["latency_calls"]))
+                                                            request["batch_sizes"], request["latency_calls"],
+                                                            request["latency_seconds"]))
     return {"input": name, "canaries": len(values), "first_call_ms": round(first_ms, 3),
             "latency": [{"signature": signature, **row} for row in rows]}
 
