@@ -11,6 +11,7 @@ Each returns None when the input looks right, else the message's tail (the calle
 from __future__ import annotations
 
 from . import storage
+from .errors import ConfigError
 from .manifest import MANIFEST_NAME
 from .model_info import MODEL_INFO_NAME
 
@@ -44,3 +45,17 @@ def model_problem(location: str) -> str | None:
     if storage.is_file(storage.join(inner, MODEL_INFO_NAME)):
         return f"is a training output, not the model in it; did you mean {inner}?"
     return None  # some other directory: loading it says what it lacks (an evaluation failure, exit 1)
+
+
+def check_examples(location: str, transform_ok: bool = False, option: str = "examples") -> None:
+    """ConfigError naming `option` unless `location` is a complete ExampleGen (or Transform) output."""
+    problem = examples_problem(location, transform_ok)
+    if problem:
+        raise ConfigError(f"{option} {location!r} {problem}")
+
+
+def check_model(location: str, option: str = "model") -> None:
+    """ConfigError naming `option` when `location` is clearly not an exported model."""
+    problem = model_problem(location)
+    if problem:
+        raise ConfigError(f"{option} {location!r} {problem}")

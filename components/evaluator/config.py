@@ -16,12 +16,11 @@ import math
 import operator
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
-from ..core import storage
 from ..core.errors import ConfigError, ShardflowError
-from ..core.input_checks import examples_problem, model_problem
+from ..core.config_values import require_apart
+from ..core.input_checks import check_examples, check_model
 from . import classification, segmentation
 
 __all__ = ["ConfigError", "DEFAULT_REGRESSION_TOLERANCE", "DEFAULT_THRESHOLDS", "EvaluationError", "EvaluatorConfig",
@@ -195,7 +194,7 @@ class EvaluatorConfig:
         repeated = sorted({m for m in named if named.count(m) > 1})
         if repeated:
             raise ConfigError(f"max regression given more than once for {repeated}")
-        self._check_paths()
+        require_apart(self.output, examples=self.examples, model=self.model, baseline=self.baseline)
 
     def regressions(self) -> tuple[Regression, ...]:
         """The regression checks that apply with a baseline: every explicit one, and the default gate on
@@ -207,30 +206,9 @@ class EvaluatorConfig:
                          dict.fromkeys(t.metric for t in self.thresholds) if metric not in named)
         return self.max_regressions + implicit
 
-    def _check_paths(self) -> None:
-        """The output must not overlap an input (pure: compares the locations, touches nothing)."""
-        inputs = {"examples": self.examples, "model": self.model, "baseline": self.baseline}
-        for option, location in inputs.items():
-            if location is not None and _overlap(self.output, location):
-                raise ConfigError(f"output {self.output!r} must be a directory apart from {option} {location!r}")
-
     def check_inputs(self) -> None:
         """Checks that touch storage, at the start of a run: complete examples, exported models."""
-        problem = examples_problem(self.examples, transform_ok=True)
-        if problem:
-            raise ConfigError(f"examples {self.examples!r} {problem}")
-        for option, location in (("model", self.model), ("baseline", self.baseline)):
-            problem = model_problem(location) if location is not None else None
-            if problem:
-                raise ConfigError(f"{option} {location!r} {problem}")
-
-
-def _overlap(first: str, second: str) -> bool:
-    """True when one location is the other or lies below it (local paths resolved, URIs compared as text)."""
-    if storage.is_remote(first) != storage.is_remote(second):
-        return False
-    if storage.is_remote(first):
-        a, b = first.rstrip("/"), second.rstrip("/")
-        return a == b or a.startswith(b + "/") or b.startswith(a + "/")
-    a, b = Path(first).resolve(), Path(second).resolve()
-    return a == b or a.is_relative_to(b) or b.is_relative_to(a)
+        check_examples(self.examples, transform_ok=True)
+        check_model(self.model)
+        if self.baseline is not None:
+            check_model(self.baseline, "baseline")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from ..core import storage
 from ..core.errors import ConfigError, ShardflowError
-from ..core.input_checks import model_problem
-from ..core.uri import overlaps
+from ..core.config_values import require_apart, require_locations
+from ..core.input_checks import check_model
 from ..evaluator.config import BLESSED, CANARIES, CANARY_PREDICTIONS, NOT_BLESSED
 
 # The verdict markers (exactly one is written, last) and the report; the Pusher reads them.
@@ -68,18 +68,12 @@ class InfraValidatorConfig:
     latency_seconds: float = 3.0
 
     def __post_init__(self) -> None:
-        for name in ("model", "evaluation", "output"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+        require_locations(self, "model", "evaluation", "output")
         object.__setattr__(self, "batch_sizes", tuple(self.batch_sizes))
         if not self.batch_sizes or not all(_positive_int(size) for size in self.batch_sizes):
             raise ConfigError(f"batch_sizes must be integers >= 1, got {self.batch_sizes!r}")
         self._check_numbers()
-        for name in ("model", "evaluation"):
-            if overlaps(self.output, getattr(self, name)):
-                raise ConfigError(f"output {self.output!r} must be a directory apart from {name} "
-                                  f"{getattr(self, name)!r}")
+        require_apart(self.output, model=self.model, evaluation=self.evaluation)
 
     def _check_numbers(self) -> None:
         tolerance, timeout = self.tolerance, self.timeout
@@ -101,9 +95,7 @@ class InfraValidatorConfig:
 
     def check_inputs(self) -> None:
         """The checks that read storage: an exported model, an evaluation that finished with canaries."""
-        problem = model_problem(self.model)
-        if problem:
-            raise ConfigError(f"model {self.model!r} {problem}")
+        check_model(self.model)
         if not any(storage.is_file(storage.join(self.evaluation, m)) for m in (BLESSED, NOT_BLESSED)):
             raise ConfigError(f"evaluation {self.evaluation!r} has no verdict (neither BLESSED nor NOT_BLESSED): "
                               "not a finished shardflow evaluate output")

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..core import storage
 from ..core.errors import ConfigError, ShardflowError
-from ..core.input_checks import examples_problem
+from ..core.config_values import require_locations
+from ..core.input_checks import check_examples
 from ..core.model_info import MODEL_INFO_NAME
 from ..pusher.executor import SERVING_POINTER, read_pointer
 
@@ -46,10 +47,7 @@ class PredictConfig:
     beam_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("model", "output"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+        require_locations(self, "model", "output")
         if (self.index is None) == (self.examples is None):
             raise ConfigError("give either index (with data_root) or examples, not both" if self.index
                               else "give an input: index (with data_root) or examples")
@@ -78,9 +76,7 @@ class PredictConfig:
             if not storage.is_dir(str(self.data_root)):
                 raise ConfigError(f"data_root {self.data_root!r} is not a directory")
         else:
-            problem = examples_problem(str(self.examples))
-            if problem:
-                raise ConfigError(f"examples {self.examples!r} {problem}")
+            check_examples(str(self.examples))
         return resolve_model(self.model)
 
 

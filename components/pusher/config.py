@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.input_checks import model_problem
+from ..core.config_values import require_locations
+from ..core.input_checks import check_model
 
 LATEST = "latest"
 
@@ -29,10 +30,7 @@ class PusherConfig:
     infra_validation: str = ""
 
     def __post_init__(self) -> None:
-        for name in ("model", "evaluation", "serving_dir"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+        require_locations(self, "model", "evaluation", "serving_dir")
         if not isinstance(self.infra_validation, str):
             raise ConfigError(f"infra_validation must be a path or URI ('' for none), got {self.infra_validation!r}")
         if self.model == LATEST:
@@ -47,6 +45,4 @@ class PusherConfig:
 
     def check_inputs(self) -> None:
         """The check that reads storage, before the heavy imports: `model` is an exported model, not its parent."""
-        problem = model_problem(self.model)
-        if problem:
-            raise ConfigError(f"model {self.model!r} {problem}")
+        check_model(self.model)

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
-from ..core.input_checks import examples_problem
+from ..core.config_values import require_locations
+from ..core.input_checks import check_examples
 
 BUILTIN_MODELS = ("auto", "lenet", "unet")
 # Pretrained backbones (backbones.py): classifiers, a U-Net on MobileNetV2, any tf_keras.applications model.
@@ -85,14 +86,10 @@ class TrainerConfig:
 
     def check_inputs(self) -> None:
         """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
-        problem = examples_problem(self.examples, transform_ok=True)
-        if problem:
-            raise ConfigError(f"examples {self.examples!r} {problem}")
+        check_examples(self.examples, transform_ok=True)
 
     def __post_init__(self) -> None:
-        for name in ("examples", "output"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ConfigError(f"{name} must be a non-empty path, got {getattr(self, name)!r}")
+        require_locations(self, "examples", "output")
         if self.model not in BUILTIN_MODELS and not self.is_backbone and not _MODULE_FN.match(self.model):
             raise ConfigError(f"model must be one of {BUILTIN_MODELS + BACKBONE_CLASSIFIERS + BACKBONE_SEGMENTERS}, "
                               f"{GENERIC_BACKBONE}NAME or 'module:function' / 'file.py:function', got {self.model!r}")

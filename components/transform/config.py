@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
-from ..core.input_checks import examples_problem
-from ..core.uri import overlaps
+from ..core.config_values import require_apart, require_locations
+from ..core.input_checks import check_examples
 
 UNSEEN_LABEL_POLICIES = ("oov", "fail")
 COMPRESSIONS = ("", "GZIP")
@@ -48,16 +48,11 @@ class TransformConfig:
 
     def check_inputs(self) -> None:
         """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
-        problem = examples_problem(self.examples)
-        if problem:
-            raise ConfigError(f"examples {self.examples!r} {problem}")
+        check_examples(self.examples)
 
     def __post_init__(self) -> None:
-        for name in ("examples", "output"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ConfigError(f"{name} must be a path or URI, got {getattr(self, name)!r}")
-        if overlaps(self.examples, self.output):
-            raise ConfigError(f"output {self.output!r} must be a directory apart from examples {self.examples!r}")
+        require_locations(self, "examples", "output")
+        require_apart(self.output, examples=self.examples)
         if self.preprocessing is not None and not _PREPROCESSING.match(self.preprocessing):
             raise ConfigError(f"preprocessing must be MODULE:FUNCTION (a file path.py or an importable module), "
                               f"got {self.preprocessing!r}")

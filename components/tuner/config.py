@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
-from ..core.input_checks import examples_problem
+from ..core.config_values import require_locations
+from ..core.input_checks import check_examples
 from ..trainer.config import TrainerConfig
 from .space import DEFAULT_SPACE, parse_space
 
@@ -32,8 +33,7 @@ class TunerConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.output, str) or not self.output:
-            raise ConfigError(f"output must be a non-empty path, got {self.output!r}")
+        require_locations(self, "output")
         parse_space(self.space)
         if self.algorithm not in ALGORITHMS:
             raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
@@ -48,6 +48,4 @@ class TunerConfig:
 
     def check_inputs(self) -> None:
         """The checks that read storage: the examples are an ExampleGen or Transform output."""
-        problem = examples_problem(self.base.examples, transform_ok=True)
-        if problem:
-            raise ConfigError(f"examples {self.base.examples!r} {problem}")
+        check_examples(self.base.examples, transform_ok=True)

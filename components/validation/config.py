@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
-from ..core.input_checks import examples_problem
-from ..core.uri import join, overlaps
+from ..core.config_values import require_apart, require_locations
+from ..core.input_checks import check_examples
+from ..core.uri import join
 
 SCHEMA_NAME = "schema.pbtxt"
 
@@ -40,16 +41,11 @@ class ValidationConfig:
 
     def check_inputs(self) -> None:
         """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
-        problem = examples_problem(self.examples)
-        if problem:
-            raise ConfigError(f"examples {self.examples!r} {problem}")
+        check_examples(self.examples)
 
     def __post_init__(self) -> None:
-        for name in ("examples", "output"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ConfigError(f"{name} must be a path or URI, got {getattr(self, name)!r}")
-        if overlaps(self.examples, self.output):
-            raise ConfigError(f"output {self.output!r} must be a directory apart from examples {self.examples!r}")
+        require_locations(self, "examples", "output")
+        require_apart(self.output, examples=self.examples)
         threshold = self.drift_threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
             raise ConfigError(f"drift_threshold must be a number in (0, 1], got {threshold!r}")

@@ -1,0 +1,34 @@
+"""Value checks that components' configs share, each raising ConfigError that names the field and the value.
+
+Pure: they compare values and touch no file or bucket, so a config can be built anywhere.
+
+>>> require_locations({"model": "m", "output": ""}, "model", "output")
+Traceback (most recent call last):
+...
+shardflow.core.errors.ConfigError: output must be a non-empty path or URI, got ''
+>>> require_apart("runs/eval", examples="runs/examples", model="runs/eval/model")
+Traceback (most recent call last):
+...
+shardflow.core.errors.ConfigError: output 'runs/eval' must be a directory apart from model 'runs/eval/model'
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .uri import overlaps
+
+
+def require_locations(values: Any, *names: str) -> None:
+    """Each of `names` (fields of a config, or keys of a mapping) is a non-empty path or URI."""
+    for name in names:
+        value = values[name] if isinstance(values, Mapping) else getattr(values, name)
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+
+
+def require_apart(output: str, **inputs: str | None) -> None:
+    """`output` is neither one of `inputs` (by option name; None skipped) nor inside one, nor around one."""
+    for name, location in inputs.items():
+        if location is not None and overlaps(output, location):
+            raise ConfigError(f"output {output!r} must be a directory apart from {name} {location!r}")
