@@ -143,6 +143,25 @@ def test_the_evaluator_keeps_the_first_256_examples_it_scored_and_their_probabil
     np.testing.assert_allclose(probabilities, served["probabilities"].numpy(), atol=1e-6)
 
 
+def test_the_canaries_are_bounded_in_bytes() -> None:
+    """224-px JPEG examples are ~20 KB: the canaries stop at 1 MB of whole examples, their probabilities in step;
+    an example larger than the bound is still kept alone."""
+    from shardflow.evaluator.executor import CANARY_BYTES, _CanaryRecorder
+
+    def signature(examples: tf.Tensor) -> dict[str, tf.Tensor]:  # a row of probabilities per example
+        return {"probabilities": tf.one_hot(tf.strings.length(examples) % 3, 3)}
+
+    recorder = _CanaryRecorder(signature)
+    for batch in range(4):
+        recorder(tf.constant([b"x" * 20_000 + bytes([batch, i]) for i in range(32)]))
+    assert len(recorder.records) == CANARY_BYTES // 20_002 == 52
+    assert recorder.records[-1] == b"x" * 20_000 + bytes([1, 19])  # the second batch's 20th: in order, whole
+    assert np.concatenate(recorder.probabilities).shape == (52, 3)
+    huge = _CanaryRecorder(signature)
+    huge(tf.constant([b"y" * (CANARY_BYTES + 1), b"z"]))
+    assert huge.records == [b"y" * (CANARY_BYTES + 1)] and np.concatenate(huge.probabilities).shape == (1, 3)
+
+
 def test_a_trained_model_is_infra_blessed_in_a_tensorflow_only_process(good_infra: tuple[int, Path]) -> None:
     code, out = good_infra
     assert code == 0 and (out / "INFRA_BLESSED").is_file() and not (out / "INFRA_NOT_BLESSED").exists()

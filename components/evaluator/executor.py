@@ -39,8 +39,11 @@ from .report import deltas, json_safe, model_report
 from .scorer import ScoreResult, plan_scoring, score
 
 PUBLISHED = (METRICS, PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS)
-CANARY_EXAMPLES = 256  # the first examples scored are kept: memory bounded whatever the split's size
-CANARY_VALUES = 1 << 22  # and at most this many probabilities (a segmentation example has H x W x C)
+# The canaries: the first examples scored, bounded in bytes whatever the split's size. The Evaluator runs
+# on every rerun, so they are new bytes each time: 256 224-px JPEGs would be ~5 MB, 3 % of a 2k-photo run.
+CANARY_EXAMPLES = 256  # at most this many,
+CANARY_BYTES = 1 << 20  # at most 1 MB of serialized examples (at least one example),
+CANARY_PREDICTION_BYTES = 1 << 24  # and at most 16 MB of probabilities (a segmentation example has H x W x C)
 
 
 def output_dir(root: str) -> OutputDir:
@@ -83,19 +86,26 @@ class _CanaryRecorder:
     """The candidate's signature, keeping the first examples it scores and its probabilities for them."""
 
     def __init__(self, signature: Any) -> None:
-        self.signature, self.limit = signature, CANARY_EXAMPLES
+        self.signature, self.limit, self.size = signature, CANARY_EXAMPLES, 0
         self.records: list[bytes] = []
         self.probabilities: list[np.ndarray] = []
 
     def __call__(self, examples: Any) -> dict[str, Any]:
         out = self.signature(examples=examples)
+        probabilities = out["probabilities"]
         if not self.records:  # the first batch tells the size of one example's probabilities
-            self.limit = max(1, min(CANARY_EXAMPLES, CANARY_VALUES // max(1, int(np.prod(
-                out["probabilities"].shape[1:])))))
-        wanted = self.limit - len(self.records)
-        if wanted > 0:
-            self.records += examples[:wanted].numpy().tolist()
-            self.probabilities.append(out["probabilities"][:wanted].numpy())
+            per_example = probabilities.dtype.size * max(1, int(np.prod(probabilities.shape[1:])))
+            self.limit = max(1, min(CANARY_EXAMPLES, CANARY_PREDICTION_BYTES // per_example))
+        taken = 0
+        for record in examples[:max(0, self.limit - len(self.records))].numpy().tolist():
+            if self.records and self.size + len(record) > CANARY_BYTES:
+                self.limit = len(self.records)  # full: later batches add nothing
+                break
+            self.records.append(record)
+            self.size += len(record)
+            taken += 1
+        if taken:
+            self.probabilities.append(probabilities[:taken].numpy())
         return out
 
     def write(self, out: OutputDir) -> None:
