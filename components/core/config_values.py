@@ -2,7 +2,8 @@
 
 Pure: they compare values and touch no file or bucket, so a config can be built anywhere.
 
->>> require_locations({"model": "m", "output": ""}, "model", "output")
+>>> from types import SimpleNamespace
+>>> require_locations(SimpleNamespace(model="m", output=""), "model", "output")
 Traceback (most recent call last):
 ...
 shardflow.core.errors.ConfigError: output must be a non-empty path or URI, got ''
@@ -13,16 +14,16 @@ shardflow.core.errors.ConfigError: output 'runs/eval' must be a directory apart 
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import ConfigError
 from .uri import overlaps
 
 
-def require_locations(values: Any, *names: str) -> None:
-    """Each of `names` (fields of a config, or keys of a mapping) is a non-empty path or URI."""
+def require_locations(config: Any, *names: str) -> None:
+    """Each of the fields `names` of `config` is a non-empty path or URI."""
     for name in names:
-        value = values[name] if isinstance(values, Mapping) else getattr(values, name)
+        value = getattr(config, name)
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
 

@@ -76,22 +76,20 @@ class InfraValidatorConfig:
         require_apart(self.output, model=self.model, evaluation=self.evaluation)
 
     def _check_numbers(self) -> None:
-        tolerance, timeout = self.tolerance, self.timeout
+        tolerance = self.tolerance
         if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not (
                 math.isfinite(tolerance) and tolerance >= 0):
             raise ConfigError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
         if not _positive_int(self.warmup_requests) or self.warmup_requests > MAX_WARMUP_REQUESTS:
             raise ConfigError(f"warmup_requests must be an integer from 1 to {MAX_WARMUP_REQUESTS} "
                               f"(TF Serving's limit), got {self.warmup_requests!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
-                math.isfinite(timeout) and timeout > 0):
-            raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        for name in ("timeout", "latency_seconds"):
+            seconds = getattr(self, name)
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
+                    math.isfinite(seconds) and seconds > 0):
+                raise ConfigError(f"{name} must be a number of seconds > 0, got {seconds!r}")
         if not _positive_int(self.latency_calls):
             raise ConfigError(f"latency_calls must be an integer >= 1, got {self.latency_calls!r}")
-        seconds = self.latency_seconds
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
-                math.isfinite(seconds) and seconds > 0):
-            raise ConfigError(f"latency_seconds must be a number of seconds > 0, got {seconds!r}")
 
     def check_inputs(self) -> None:
         """The checks that read storage: an exported model, an evaluation that finished with canaries."""
