@@ -9,6 +9,7 @@ the framework logs). The run directory holds everything:
 
     RUN_DIR/pipeline_root/shardflow-<time>/<step>/<artifact>   each step's outputs (KFP layout)
     RUN_DIR/pipeline_root/shardflow-<time>/logs/<step>.log     each step's full log (kfp.local's too)
+    RUN_DIR/pipeline_root/shardflow-<time>/logs/steps.json     each step's state (ok, cached, skipped, FAILED)
     RUN_DIR/serving/<N>/, RUN_DIR/serving/CURRENT.json         pushed (blessed) models
     RUN_DIR/runs/run-<time>.json                               the exit handler's record of each run
     RUN_DIR/spans/span-<N>-<hash>/                             each span encoded once (index with {SPAN})
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core import storage
 from ..core.errors import ConfigError
 from ..example_gen.spans import has_span_pattern
 from .local_cache import CACHE_DIR, StepCache, check_no_cache
@@ -128,13 +130,14 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
 
     from . import local_control_flow
     from .pipeline import build_pipeline
-    from .step_log import LOGS, StepLog
+    from .step_log import LOGS, STEPS_RECORD, StepLog
 
     terminal = sys.stdout
     echo = echo or (lambda text: print(text, file=terminal, flush=True))
     out = Path(config.output).resolve()
     (out / PIPELINE_ROOT).mkdir(parents=True, exist_ok=True)
-    local_control_flow.enable(StepLog(echo, verbose), StepCache(out / CACHE_DIR, check_no_cache(config.no_cache)))
+    steps = StepLog(echo, verbose)
+    local_control_flow.enable(steps, StepCache(out / CACHE_DIR, check_no_cache(config.no_cache)))
     kfp.local.init(runner=kfp.local.SubprocessRunner(use_venv=False), pipeline_root=str(out / PIPELINE_ROOT),
                    raise_on_error=True)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -146,6 +149,8 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
         summary = summarize(out)
         if summary.get("run"):
             os.replace(kfp_log, Path(summary["run"]) / LOGS / "pipeline.log")
+            storage.write_json(str(Path(summary["run"]) / LOGS / STEPS_RECORD), steps.steps)
+            summary["steps"] = steps.steps
         echo(render_summary(summary))
     return summary
 

@@ -21,6 +21,7 @@ from typing import Any, Callable, TextIO
 from .step_errors import STEP_ERROR_ENV, read_step_error
 
 LOGS = "logs"
+STEPS_RECORD = "steps.json"  # RUN/logs/steps.json: each step's state, seconds and key figure, as printed
 
 
 class _Tee:
@@ -46,6 +47,7 @@ class StepLog:
         self.echo, self.verbose = echo, verbose
         self.errors: dict[str, str] = {}
         self.terminal = sys.stdout  # the stream --verbose copies to, as it is before any redirection
+        self.steps: dict[str, dict[str, Any]] = {}  # what each step's printed line says, for the run's record
 
     def run_task(self, task: str, run_dir: Path, call: Callable[[], tuple[dict, Any]]) -> tuple[dict, Any]:
         path = run_dir / LOGS / f"{task}.log"
@@ -63,16 +65,20 @@ class StepLog:
         if failed:
             self.errors[task] = step_error(record, path)
         figure = f"error: {self.errors[task]}" if failed else key_figure(task, outputs)
-        self.echo(step_line(task, "FAILED" if failed else "ok", seconds, figure))
+        self._report(task, "FAILED" if failed else "ok", seconds, figure)
         return outputs, state
 
     def cached(self, task: str, outputs: dict) -> None:
         """A step whose outputs were reused: its line, and a log saying from where."""
-        figure = key_figure(task, outputs)
-        self.echo(step_line(task, "cached", None, figure))
+        self._report(task, "cached", None, key_figure(task, outputs))
 
     def skipped(self, task: str, why: str) -> None:
-        self.echo(step_line(task, "skipped", None, why))
+        self._report(task, "skipped", None, why)
+
+    def _report(self, task: str, state: str, seconds: float | None, figure: str) -> None:
+        self.steps[task] = {"state": state, "seconds": None if seconds is None else round(seconds, 3),
+                            "figure": figure}
+        self.echo(step_line(task, state, seconds, figure))
 
     def error(self, task: str) -> str:
         return self.errors.get(task, "")

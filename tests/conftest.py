@@ -1,4 +1,4 @@
-"""Shared test set-up: quiet TensorFlow, tf-keras, and small real datasets written per test."""
+"""Shared test set-up: quiet TensorFlow, tf-keras, the test tiers, and the session's servers."""
 from __future__ import annotations
 
 import os
@@ -15,7 +15,28 @@ import pytest
 from gcs_server import GcsServer
 from s3_server import S3Server
 
+pytest_plugins = ["shared_fixtures"]  # the session's shared data sets and runs
+
 _exit_status: list[int] = []
+
+TIERS = ("unit", "pipeline", "cluster")
+# A folder's tier, for the tests that do not name their own (pytest.ini describes each tier).
+FOLDER_TIERS = {"pipeline": "pipeline", "bench": "pipeline", "cluster": "cluster"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test gets exactly one tier: its own marker, else its folder's, else `unit`."""
+    tests_root = Path(__file__).parent
+    for item in items:
+        named = [mark.name for mark in item.iter_markers() if mark.name in TIERS]
+        if len(set(named)) > 1:
+            raise pytest.UsageError(f"{item.nodeid} has more than one tier: {sorted(set(named))}")
+        if not named:
+            folder = item.path.relative_to(tests_root).parts[0]
+            item.add_marker(FOLDER_TIERS.get(folder, "unit"))
+        if not any(item.iter_markers("xdist_group")):
+            # Under `--dist loadgroup` a module's tests stay on one worker: its module fixtures are built once.
+            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(tests_root).as_posix()))
 
 
 @pytest.fixture(scope="session")

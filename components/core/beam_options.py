@@ -2,7 +2,7 @@
 
 A flag neither shardflow nor Beam knows is a typo: Beam would only warn and the run would go on
 with the default. The names below are every option Beam `BEAM_VERSION` registers (all
-`PipelineOptions` subclasses, Dataflow's and Dask's included); tests/test_i13_cli.py compares
+`PipelineOptions` subclasses, Dataflow's and Dask's included); tests/pipeline/test_cli_refusals.py compares
 them with `registered_option_names()`, so a Beam upgrade that adds options fails until this
 list is regenerated from that function.
 

@@ -1,7 +1,7 @@
 """JPEG pixels through libjpeg-turbo's TurboJPEG API, and DCT-domain downscaling before a resize.
 
 Pillow and simplejpeg drive the same libjpeg-turbo with the same settings (accurate integer DCT,
-fancy upsampling), so their pixels are identical at every scale (tests/test_photo_decode.py checks
+fancy upsampling), so their pixels are identical at every scale (tests/example_gen/test_photo_decode.py checks
 it). simplejpeg writes them straight into a numpy array; measured on 300-500 px photos it takes
 ~25 % less CPU than Pillow's decode into its own 4-bytes-per-pixel layout. Encoding stays with
 Pillow: simplejpeg's encoder was no faster once the array copy it needs is counted.

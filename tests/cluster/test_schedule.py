@@ -20,7 +20,7 @@ from shardflow.pipelines.schedule import (
 )
 from shardflow.pipelines.submit import add_submit_arguments, submit, submit_main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NO_TOKEN = "/nonexistent/token"  # tests run outside a pod: no service-account token
 IMAGE = "registry.example.com/ml/shardflow@sha256:" + "ab" * 32
 

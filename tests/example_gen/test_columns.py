@@ -67,7 +67,7 @@ def test_role_overrides(tmp_path: Path) -> None:
     for i in range(len(samples)):
         os.rename(tmp_path / f"root/files/{i}.png", tmp_path / f"root/files/{i}")
     plain = [[f"files/{i}", r[2]] for i, r in enumerate(samples)]
-    assert detect_columns(["m", "y"], plain, minimal_config(tmp_path))[0].role == "image"  # (issue 13, item 6)
+    assert detect_columns(["m", "y"], plain, minimal_config(tmp_path))[0].role == "image"  # ... so an image column
     kept = detect_columns(["m", "y"], plain, minimal_config(tmp_path, roles=(("m", "metadata"),)))
     assert kept[0].role == "metadata"  # --role overrides the sniffing
     forced = detect_columns(["m", "y"], plain, minimal_config(tmp_path, roles=(("m", "mask"),)))

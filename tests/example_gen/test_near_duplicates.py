@@ -1,4 +1,4 @@
-"""Near-duplicate leakage (issue 22, part 3): perceptual hashes, the Hamming search, and ExampleGen's report.
+"""Near-duplicate leakage: perceptual hashes, the Hamming search, and ExampleGen's report.
 
 Images are generated here (benchmarks/near_duplicates.py: crops of scikit-learn's sample photos,
 PIL drawings, gradients and flat colours). Recall and false-pair rates are measured by the

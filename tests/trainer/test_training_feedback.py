@@ -1,4 +1,4 @@
-"""Issue 13, items 20-22: progress (rate, ETA, true step counts), TensorBoard logs, class names in serving.
+"""Training feedback: progress (rate, ETA, true step counts), TensorBoard logs, class names in serving.
 
 One small string-labelled set (8x8 gray PNGs, labels cat/dog/bird; 64 train rows, 16 eval rows)
 goes through ExampleGen once; training runs take a few steps of batch 8 (an epoch is 8 steps).
@@ -60,7 +60,7 @@ def _train(examples: Path, out: Path, steps: int) -> tuple[dict, list[str]]:
     return summary, lines
 
 
-# --- item 20: progress -------------------------------------------------------------------------------
+# --- progress ----------------------------------------------------------------------------------------
 
 class FakeClock:
     def __init__(self) -> None:
@@ -130,7 +130,7 @@ def test_training_progress_is_periodic_lines_in_logs_and_a_bar_on_a_terminal() -
     assert "epoch 1/2" in text and "3/3" in text and "10/10" not in text and "loss" in text
 
 
-# --- item 21: TensorBoard ----------------------------------------------------------------------------
+# --- TensorBoard -------------------------------------------------------------------------------------
 
 TRAINED_STEPS = STEPS_PER_EPOCH + 4  # two epochs, the second cut short by the step budget
 
@@ -183,7 +183,7 @@ def test_tensorboard_logs_are_written_to_s3(words: Path, s3_bucket: str, s3_serv
     assert 3 in scalars["input/rate/input_examples_per_second"]
 
 
-# --- item 22: class names in serving -----------------------------------------------------------------
+# --- class names in serving --------------------------------------------------------------------------
 
 def test_serving_returns_class_names_for_string_labels(trained: tuple[Path, dict], words: Path) -> None:
     out, _ = trained

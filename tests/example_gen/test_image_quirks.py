@@ -1,4 +1,4 @@
-"""Issue 13, items 7-10: low-bit masks, EXIF orientation, 16-bit colour PNGs, --max-pixels above
+"""Image quirks: low-bit gray masks, EXIF orientation, 16-bit colour PNGs, --max-pixels above
 Pillow's own limit. Unit tests on `decode` with exact pixels, and one end-to-end run of
 `shardflow example-gen` (plus one with --keep-exif-orientation) that reads the shards back.
 """
@@ -41,10 +41,10 @@ def test_hand_written_pngs_match_pillow_where_pillow_reads_them() -> None:
         assert np.array_equal(np.asarray(image), gray4[:, :, 0] * 17)
 
 
-# ------------------------------------------------------------------ item 7
+# ------------------------------------------------------------------ low-bit gray masks
 
 @pytest.mark.parametrize("bits", [1, 2, 4])
-def test_item7_low_bit_gray_masks_keep_class_ids(bits: int) -> None:
+def test_low_bit_gray_masks_keep_their_class_ids(bits: int) -> None:
     rng = np.random.default_rng(bits)
     ids = rng.integers(0, 2 ** bits, (6, 7, 1))  # odd width: rows end inside a byte
     ids[0, 0, 0], ids[0, 1, 0] = 0, 2 ** bits - 1  # both ends of the range present
@@ -55,9 +55,9 @@ def test_item7_low_bit_gray_masks_keep_class_ids(bits: int) -> None:
     assert np.array_equal(resized, ids.repeat(2, axis=0).repeat(2, axis=1).astype(np.uint8))
 
 
-# ------------------------------------------------------------------ item 8
+# ------------------------------------------------------------------ EXIF orientation
 
-def test_item8_exif_orientation_applied_by_default_and_kept_raw_on_request() -> None:
+def test_exif_orientation_is_applied_by_default_and_kept_raw_on_request() -> None:
     raw = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3) * 2
     keep = ImageRules(10_000, exif_transpose=False)
     png = _saved(raw, "PNG", exif=exif_with_orientation(6))  # lossless: exact expected pixels
@@ -72,10 +72,10 @@ def test_item8_exif_orientation_applied_by_default_and_kept_raw_on_request() -> 
     assert np.array_equal(decode(jpeg, keep), stored)
 
 
-# ------------------------------------------------------------------ item 9
+# ------------------------------------------------------------------ 16-bit colour
 
 @pytest.mark.parametrize("color_type, channels", [(2, 3), (6, 4)])
-def test_item9_16bit_colour_pngs_keep_16_bits(color_type: int, channels: int) -> None:
+def test_16bit_colour_pngs_keep_16_bits(color_type: int, channels: int) -> None:
     rng = np.random.default_rng(color_type)
     pixels = rng.integers(0, 65536, (7, 6, channels), dtype=np.uint16)
     pixels[0, 0] = 0x00FF  # a low byte only: truncation to the high byte would give 0
@@ -92,7 +92,7 @@ def test_item9_16bit_colour_pngs_keep_16_bits(color_type: int, channels: int) ->
     assert np.array_equal(resized, pixels.repeat(2, axis=0).repeat(2, axis=1))
 
 
-def test_item9_16bit_gray_alpha_and_gray_to_rgb_keep_16_bits() -> None:
+def test_16bit_gray_alpha_and_gray_to_rgb_keep_16_bits() -> None:
     pixels = np.random.default_rng(4).integers(0, 65536, (5, 6, 2), dtype=np.uint16)
     got = decode(png_file_bytes(pixels, 16, 4), IMAGE)
     assert got.dtype == np.uint16 and np.array_equal(got, pixels[:, :, :1])  # alpha dropped, as for 8-bit
@@ -100,7 +100,7 @@ def test_item9_16bit_gray_alpha_and_gray_to_rgb_keep_16_bits() -> None:
     assert as_rgb.dtype == np.uint16 and np.array_equal(as_rgb, pixels[:, :, [0, 0, 0]])  # not clipped to 255
 
 
-# ------------------------------------------------------------------ item 10
+# ------------------------------------------------------------------ --max-pixels above Pillow's limit
 
 def _huge_png(width: int, extra_chunk: bool) -> bytes:
     """A 1-row gray PNG of `width` pixels, all 0 but the last (200): about 180 KB compressed."""
@@ -114,7 +114,7 @@ def _huge_png(width: int, extra_chunk: bool) -> bytes:
 
 
 @pytest.mark.parametrize("extra_chunk", [False, True], ids=["fast_path", "pillow_path"])
-def test_item10_max_pixels_above_pillows_hard_limit(extra_chunk: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_max_pixels_can_be_set_above_pillows_hard_limit(extra_chunk: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real image of 178,956,971 pixels (one more than twice Pillow's default limit)."""
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)  # restored after the test
     width = 2 * Image.MAX_IMAGE_PIXELS + 1
@@ -163,7 +163,7 @@ def _run(root: Path, index: str, out: Path, *extra: str) -> tuple[dict, list]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("i13_images")
+    root = tmp_path_factory.mktemp("image_quirks")
     expected = _write_data(root)
     default = _run(root, "all.csv", root / "out", "--storage", "deep=png")
     kept = _run(root, "photos.csv", root / "out_raw", "--keep-exif-orientation")

@@ -23,7 +23,7 @@ from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 
 from helpers_images import write_quadrant_set
 
-GOLDEN = Path(__file__).parent / "golden" / "pipeline.yaml"
+GOLDEN = Path(__file__).parents[1] / "golden" / "pipeline.yaml"
 # The image `make golden` compiles the golden pipeline with (an example digest, not a built image).
 GOLDEN_IMAGE = ("registry.example.com/ml/shardflow"
                 "@sha256:3f1c5e0a9b7d2c4e6f8a0b1c3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e")
@@ -38,7 +38,7 @@ def test_compiled_pipeline_equals_the_golden_yaml(tmp_path: Path) -> None:
     compiled = Path(compile_pipeline(tmp_path / "pipeline.yaml", GOLDEN_IMAGE)).read_text()
     assert _without_version(compiled) == _without_version(GOLDEN.read_text()), (
         "the compiled pipeline changed: review the diff, then regenerate with `make golden`")
-    golden_target = (Path(__file__).parents[1] / "Makefile").read_text().split("\ngolden:")[1].split("\n\n")[0]
+    golden_target = (Path(__file__).parents[2] / "Makefile").read_text().split("\ngolden:")[1].split("\n\n")[0]
     assert f"--image {GOLDEN_IMAGE}" in golden_target, "`make golden` compiles with another image than this test"
 
 

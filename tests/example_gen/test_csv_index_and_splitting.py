@@ -56,7 +56,7 @@ def test_stray_quote_on_the_last_row_and_non_utf8_row(tmp_path: Path) -> None:
     assert [(r.row, r.cells) for r in records] == [(1, ["a.png", "1"]), (2, None), (3, ["c.png", "3"]), (4, None)]
 
 
-# An unnamed column (x,,y) is no longer refused by itself: see test_i13_csv (empty columns).
+# An unnamed column (x,,y) is no longer refused by itself: see test_csv_quirks.py (unnamed columns).
 @pytest.mark.parametrize("text, message", [(b"", "empty index file"), (b"x,x,\n", "duplicate column names \\['x'\\]"),
                                            (b",,\n", "no column names"), (b'"x,y\n', "header does not parse")])
 def test_unusable_headers(tmp_path: Path, text: bytes, message: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE_DIRS = {"shardflow": REPO / "components", "shardflow.pipelines": REPO / "pipelines"}
 
 

@@ -1,4 +1,4 @@
-"""`shardflow run` knows its task before any step (issue 20, item 7): a mask column in the index means
+"""`shardflow run` knows its task before any step: a mask column in the index means
 segmentation, whose default blessing threshold is a segmentation metric; every step's flags and every
 threshold metric are checked against it before the first step, so a mistake costs a second.
 

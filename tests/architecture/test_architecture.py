@@ -1,6 +1,6 @@
 """The arrows docs/architecture.md forbids, enforced on the import graph (parsed with ast, nothing imported).
 
-The graph is tests/test_kfp_imports.py's (`package_modules`, `import_graph`, `imported_names`, `find_cycle`:
+The graph is tests/architecture/test_kfp_imports.py's (`package_modules`, `import_graph`, `imported_names`, `find_cycle`:
 every import, top level and inside functions), extended to `shardflow.tfx` (tfx_adapter/, parsed only:
 importing it needs tfx). Each rule is a function returning its offenders as "importer → imported":
 

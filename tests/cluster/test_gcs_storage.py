@@ -1,7 +1,7 @@
 """The storage layer and the output life cycle on gs://, against a real GCS-protocol server (fake-gcs-server).
 
-The same checks as tests/test_storage.py runs on a local disk and on S3 (ExampleGen on gs:// is in
-tests/test_s3_example_gen.py). TensorFlow's own gs:// has
+The same checks as tests/cluster/test_storage.py runs on a local disk and on S3 (ExampleGen on gs:// is in
+tests/cluster/test_s3_example_gen.py). TensorFlow's own gs:// has
 its endpoint compiled in and cannot reach an emulator, so the TensorFlow side of gs:// (tf.data
 reading shards, checkpoints) is not testable here and needs a real bucket.
 """

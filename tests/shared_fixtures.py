@@ -1,0 +1,98 @@
+"""Session fixtures for what many tests read: data sets and pipeline runs, each built once per machine.
+
+Under pytest-xdist every worker is a session of its own, so a plain session fixture would be built once
+per worker. `build_once` is the pytest-xdist docs' recipe: the first worker to take the file lock
+builds into a folder all workers share and records what it built (JSON); the others wait on the lock
+and read the record. Without xdist it is a plain once-per-session build.
+
+A test that continues from a shared run (reruns it, retrains it) copies nothing and changes nothing in
+it: the runs that continue are part of the fixture, recorded in order (see `quadrant_history`).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from filelock import FileLock
+
+DONE = "built.json"
+
+
+def shared_root(factory: pytest.TempPathFactory) -> Path:
+    """The folder every xdist worker of this run sees (the session's own folder without xdist)."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def build_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """`build(folder)`'s JSON record, built by the first caller on this machine and read by the others.
+
+    A build that raised leaves no record, so the next caller builds again (and fails the same way)."""
+    folder = shared_root(factory) / "shared" / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        record = folder / DONE
+        if record.is_file():
+            return json.loads(record.read_text())
+        folder.mkdir(exist_ok=True)
+        built = build(folder)
+        partial = record.with_suffix(".partial")
+        partial.write_text(json.dumps(built))
+        os.replace(partial, record)  # whole or absent: a killed build is built again
+        return built
+
+
+def _write_demo(folder: Path) -> dict[str, Any]:
+    from shardflow.demo_data import write_all
+
+    return {"root": str(folder), "indexes": write_all(str(folder))}
+
+
+@pytest.fixture(scope="session")
+def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`shardflow demo-data`'s folders (digits/, photos/, segmentation/), written once. Read only."""
+    return Path(build_once(tmp_path_factory, "demo-data", _write_demo)["root"])
+
+
+def _quadrant_history(folder: Path) -> dict[str, Any]:
+    """Four runs into one run directory, as a scheduled job would make them:
+    - first:  blessed and pushed as version 1;
+    - again:  the identical rerun (every cacheable step reused);
+    - worse:  a cold start with a learning rate that wrecks the model (the regression gate refuses it);
+    - edited: after one CSV row's label changed (every step runs again)."""
+    from helpers_images import write_quadrant_set
+    from shardflow.pipelines.local_run import LocalRunConfig, run_locally
+
+    data, out = folder / "data", folder / "out"
+    write_quadrant_set(data, 80, seed=1)
+    common = dict(index=(f"train={data}/train.csv", f"eval={data}/eval.csv"), data_root=str(data),
+                  output=str(out), eval_thresholds=("accuracy>=0.2",))
+    good = LocalRunConfig(**common, train_options=("--epochs", "8", "--batch-size", "16"))
+    worse = LocalRunConfig(**common, warm_start="", no_cache=("train",),
+                           train_options=("--epochs", "1", "--batch-size", "16", "--learning-rate", "3"))
+    history: dict[str, Any] = {"out": str(out), "data": str(data), "runs": {}}
+    for name, config in (("first", good), ("again", good), ("worse", worse), ("edited", good)):
+        if name == "edited":
+            rows = (data / "train.csv").read_text().splitlines()
+            rows[1] = rows[1].rsplit(",", 1)[0] + ",3"  # one label changed
+            (data / "train.csv").write_text("\n".join(rows) + "\n")
+        printed: list[str] = []
+        summary = run_locally(config, echo=printed.append)
+        assert summary["outcome"]["state"] == "SUCCEEDED", printed
+        history["runs"][name] = {**summary, "printed": printed, "bytes": _bytes(out),
+                                 "served": sorted(p.name for p in (out / "serving").iterdir())}
+    return history
+
+
+def _bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+@pytest.fixture(scope="session")
+def quadrant_history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The four runs of `_quadrant_history` on 80 rows of the quadrant set: their summaries (with each
+    step's state), what each printed, the run directory's bytes after each, and the served versions."""
+    return build_once(tmp_path_factory, "quadrant-history", _quadrant_history)
