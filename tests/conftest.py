@@ -20,23 +20,40 @@ pytest_plugins = ["shared_fixtures"]  # the session's shared data sets and runs
 _exit_status: list[int] = []
 
 TIERS = ("unit", "pipeline", "cluster")
-# A folder's tier, for the tests that do not name their own (pytest.ini describes each tier).
-FOLDER_TIERS = {"pipeline": "pipeline", "bench": "pipeline", "cluster": "cluster"}
+# A folder's tier, for the tests that name none: a component's folder runs components (pipeline) unless
+# a module or test says `unit` (pytest.ini describes each tier).
+FOLDER_TIERS = {"architecture": "unit", "cluster": "cluster"}
+SERVER_FIXTURES = frozenset({"s3_server", "s3_bucket", "gcs_server"})  # a test that uses one is `cluster`
+
+
+def tier_of(item: pytest.Item, tests_root: Path) -> str:
+    """A test's one tier: `cluster` if it uses a server; else its closest tier marker (the test's
+    own, then its module's); else its folder's; else `pipeline`."""
+    if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return "cluster"
+    named = next((mark.name for mark in item.iter_markers() if mark.name in TIERS), None)
+    return named or FOLDER_TIERS.get(item.path.relative_to(tests_root).parts[0], "pipeline")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--tier", choices=TIERS, action="append", default=[],
+                     help="run only the tests of this tier (repeatable); make test runs every tier")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test gets exactly one tier: its own marker, else its folder's, else `unit`."""
-    tests_root = Path(__file__).parent
+    """Gives each test its one tier (shown in -v output as a user property) and keeps the --tier ones."""
+    tests_root, wanted = Path(__file__).parent, config.getoption("--tier")
+    kept, dropped = [], []
     for item in items:
-        named = [mark.name for mark in item.iter_markers() if mark.name in TIERS]
-        if len(set(named)) > 1:
-            raise pytest.UsageError(f"{item.nodeid} has more than one tier: {sorted(set(named))}")
-        if not named:
-            folder = item.path.relative_to(tests_root).parts[0]
-            item.add_marker(FOLDER_TIERS.get(folder, "unit"))
+        tier = tier_of(item, tests_root)
+        item.user_properties.append(("tier", tier))
         if not any(item.iter_markers("xdist_group")):
             # Under `--dist loadgroup` a module's tests stay on one worker: its module fixtures are built once.
             item.add_marker(pytest.mark.xdist_group(item.path.relative_to(tests_root).as_posix()))
+        (kept if not wanted or tier in wanted else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ for tier in "$@"; do
     options_var="PYTEST_${tier^^}"
     started=$(date +%s)
     # shellcheck disable=SC2086  # the options are words on purpose
-    "$python" -m pytest -q --durations=40 -m "$tier" ${!options_var:-} tests || failed+=("$tier")
+    "$python" -m pytest -q --durations=40 --tier "$tier" ${!options_var:-} tests || failed+=("$tier")
     summary+=("tier $tier: $(( $(date +%s) - started )) s")
     echo "== ${summary[-1]}"
 done

@@ -6,6 +6,8 @@ import pytest
 
 from shardflow.evaluator.segmentation import segmentation_report
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 
 def test_segmentation_metrics_on_hand_built_masks() -> None:
     truth = np.zeros((4, 4), np.int64)

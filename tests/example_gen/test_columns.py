@@ -12,6 +12,8 @@ from helpers_images import write_palette_mask, write_png
 from shardflow.example_gen.columns import detect_columns, guess_value_dtype
 from shardflow.example_gen.config import ConfigError
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 # ---------------------------------------------------------------- columns
 
 def _dataset(tmp_path: Path, rows: int = 6) -> tuple[list[str], list[list[str]]]:

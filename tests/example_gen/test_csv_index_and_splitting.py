@@ -9,6 +9,8 @@ import pytest
 from shardflow.example_gen.csv_index import IndexFileError, count_rows, plan_chunks, read_chunk, read_header
 from shardflow.example_gen.splitting import SplitAssigner
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 # ---------------------------------------------------------------- csv_index
 
 CSV_TEXT = (

@@ -21,6 +21,8 @@ from shardflow.cli import main as shardflow_main
 from shardflow.example_gen.columns import guess_value_dtype, parse_value
 from shardflow.example_gen.csv_index import plan_chunks, read_chunk
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 ROWS = 2000
 
 

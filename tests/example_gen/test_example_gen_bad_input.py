@@ -23,6 +23,8 @@ from shardflow.core.tfrecord import iter_records
 
 from helpers_images import corrupt_idat, png_bytes
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 NUM_GOOD = 40
 MAX_PIXELS = 100  # good images are 8x8 = 64 pixels; the bomb is 16x16 = 256
 

@@ -11,6 +11,8 @@ from shardflow.cli import main as shardflow_main
 from shardflow.example_gen.cli import config_from_args
 from shardflow.example_gen.config import ConfigError, ExampleGenConfig, IndexSpec
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 # ---------------------------------------------------------------- config and CLI
 
 @pytest.mark.parametrize("options, message", [

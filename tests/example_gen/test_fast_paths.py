@@ -12,6 +12,8 @@ from PIL import Image
 
 from helpers_images import corrupt_idat, png_bytes
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 
 def _pil_pixels(data: bytes) -> tuple[str, tuple[int, int], bytes]:
     with Image.open(io.BytesIO(data)) as image:

@@ -20,6 +20,8 @@ from shardflow.core.tfrecord import iter_records
 from shardflow.example_gen.data_root import BadCell
 from shardflow.example_gen.images import ImageRules, decode, decode_image, encode
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 IMAGE = ImageRules(max_pixels=10_000)
 MASK = ImageRules(max_pixels=10_000, nearest=True)  # what columns.py gives a mask column
 

@@ -14,6 +14,8 @@ from helpers_images import write_png
 from shardflow.example_gen.data_root import BadCell, DataRoot
 from shardflow.example_gen.images import ImageRules, decode, encode
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 # ---------------------------------------------------------------- images
 
 @pytest.fixture()

@@ -23,6 +23,8 @@ from shardflow.core.perceptual_hash import distance, image_hashes, tone_radius
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 from shardflow.example_gen.config import DEFAULT_NEAR_DUPLICATE_DISTANCE
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 LIMIT = DEFAULT_NEAR_DUPLICATE_DISTANCE
 SIDE = 96
 

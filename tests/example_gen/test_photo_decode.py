@@ -15,6 +15,8 @@ from shardflow.example_gen.data_root import BadCell
 from shardflow.example_gen.images import ImageRules, decode
 from shardflow.example_gen.jpeg_decode import DRAFT_GAP, decode_turbo, draft_scale
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 MAX_PIXELS = 50_000_000
 
 

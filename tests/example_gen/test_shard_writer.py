@@ -17,6 +17,8 @@ from shardflow.core.shard_plan import Part, ShardPlan, count_shards, plan_split
 from shardflow.core.shard_writer import PartWriter, ShardSizing, WriteShards, write_shard
 from shardflow.core.tfrecord import frame, iter_records
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 MB = 1 << 20
 
 

@@ -11,6 +11,8 @@ import tensorflow as tf
 from shardflow.core.example_proto import encode_example
 from shardflow.core.tfrecord import CorruptRecordError, frame, iter_frames, iter_records
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 
 def _tf_records(path: Path, compression: str = "") -> list[bytes]:
     dataset = tf.data.TFRecordDataset(str(path), compression_type=compression or None)

@@ -7,6 +7,8 @@ import tensorflow as tf
 
 from shardflow.trainer.augment import GEOMETRIC, AugmentLayer, _identity, _matrix, _op_seeds, _warp, augment_batch
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 
 def _blocks(batch: int = 8, size: int = 32) -> tuple[tf.Tensor, tf.Tensor]:
     """Images whose single channel is their mask's id (0, 1, 2) in large blocks: alignment is checkable."""

@@ -21,6 +21,8 @@ from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 from helpers_images import random_pixels, read_pixels, write_csv, write_png
 from helpers_reader import budget_for, collect
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 HEADER = ["gray", "rgb", "depth", "gray_lossy", "rgb_lossy", "y", "site", "score"]
 SPLIT_ROWS = {"train": range(0, 14), "eval": range(14, 20)}
 FILE_COLUMNS = ("gray", "rgb", "depth", "gray_lossy", "rgb_lossy")

@@ -12,6 +12,8 @@ from shardflow.core import storage
 from shardflow.pusher import PusherConfig
 from shardflow.pusher import run as push
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 QUIET = {"echo": lambda _: None}
 WARMUP = "assets.extra/tf_serving_warmup_requests"
 

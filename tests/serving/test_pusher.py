@@ -14,6 +14,8 @@ from shardflow.core import storage
 from shardflow.core.errors import ConfigError
 from shardflow.pusher import LATEST, PusherConfig, read_pointer, resolve_latest, resolve_model_reference, run
 
+pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
+
 MODEL_FILES = {"saved_model.pb": b"graph", "variables/variables.index": b"index",
                "variables/variables.data-00000-of-00001": b"\x00" * 3000, "shardflow_model.json": b"{}"}
 
