@@ -48,13 +48,30 @@ def build_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path
 def _write_demo(folder: Path) -> dict[str, Any]:
     from shardflow.demo_data import write_all
 
-    return {"root": str(folder), "indexes": write_all(str(folder))}
+    return {"root": str(folder), "indexes": {name: str(path) for name, path in write_all(str(folder)).items()}}
 
 
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`shardflow demo-data`'s folders (digits/, photos/, segmentation/), written once. Read only."""
     return Path(build_once(tmp_path_factory, "demo-data", _write_demo)["root"])
+
+
+@pytest.fixture(scope="session")
+def digits_examples(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """scikit-learn's 1,797 digits (train and eval) through ExampleGen, at least 2 train shards (so
+    multi-worker and corruption tests have shards to split). Read only."""
+    def build(folder: Path) -> dict[str, Any]:
+        from shardflow.example_gen import ExampleGenConfig, IndexSpec
+        from shardflow.example_gen import run as example_gen
+
+        digits = demo_data / "digits"
+        indexes = tuple(IndexSpec(str(digits / f"{split}.csv"), split) for split in ("train", "eval"))
+        example_gen(ExampleGenConfig(indexes=indexes, data_root=str(digits), output=str(folder / "examples"),
+                                     min_shards=2), echo=lambda _: None)
+        return {"examples": str(folder / "examples")}
+
+    return Path(build_once(tmp_path_factory, "digits-examples", build)["examples"])
 
 
 def _quadrant_history(folder: Path) -> dict[str, Any]:

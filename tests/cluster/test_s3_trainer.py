@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +36,7 @@ from shardflow.transform import run as transform
 
 from helpers_images import write_csv, write_png
 from helpers_models import free_ports
+from helpers_processes import recorded_checkpoint, wait_for
 
 TRAIN, EVAL, CLASSES = 48, 16, 3
 
@@ -186,11 +186,9 @@ def test_killed_training_on_s3_resumes_to_the_same_step_count(s3_examples: str, 
     env = _env(s3_server, tmp_path / "tmp")
     first = subprocess.Popen(_train_command(s3_examples, output, steps, 8), env=env, cwd=work,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while time.time() < deadline and first.poll() is None and \
-            not any(k.endswith(".index") for k in _keys(s3_server, f"{output}/checkpoints")):
-        time.sleep(0.1)
-    time.sleep(0.5)  # a few more steps, so the kill lands between checkpoints
+    # Checkpoint 2 recorded whole on s3:// (step 12 of 300: 6-step epochs, a backup at each end): the kill
+    # lands in training, past a checkpoint.
+    wait_for(lambda: recorded_checkpoint(f"{output}/checkpoints") >= 2, first, 900, "second recorded checkpoint")
     first.send_signal(signal.SIGKILL)
     first.wait()
     keys = _keys(s3_server, output)

@@ -30,7 +30,6 @@ from shardflow.core import storage
 from shardflow.core.errors import ConfigError
 from shardflow.core.manifest import read_manifest
 from shardflow.core.reader import shard_files
-from shardflow.demo_data import write_all
 from shardflow.evaluator import EvaluatorConfig
 from shardflow.evaluator import run as evaluate
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
@@ -53,9 +52,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def examples(root: Path) -> Path:
-    write_all(str(root / "demo"))
-    digits = root / "demo" / "digits"
+def examples(root: Path, demo_data: Path) -> Path:
+    digits = demo_data / "digits"
     indexes = tuple(IndexSpec(str(digits / f"{split}.csv"), split) for split in ("train", "eval"))
     example_gen(ExampleGenConfig(indexes=indexes, data_root=str(digits), output=str(root / "examples"),
                                  storage=(("*", "png"),)), **QUIET)

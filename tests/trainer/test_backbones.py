@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from shardflow.trainer.model_builder import build_model
 from shardflow.trainer.task import resolve_task
 
 from helpers_images import write_csv
+from helpers_processes import recorded_checkpoint, wait_for
 
 SIZE, ALPHA = 96, 0.35
 
@@ -167,10 +167,10 @@ def test_a_run_killed_in_phase_two_resumes_in_phase_two(photos: Path, weights_fi
                "--input-probe-batches", "1"]
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not list((out / "checkpoints" / "fine_tune").rglob("*.index")) and time.time() < deadline \
-            and first.poll() is None:
-        time.sleep(0.05)
+    # Phase two's own backup recorded its second checkpoint whole (step 4 of its 27): the kill lands in phase
+    # two, past a checkpoint.
+    wait_for(lambda: recorded_checkpoint(str(out / "checkpoints" / "fine_tune")) >= 2, first, 900,
+             "second recorded checkpoint of phase two")
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert not (out / "training.json").exists(), "the run finished before it could be killed"

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,6 @@ import tf_keras as keras
 from shardflow.core.manifest import read_manifest
 from shardflow.core.model_info import read_model_info
 from shardflow.core.reader import make_dataset, shard_files
-from shardflow.demo_data import write_all
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.trainer import TrainerConfig, run
@@ -32,21 +30,21 @@ from shardflow.trainer.input_pipeline import CorruptShardError, TooFewShardsErro
 from shardflow.transform import TransformConfig
 from shardflow.transform import run as transform
 
-from helpers_digits import digits_examples
 from helpers_models import free_ports
+from helpers_processes import recorded_checkpoint, wait_for
 from helpers_transform import read_transformed
 
 STATED_ACCURACY = 0.9  # digits, LeNet, 240 steps of 64: ~0.95-0.97 measured
 
 
 @pytest.fixture(scope="module")
-def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return digits_examples(tmp_path_factory, min_shards=2)
+def digits(digits_examples: Path) -> Path:
+    return digits_examples  # the session's, 2 train shards (tests/shared_fixtures.py); read only
 
 
 @pytest.fixture(scope="module")
-def digits_transformed(digits: Path) -> Path:
-    out = digits.parent / "transform"
+def digits_transformed(digits: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("digits") / "transform"
     transform(TransformConfig(examples=str(digits), output=str(out)), echo=lambda _: None)
     return out
 
@@ -123,10 +121,8 @@ def test_killed_training_resumes_to_the_same_step_count(digits: Path, tmp_path: 
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     first = subprocess.Popen(_train_command(digits, out, steps), env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while not list((out / "checkpoints").rglob("*.index")) and time.time() < deadline and first.poll() is None:
-        time.sleep(0.05)
-    time.sleep(0.5)  # a few more steps, so the kill lands between checkpoints
+    # Checkpoint 2 recorded whole (by step 20 of 400): the kill lands in training, past a checkpoint.
+    wait_for(lambda: recorded_checkpoint(str(out / "checkpoints")) >= 2, first, 900, "second recorded checkpoint")
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert not (out / "training.json").exists(), "the run finished before it could be killed"
@@ -199,9 +195,8 @@ def test_eval_stream_is_never_augmented_and_train_stream_is(digits: Path) -> Non
     assert not np.allclose(trained_batch, first_train, atol=1e-3)
 
 
-def test_unet_trains_on_masks_and_serves_per_pixel_classes(tmp_path: Path) -> None:
-    demo = tmp_path / "demo"
-    index = Path(write_all(str(demo))["segmentation"])
+def test_unet_trains_on_masks_and_serves_per_pixel_classes(demo_data: Path, tmp_path: Path) -> None:
+    index = demo_data / "segmentation" / "index.csv"
     seg = index.parent
     examples = tmp_path / "examples"
     example_gen(ExampleGenConfig(indexes=(IndexSpec(str(index)),), data_root=str(seg), output=str(examples)),
@@ -218,12 +213,12 @@ def test_unet_trains_on_masks_and_serves_per_pixel_classes(tmp_path: Path) -> No
     assert served["probabilities"].shape == (len(records), height, width, 2)
 
 
-def test_segmentation_logs_mean_iou_and_dice_per_epoch_as_the_evaluator_scores_them(tmp_path: Path) -> None:
+def test_segmentation_logs_mean_iou_and_dice_per_epoch_as_the_evaluator_scores_them(demo_data: Path,
+                                                                                    tmp_path: Path) -> None:
     from shardflow.evaluator import EvaluatorConfig
     from shardflow.evaluator import run as evaluate
 
-    demo = tmp_path / "demo"
-    index = Path(write_all(str(demo))["segmentation"])
+    index = demo_data / "segmentation" / "index.csv"
     examples = tmp_path / "examples"
     example_gen(ExampleGenConfig(indexes=(IndexSpec(str(index)),), data_root=str(index.parent), output=str(examples)),
                 echo=lambda _: None)

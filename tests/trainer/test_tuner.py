@@ -16,14 +16,13 @@ from shardflow.trainer.hyperparameters import apply_hyperparameters
 from shardflow.tuner import TunerConfig
 from shardflow.tuner.space import parse_space
 
-from helpers_digits import digits_examples
 
 BAD_RATE = "3.0"  # Adam at 3.0 wrecks LeNet on the digits
 
 
 @pytest.fixture(scope="module")
-def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return digits_examples(tmp_path_factory)
+def digits(digits_examples: Path) -> Path:
+    return digits_examples  # the session's (tests/shared_fixtures.py)
 
 
 @pytest.fixture(scope="module")
