@@ -90,8 +90,10 @@ def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsServer]:
 
 
 @pytest.fixture
-def s3_bucket(s3_server: S3Server) -> str:
+def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
     """A fresh, empty bucket on the session's S3 server."""
+    if dict(request.node.user_properties).get("tier") != "cluster":  # asked for at run time, so tier_of missed it
+        pytest.fail(f"{request.node.nodeid} uses the S3 server: mark it (or its parameter) cluster")
     return s3_server.bucket()
 
 

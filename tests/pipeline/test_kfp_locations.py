@@ -51,7 +51,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple]:
     return seen
 
 
-@pytest.fixture(params=["s3", "gs"])
+@pytest.fixture(params=[pytest.param("s3", marks=pytest.mark.cluster), pytest.param("gs", marks=pytest.mark.cluster)])
 def root(request: pytest.FixtureRequest) -> str:
     """A run root in a fresh bucket of the local S3 server or the GCS emulator."""
     if request.param == "s3":

@@ -18,7 +18,7 @@ QUIET = {"echo": lambda _: None}
 WARMUP = "assets.extra/tf_serving_warmup_requests"
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.cluster)])  # s3: the server, so cluster
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "local":
         return str(tmp_path / "root")

@@ -20,7 +20,7 @@ MODEL_FILES = {"saved_model.pb": b"graph", "variables/variables.index": b"index"
                "variables/variables.data-00000-of-00001": b"\x00" * 3000, "shardflow_model.json": b"{}"}
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.cluster)])  # s3: the server, so cluster
 def root(request: pytest.FixtureRequest, tmp_path) -> str:  # noqa: ANN001
     if request.param == "local":
         return str(tmp_path / "root")
