@@ -18,7 +18,7 @@ from PIL import Image
 
 from shardflow.core.manifest import read_manifest
 from shardflow.core.reader import shard_files
-from shardflow.demo_data import write_all
+from shardflow.core.serving_image import canonical_pixels
 from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 
 SIZE, ALPHA = 96, 0.35
@@ -47,10 +47,8 @@ def _pretrained_weights(photos: Path, path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo")
-    write_all(str(root))
-    return root
+def demo(demo_data: Path) -> Path:
+    return demo_data  # the session's demo data (tests/shared_fixtures.py); read only
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +57,11 @@ def photo_run(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     weights = _pretrained_weights(photos, out.parent / "mobilenet_v2_035.h5")
     train_args = ("--model", "mobilenet_v2", "--weights", str(weights), "--backbone-alpha", str(ALPHA),
                   "--freeze-epochs", "1", "--epochs", "3", "--batch-size", "16")
+    # Stored losslessly (png): the Evaluator then scores exactly the pixels ingest's resize made, and the
+    # served model's answers on the original JPEGs can be held to them (the test below). JPEG storage
+    # through a whole run is the README's photo quickstart (tests/pipeline/test_quickstarts.py).
     config = LocalRunConfig(index=(f"train={photos}/train.csv", f"eval={photos}/eval.csv"), data_root=str(photos),
-                            output=str(out), example_gen_options=("--resize", f"{SIZE}x{SIZE}", "--channels", "rgb", "--storage", "jpeg"),
+                            output=str(out), example_gen_options=("--resize", f"{SIZE}x{SIZE}", "--channels", "rgb", "--storage", "png"),
                             train_options=train_args, eval_thresholds=("accuracy>=0.7",))
     return {"summary": run_locally(config, echo=lambda _: None), "photos": photos}
 
@@ -86,12 +87,21 @@ def test_the_served_model_answers_original_jpegs_with_the_evaluators_classes(pho
     # The Evaluator's accuracy is the accuracy of these classes: the same model on the same stored examples.
     assert (scored == truth).mean() == pytest.approx(summary["metrics"]["overall"]["accuracy"])
     originals = [(photos / path).read_bytes() for path, _ in eval_rows]  # 120-240 px, some portrait
+    # The pixels serving_image computes from each original (core.serving_image, the graph's ingest ops) are
+    # the stored ones the Evaluator scored, but for the rounding of two bilinear resizes (Pillow's fixed
+    # point at ingest, TensorFlow's float in the graph): never more than 1 grey level (measured: ~13 % of values).
+    stored = [tf.io.decode_png(tf.io.parse_single_example(r, {"image": tf.io.FixedLenFeature([], tf.string)})["image"])
+              for r in records]
+    for data, pixels in zip(originals, stored):
+        in_graph = canonical_pixels(tf.constant(data), tuple(pixels.shape), exif=True)
+        assert np.abs(in_graph.numpy().astype(int) - pixels.numpy().astype(int)).max() <= 1
     as_files = served.signatures["serving_image"](images=tf.constant(originals))["class_ids"].numpy()
     in_examples = served.signatures["serving_default"](examples=tf.constant([_example(d) for d in originals]))
-    # Resized in the graph as ingest resized them, less the JPEG re-encoding ingest did: ~3 grey levels apart
-    # on average (measured), which flips some answers of this briefly trained model (28 of 32 agreed once,
-    # one of them at 0.99). The exact check is the next one: the same bytes through both signatures.
-    assert (as_files == scored).mean() >= 0.75
+    # Not equality: that 1 grey level still moves this briefly trained model's probabilities (up to 0.18 in
+    # one measured run, where all 32 answers agreed), so an answer near a tie may flip; 0.9 allows 3 of 32.
+    # (JPEG storage left ~2.4 levels on average, up to 32, and 4 of 32 answers flipped once.) The exact
+    # check is the next one: the same bytes through both signatures.
+    assert (as_files == scored).mean() >= 0.9
     np.testing.assert_array_equal(in_examples["class_ids"].numpy(), as_files)
 
 

@@ -1,6 +1,11 @@
-"""`shardflow run` as a person watches it (issue 13, items 16, 18, 23): options checked before any
-step, a quiet run of one line per step with each step's log kept, a failing step's own message at
-the end and in the run record, and the KFP UI pages with their images embedded."""
+"""`shardflow run` as a person watches it: options checked before any step, a quiet run of one line
+per step with each step's log kept, a failing step's own message at the end and in the run record,
+and the KFP UI pages with their images embedded.
+
+What a run did is read from what it wrote: the run record (RUN/runs/run-*.json: the outcome, the
+failed step, its message, the run's name), each step's state and key figure
+(RUN/pipeline_root/<run>/logs/steps.json), the examples' manifest and the training and evaluation
+JSON. One test holds the printed output to those records."""
 from __future__ import annotations
 
 import base64
@@ -9,12 +14,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from shardflow.core.manifest import read_manifest
+from shardflow.pipelines.step_log import step_line
 from shardflow.pipelines.ui_pages import evaluation_page
 
 from helpers_images import write_csv, write_png
@@ -25,8 +31,11 @@ STEPS = ("fingerprint", "example-gen", "validate", "transform", "train", "evalua
 
 
 def _shardflow(*argv: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.run([SHARDFLOW, *argv], capture_output=True, text=True, env=env, timeout=timeout)
+    """The command as a person runs it: the CLI's own defaults for TensorFlow's C++ logging (the test
+    session's TF_CPP_MIN_LOG_LEVEL would override them)."""
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    return subprocess.run([SHARDFLOW, *argv], capture_output=True, text=True, timeout=timeout,
+                          env={**env, "TF_USE_LEGACY_KERAS": "1"})
 
 
 def _run_args(train: Path, eval_: Path, root: Path, out: Path, *extra: str) -> list[str]:
@@ -34,8 +43,20 @@ def _run_args(train: Path, eval_: Path, root: Path, out: Path, *extra: str) -> l
             "--output", str(out), *extra]
 
 
-def _newest_run(out: Path) -> Path:
-    return max((out / "pipeline_root").glob("shardflow-*"), key=lambda p: p.stat().st_mtime)
+def _record(out: Path) -> dict:
+    """The run record the exit handler wrote (one run into `out`)."""
+    (record,) = (out / "runs").glob("run-*.json")
+    return json.loads(record.read_text())
+
+
+def _run_dir(out: Path) -> Path:
+    """The run's directory, named in its record (the KFP pipeline job)."""
+    return out / "pipeline_root" / _record(out)["pipeline_job"]
+
+
+def _steps(out: Path) -> dict[str, dict]:
+    """Each step the run reached: {"state": ok|cached|skipped|FAILED, "seconds", "figure"} (what its line says)."""
+    return json.loads((_run_dir(out) / "logs" / "steps.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -49,28 +70,97 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess
     return out, done
 
 
-def test_item18_the_demo_run_prints_one_line_per_step_and_keeps_each_steps_log(demo_run) -> None:
+@pytest.fixture(scope="module")
+def failed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A run whose ExampleGen fails: 3 of 19 train rows name no file, more than --max-reject-fraction allows."""
+    base = tmp_path_factory.mktemp("failing")
+    train, eval_ = _tiny_data(base / "data", missing=3)
+    done = _shardflow(*_run_args(train, eval_, base / "data", base / "out",
+                                 "--example-gen-args", "--max-reject-fraction 0.05", "--train-args", "--epochs 1"))
+    return base / "out", done
+
+
+def test_the_demo_run_runs_every_step_and_keeps_each_steps_log(demo_run) -> None:
     out, done = demo_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    printed = (done.stdout + done.stderr).splitlines()
-    assert len(printed) <= 70, f"{len(printed)} lines:\n" + "\n".join(printed)
-    assert "executor_input" not in done.stdout + done.stderr  # kfp.local's JSON stays in the logs
-    step_lines = {line.split()[0]: line for line in printed if line.split() and line.split()[0] in STEPS}
-    assert set(step_lines) == set(STEPS)
-    assert re.search(r"^train\s+ok\s+[\d.]+s\s+.*accuracy [\d.]+.*46 optimizer steps", step_lines["train"])
-    assert "blessed: yes" in step_lines["evaluate"]
+    record, steps, run = _record(out), _steps(out), _run_dir(out)
+    assert (record["state"], record["failed_task"], record["message"]) == ("SUCCEEDED", "", "")
+    assert {step: steps[step]["state"] for step in STEPS} == {step: "ok" for step in STEPS}
+    training = json.loads((run / "train" / "model" / "training.json").read_text())
+    assert training["optimizer_steps"] == 46 and "accuracy" in training["history"][-1]
+    assert json.loads((run / "evaluate" / "evaluation" / "blessing.json").read_text())["blessed"]
     eval_rows = sum(1 for _ in open(out.parent / "data/digits/eval.csv")) - 1  # an independent count
-    assert f"eval {eval_rows}" in step_lines["example-gen"]
-    logs = _newest_run(out) / "logs"
+    assert read_manifest(str(run / "example-gen" / "examples")).splits["eval"].num_examples == eval_rows
+    logs = run / "logs"
     for step in STEPS:
         assert (logs / f"{step}.log").stat().st_size > 0, step
     assert "executor_input" in (logs / "train.log").read_text()  # the full log is kept
     assert "Running pipeline" in (logs / "pipeline.log").read_text()
 
 
-def test_item23_the_kfp_ui_pages_embed_the_plots_and_tables(demo_run) -> None:
-    out, done = demo_run
-    run = _newest_run(out)
+@pytest.fixture(params=["demo_run", "failed_run"])
+def finished_run(request: pytest.FixtureRequest) -> tuple[Path, subprocess.CompletedProcess]:
+    return request.getfixturevalue(request.param)
+
+
+def _printed_step(line: str) -> dict:
+    """A step's printed line read back by step_log.step_line's columns: task 15, state 8, seconds 7, figure."""
+    took = line[25:32].strip()
+    return {"task": line[:15].strip(), "state": line[16:24].strip(),
+            "seconds": float(took.rstrip("s")) if took else None, "figure": line[34:]}
+
+
+def test_the_printed_output_is_the_records_one_line_per_step_then_the_report(finished_run) -> None:
+    """The one test of what is printed: every line is accounted for by what the run recorded."""
+    out, done = finished_run
+    record, steps, run = _record(out), _steps(out), _run_dir(out)
+    printed = done.stdout.splitlines()
+    assert "executor_input" not in done.stdout + done.stderr  # kfp.local's JSON stays in the logs
+    # One line per step the run recorded, first, each saying what the step's record says.
+    step_lines = printed[:len(steps)]
+    read = {line[:15].strip(): _printed_step(line) for line in step_lines}
+    assert sorted(read) == sorted(steps), "\n".join(printed)
+    for task, line in zip(read, step_lines):
+        shown = read[task]
+        assert line == step_line(task, shown["state"], shown["seconds"], shown["figure"])  # the columns read right
+        assert (shown["state"], shown["figure"]) == (steps[task]["state"], steps[task]["figure"]), line
+        assert shown["seconds"] == (None if steps[task]["seconds"] is None
+                                    else pytest.approx(steps[task]["seconds"], abs=0.051)), line  # printed to 0.1 s
+    # Then the run report as its file holds it (or the one line saying there is none), and a named set of
+    # closing lines: the outcome and failed step from the record, its error message, one line per output the
+    # run wrote, where the logs are, what is served ("not pushed:" and "predictions:" lines need an unblessed
+    # model or --predict-index, which neither run has). So the count is derived from the steps and the records:
+    # a new step adds its own line and its record entry, and no bound needs loosening; a line that leaks from
+    # a framework or a step is a line no record accounts for, and fails here.
+    report = run / "run-report" / "report"
+    shown_report = (report.read_text().splitlines() + [""] if report.is_file()  # a blank line after it
+                    else ["(no run report: the run stopped before the evaluation)"])
+    assert printed[len(steps):len(steps) + len(shown_report)] == shown_report, "\n".join(printed)
+    closing = printed[len(steps) + len(shown_report):]
+    expected = [f"outcome: {record['state']}" + (f" (failed step: {record['failed_task']})"
+                                                 if record["failed_task"] else "")]
+    expected += [f"error: {record['message']}"] if record["message"] else []
+    outputs = [line for line in closing if line.startswith("  ") and not line.startswith("  logs: ")]
+    written = [Path(line.strip().split(": ", 1)[1]) for line in outputs]  # `  examples: RUN/example-gen/examples`
+    for path in written:  # each an output this run wrote, of a step it recorded: at most one line per step
+        assert path.parent.parent == run and path.parent.name in steps and path.exists(), path
+    assert len({path.parent.name for path in written}) == len(written)
+    expected += outputs + [f"  logs: {run / 'logs'}"]
+    pointer = out / "serving" / "CURRENT.json"
+    served = json.loads(pointer.read_text()) if pointer.is_file() else None
+    expected.append(f"serving: {served['model']} (version {served['version']})" if served else "serving: nothing pushed")
+    assert closing == expected
+    # stderr is empty when the run succeeds; when a step fails it is that step's own one line, the last
+    # thing the person sees, and the record's message.
+    if record["state"] == "SUCCEEDED":
+        assert done.returncode == 0 and done.stderr == ""
+    else:
+        assert done.returncode == 1 and done.stderr == f"shardflow run: error: {record['message']}\n"
+
+
+def test_the_kfp_ui_pages_embed_the_plots_and_tables(demo_run) -> None:
+    out, _ = demo_run
+    run = _run_dir(out)
     page = (run / "evaluate" / "evaluation_page.html").read_text()
     # Every HTML page is a .html file, which a browser opens as a page.
     assert {p.name for p in run.glob("*/*.html")} == {"evaluation_page.html", "training_page.html", "report_html.html"}
@@ -87,7 +177,7 @@ def test_item23_the_kfp_ui_pages_embed_the_plots_and_tables(demo_run) -> None:
     assert training.count("<tr><td>") == 2  # one row per epoch
 
 
-def test_item23_the_evaluation_page_has_a_table_per_slice_column() -> None:
+def test_the_evaluation_page_has_a_table_per_slice_column() -> None:
     slice_info = {"num_examples": 4, "overall": {"accuracy": 0.75}}
     page = evaluation_page({"overall": {"accuracy": 0.5}, "per_class": {"cat": {"recall": 1.0}},
                             "slices": {"site": {"a": slice_info, "b": slice_info}}}, None)
@@ -108,30 +198,31 @@ def _tiny_data(root: Path, missing: int = 0) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize("train_args, says", [("--epochs -1", "epochs"),
                                               ("--epochs 2 --no-such-flag 3", "--no-such-flag")])
-def test_item16_a_bad_step_option_stops_the_run_before_example_gen(tmp_path: Path, train_args: str, says: str) -> None:
+def test_a_bad_step_option_is_refused_before_any_step_starts(tmp_path: Path, train_args: str, says: str) -> None:
     train, eval_ = _tiny_data(tmp_path / "data")
-    started = time.monotonic()
-    done = _shardflow(*_run_args(train, eval_, tmp_path / "data", tmp_path / "out", "--train-args", train_args))
-    assert time.monotonic() - started < 10
+    out = tmp_path / "out"
+    done = _shardflow(*_run_args(train, eval_, tmp_path / "data", out, "--train-args", train_args))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "--train-args" in line and "shardflow train" in line and says in line
-    assert not (tmp_path / "out" / "pipeline_root").exists()  # nothing ran: no ExampleGen output
+    # Refused before any step started: no run directory (so no step's output and no step's log) and no
+    # run record, which the exit handler writes for every run that started.
+    assert not (out / "pipeline_root").exists() and not list(out.glob("runs/run-*.json"))
 
 
-def test_item18_a_failing_steps_own_message_ends_the_output_and_is_in_the_run_record(tmp_path: Path) -> None:
-    train, eval_ = _tiny_data(tmp_path / "data", missing=3)  # 3 of 19 train rows name no file
-    done = _shardflow(*_run_args(train, eval_, tmp_path / "data", tmp_path / "out",
-                                 "--example-gen-args", "--max-reject-fraction 0.05", "--train-args", "--epochs 1"))
+def test_a_failing_steps_own_message_is_in_the_run_record(failed_run) -> None:
+    out, done = failed_run
     assert done.returncode == 1
-    last = (done.stdout + done.stderr).strip().splitlines()[-5:]
-    assert any("shardflow example-gen" in line and "reject" in line for line in last), "\n".join(last)
-    assert any(line.startswith("example-gen") and "FAILED" in line for line in done.stdout.splitlines())
-    (record,) = (tmp_path / "out" / "runs").glob("run-*.json")
-    outcome = json.loads(record.read_text())
-    assert outcome["state"] == "FAILED" and outcome["failed_task"] == "example-gen"
-    assert "shardflow example-gen" in outcome["message"] and "reject" in outcome["message"]
-    assert (_newest_run(tmp_path / "out") / "logs" / "example-gen.log").is_file()
+    record, steps = _record(out), _steps(out)
+    assert record["state"] == "FAILED" and record["failed_task"] == "example-gen"
+    assert steps["example-gen"]["state"] == "FAILED"
+    own = steps["example-gen"]["figure"].removeprefix("error: ")  # the step's own one line, as it reported it
+    assert own.startswith("shardflow example-gen: error: ") and "reject" in own
+    assert record["message"].endswith(own)  # "task example-gen failed: " + it
+    # No step after the failed one ran; the exit handler did.
+    assert {step: state["state"] for step, state in steps.items()} == {
+        "fingerprint": "ok", "example-gen": "FAILED", "record-outcome": "ok"}
+    assert (_run_dir(out) / "logs" / "example-gen.log").is_file()
 
 
 def test_a_failed_step_hands_its_one_line_error_over_in_a_record_not_in_its_log(tmp_path: Path, monkeypatch,
@@ -157,8 +248,8 @@ def test_a_failed_step_hands_its_one_line_error_over_in_a_record_not_in_its_log(
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-def test_item18_verbose_also_shows_the_framework_log_which_is_always_kept(tmp_path: Path, capsys, monkeypatch,
-                                                                          verbose: bool) -> None:
+def test_verbose_also_shows_the_framework_log_which_is_always_kept(tmp_path: Path, capsys, monkeypatch,
+                                                                    verbose: bool) -> None:
     from kfp.local.status import Status
 
     from shardflow.core.errors import ShardflowError
@@ -177,6 +268,6 @@ def test_item18_verbose_also_shows_the_framework_log_which_is_always_kept(tmp_pa
     steps.run_task("train", tmp_path, task)
     assert ("framework detail" in capsys.readouterr().out) is verbose
     assert "framework detail" in (tmp_path / "logs" / "train.log").read_text()
-    (line,) = said
-    assert re.match(r"^train\s+FAILED\s+[\d.]+s  error: shardflow train: error: no shards$", line)
+    assert steps.steps["train"]["state"] == "FAILED"  # what its one printed line says (steps.json)
+    assert steps.steps["train"]["figure"] == "error: shardflow train: error: no shards"
     assert steps.error("train") == "shardflow train: error: no shards"
