@@ -39,8 +39,8 @@ run: setup
 # The tiers (pytest.ini): unit, then pipeline, then cluster; each tier's wall time and its 40 slowest tests
 # are printed. pytest-xdist runs a tier on 2 workers only where that measured faster on 2 cores (README).
 PYTEST_UNIT ?=
-PYTEST_PIPELINE ?= -n 2 --dist loadgroup
-PYTEST_CLUSTER ?= -n 2 --dist loadgroup
+PYTEST_PIPELINE ?= -n 2 --dist loadfile  # a module's tests on one worker: its module fixtures built once
+PYTEST_CLUSTER ?= -n 2 --dist loadfile
 export PYTEST_UNIT PYTEST_PIPELINE PYTEST_CLUSTER
 
 test: setup tfx-setup

@@ -47,9 +47,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         tier = tier_of(item, tests_root)
         item.user_properties.append(("tier", tier))
-        if not any(item.iter_markers("xdist_group")):
-            # Under `--dist loadgroup` a module's tests stay on one worker: its module fixtures are built once.
-            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(tests_root).as_posix()))
         (kept if not wanted or tier in wanted else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)

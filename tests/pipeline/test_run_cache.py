@@ -16,8 +16,6 @@ import yaml
 from shardflow.core.errors import ConfigError
 from shardflow.pipelines.local_cache import StepCache, check_no_cache
 
-pytestmark = pytest.mark.xdist_group("quadrant-history")  # one worker builds the shared runs
-
 CACHED = ("example-gen", "validate", "transform", "tune", "train", "infra-validate")
 ALWAYS_RUN = ("fingerprint", "evaluate", "run-report")
 GOLDEN_IMAGE = "registry.example.com/ml/shardflow@sha256:" + "3f1c5e0a" * 8

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
-pytestmark = pytest.mark.xdist_group("quadrant-history")  # one worker builds the shared runs
-
 
 def test_the_worse_model_is_not_pushed_and_the_served_one_stays(quadrant_history: dict) -> None:
     runs = quadrant_history["runs"]
