@@ -37,7 +37,8 @@ run: setup
 	    --data-root $(DEMO)/digits --output runs/digits --train-args "--epochs 10" --threshold "accuracy>=0.9"
 
 # The tiers (pytest.ini): unit, then pipeline, then cluster; each tier's wall time and its 40 slowest tests
-# are printed. pytest-xdist runs a tier on 2 workers only where that measured faster on 2 cores (README).
+# are printed. The pipeline and cluster tiers run on 2 pytest-xdist workers (measured: the pipeline tier 1,003 s
+# on 2 workers); the unit tier (56 s) stays serial, its 2-worker time not measured.
 PYTEST_UNIT ?=
 PYTEST_PIPELINE ?= -n 2 --dist loadfile  # a module's tests on one worker: its module fixtures built once
 PYTEST_CLUSTER ?= -n 2 --dist loadfile

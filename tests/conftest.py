@@ -41,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Gives each test its one tier (shown in -v output as a user property) and keeps the --tier ones."""
+    """Gives each test its one tier (a user property: s3_bucket reads it, junit XML shows it); keeps the --tier ones."""
     tests_root, wanted = Path(__file__).parent, config.getoption("--tier")
     kept, dropped = [], []
     for item in items:
