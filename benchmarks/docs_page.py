@@ -58,6 +58,7 @@ TITLES = {
     "rerun_cache": "Reruns: what step caching saves on photos",
     "near_duplicates": "Near-duplicate images: hash recall, false pairs and search time",
     "predict": "Batch prediction: `shardflow predict` against hand-written SavedModel loops",
+    "scoring_memory": "Scoring memory: `shardflow evaluate` and `predict` on masks, against the Trainer's peak",
 }
 
 

@@ -28,11 +28,14 @@ SERVER_FIXTURES = frozenset({"s3_server", "s3_bucket", "gcs_server"})  # a test 
 
 def tier_of(item: pytest.Item, tests_root: Path) -> str:
     """A test's one tier: `cluster` if it uses a server; else its closest tier marker (the test's
-    own, then its module's); else its folder's; else `pipeline`."""
+    own, then its module's); else its folder's; else `pipeline`. A doctest collected from a source
+    file (pytest --doctest-modules on it) is `unit`."""
     if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
         return "cluster"
     named = next((mark.name for mark in item.iter_markers() if mark.name in TIERS), None)
-    return named or FOLDER_TIERS.get(item.path.relative_to(tests_root).parts[0], "pipeline")
+    if named or not item.path.is_relative_to(tests_root):
+        return named or "unit"
+    return FOLDER_TIERS.get(item.path.relative_to(tests_root).parts[0], "pipeline")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

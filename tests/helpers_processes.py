@@ -1,14 +1,21 @@
-"""Waiting on what a subprocess does (a file, an object, a recorded checkpoint), never on a fixed sleep.
+"""Waiting on what a subprocess does (a file, an object, a recorded checkpoint), never on a fixed sleep;
+and a subprocess's own peak memory.
 
     first = subprocess.Popen(["shardflow", "train", ..., "--output", out, "--checkpoint-every", "10"])
     wait_for(lambda: recorded_checkpoint(f"{out}/checkpoints") >= 2, first, 240, "a second checkpoint")
     first.send_signal(signal.SIGKILL)       # lands in training, after two complete checkpoints
+
+    done = run_with_peak_rss([sys.executable, "-m", "shardflow", "evaluate", ...])
+    done.returncode, done.peak_rss, done.stderr
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import pytest
@@ -54,3 +61,34 @@ def recorded_checkpoint(backup_dir: str) -> int:
         return 0
     match = _LATEST.search(state)
     return int(match.group(1)) if match else 0
+
+
+# Runs argv[1:] and prints its peak RSS in bytes. A launcher, because Linux's exec copies the exec'ing
+# process's high-water RSS into the child's ru_maxrss, and subprocess execs from pytest itself (vfork):
+# wait4 on a child of pytest reports max(the child's peak, pytest's peak so far), and earlier
+# in-process tests set the latter (a 2.6 GB pytest made a 1.97 GB Trainer read 2.6 GB+).
+_PEAK_OF = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+print(usage.ru_maxrss * 1024, file=sys.stderr)  # Linux reports kilobytes; the last line of stderr
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@dataclass(frozen=True)
+class PeakRun:
+    returncode: int
+    peak_rss: int  # bytes: the command's own peak resident memory
+    stdout: str
+    stderr: str  # the command's own (the launcher's line removed)
+
+
+def run_with_peak_rss(command: list[str]) -> PeakRun:
+    """Runs `command` to its end; its exit status, output and own peak RSS (from wait4 in a launcher).
+    The environment is a user's: the test run's log-level and warning settings are left out, so the
+    `shardflow` command's own defaults apply (its stderr is what a user reads)."""
+    env = {name: value for name, value in os.environ.items() if name not in ("TF_CPP_MIN_LOG_LEVEL", "PYTHONWARNINGS")}
+    done = subprocess.run([sys.executable, "-c", _PEAK_OF, *command], env=env, capture_output=True, text=True)
+    *lines, peak = done.stderr.rstrip("\n").split("\n")
+    return PeakRun(done.returncode, int(peak), done.stdout, "\n".join(lines))

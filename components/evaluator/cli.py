@@ -3,7 +3,7 @@
     shardflow evaluate --model runs/train/model --examples runs/examples --output runs/eval \
         [--split eval] [--baseline runs/blessed/model] [--threshold 'accuracy>=0.9' ...] \
         [--max-regression accuracy=0.01 ...] [--regression-tolerance 0.01|off] [--slice-by site ...] \
-        [--batch-size 512]
+        [--memory-mb 1024 | --batch-size N]
 
 Exit 0 whether the model is blessed or not (the verdict is in EOUT/BLESSED or EOUT/NOT_BLESSED);
 1 when the evaluation itself fails (unreadable model, label missing, ...); 2 for a bad option.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.batch_memory import DEFAULT_BUDGET_MB
 from .config import DEFAULT_REGRESSION_TOLERANCE, EvaluatorConfig, parse_tolerance
 
 
@@ -32,7 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              f"unless --max-regression names it (default {DEFAULT_REGRESSION_TOLERANCE}); 'off': no default gate")
     add("--slice-by", action="extend", nargs="+", default=[], metavar="COLUMN",
         help="also compute every metric per value of this column of the examples; repeatable")
-    add("--batch-size", type=int, default=512, help="examples per model call (default 512)")
+    add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
+        help=f"activations budget of one model call, in MB (default {DEFAULT_BUDGET_MB}): the batch holds as many "
+             "examples as fit, measured on the first examples")
+    add("--batch-size", type=int, default=None,
+        help="examples per model call instead of sizing by --memory-mb; refused when it cannot fit that budget")
 
 
 def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
@@ -46,6 +51,7 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
         max_regressions=tuple(args.max_regression),
         slice_by=tuple(args.slice_by),
         batch_size=args.batch_size,
+        memory_mb=args.memory_mb,
         regression_tolerance=parse_tolerance(args.regression_tolerance),
     )
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..core.batch_memory import DEFAULT_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
 from ..core.config_values import require_apart
 from ..core.input_checks import check_examples, check_model
@@ -162,6 +163,8 @@ class EvaluatorConfig:
 
     `slice_by` names value columns of the examples (metadata or label); each distinct value gets
     its own metrics. `baseline` None: thresholds only (regression checks are skipped and noted).
+    `memory_mb`: the activations budget of one model call; `batch_size` None sizes the batch from it
+    (`core.batch_memory`), an explicit one is checked against it before scoring starts.
     """
 
     model: str
@@ -172,7 +175,8 @@ class EvaluatorConfig:
     thresholds: tuple[Threshold, ...] = ()
     max_regressions: tuple[Regression, ...] = ()
     slice_by: tuple[str, ...] = ()
-    batch_size: int = 512
+    batch_size: int | None = None
+    memory_mb: float = DEFAULT_BUDGET_MB
     regression_tolerance: float | None = DEFAULT_REGRESSION_TOLERANCE  # None: no default gate
 
     def __post_init__(self) -> None:
@@ -182,8 +186,13 @@ class EvaluatorConfig:
         object.__setattr__(self, "max_regressions", tuple(
             r if isinstance(r, Regression) else Regression.parse(r) for r in self.max_regressions))
         object.__setattr__(self, "slice_by", tuple(dict.fromkeys(self.slice_by)))
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
+        if self.batch_size is not None and (isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int)
+                                            or self.batch_size < 1):
+            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r} "
+                              "(None sizes the batch by memory_mb)")
+        if isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, (int, float)) \
+                or not math.isfinite(self.memory_mb) or self.memory_mb <= 0:
+            raise ConfigError(f"memory_mb must be a number of megabytes > 0, got {self.memory_mb!r}")
         if not self.split:
             raise ConfigError(f"split must be a split name such as 'eval', got {self.split!r}")
         tolerance = self.regression_tolerance

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import __version__
 from ..core import storage
+from ..core.batch_memory import BatchSizing, budget_bytes
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.output_dir import OutputDir
 from ..core.tfrecord import frame
@@ -36,7 +37,7 @@ from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, METRICS, N
 from .loaded_model import LoadedModel, check_same_labels, load_model
 from .plot import confusion_matrix_png
 from .report import deltas, json_safe, model_report
-from .scorer import ScoreResult, plan_scoring, score
+from .scorer import ScoreResult, plan_scoring, score, size_scoring_batch
 
 PUBLISHED = (METRICS, PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS)
 # The canaries: the first examples scored, bounded in bytes whatever the split's size. The Evaluator runs
@@ -63,8 +64,8 @@ def _invalidate(out: OutputDir) -> None:
         storage.remove(storage.join(out.root, name))
 
 
-def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, started: float
-             ) -> dict[str, Any]:
+def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, sizing: BatchSizing,
+             started: float) -> dict[str, Any]:
     info = candidate.info
     report = model_report(info.task, result.scores["candidate"], info.class_names, info.label_vocabulary)
     baseline = (model_report(info.task, result.scores["baseline"], info.class_names, info.label_vocabulary)
@@ -76,7 +77,8 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
         **report,
         "baseline": baseline,
         "deltas": deltas(report, baseline) if baseline else None,
-        "timing": {"batch_size": config.batch_size, "scoring_seconds": round(result.seconds, 3),
+        "batching": sizing.to_json(),
+        "timing": {"batch_size": sizing.batch_size, "scoring_seconds": round(result.seconds, 3),
                    "examples_per_second": round(result.examples / result.seconds, 1) if result.seconds else None,
                    "models": len(result.scores), "total_seconds": round(time.time() - started, 3)},
     }
@@ -160,12 +162,14 @@ def run(config: EvaluatorConfig, echo: Callable[[str], None] = print) -> Evaluat
 
 def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Callable[[str], None]) -> Evaluation:
     models = _load(config)
-    plan = plan_scoring(config.examples, config.split, models["candidate"].info, config.slice_by, config.batch_size)
+    plan = plan_scoring(config.examples, config.split, models["candidate"].info, config.slice_by)
+    sizing = size_scoring_batch(plan, models, budget_bytes(config.memory_mb), config.batch_size)
     echo(f"evaluate: {plan.num_examples:,} examples of split {config.split!r} through {len(models)} model(s), "
-         f"batches of {config.batch_size}")
+         f"{sizing.describe()}")
     canaries = _CanaryRecorder(models["candidate"].signature)
-    result = score(plan, {**models, "candidate": replace(models["candidate"], signature=canaries)}, echo)
-    metrics = _metrics(config, models["candidate"], result, started)
+    result = score(plan, {**models, "candidate": replace(models["candidate"], signature=canaries)},
+                   sizing.batch_size, echo)
+    metrics = _metrics(config, models["candidate"], result, sizing, started)
     verdict = bless(config.thresholds, config.regressions(), metrics["overall"],
                     metrics["baseline"]["overall"] if metrics["baseline"] else None)
     _publish(out, metrics, verdict, canaries)

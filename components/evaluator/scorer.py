@@ -1,7 +1,8 @@
 """Streaming one split through the candidate (and baseline) model, batch by batch, into tallies.
 
-    plan = plan_scoring("runs/examples", "eval", model.info, slice_by=("site",), batch_size=512)
-    result = score(plan, {"candidate": model, "baseline": baseline})
+    plan = plan_scoring("runs/examples", "eval", model.info, slice_by=("site",))
+    sizing = size_scoring_batch(plan, {"candidate": model, "baseline": baseline}, budget_bytes=1 << 30)
+    result = score(plan, {"candidate": model, "baseline": baseline}, sizing.batch_size)
     result.scores["candidate"].overall.confusion          # [C, C] counts
 
 The split's shard files are read in manifest order with `TFRecordDataset` and batched as serialized
@@ -9,7 +10,10 @@ records. A parallel `map` parses only the label and slice columns (string labels
 model's vocabulary, unknown strings to the OOV id; masks [H, W, 1] to ids [H, W]); the serialized
 batch itself goes to each model's `serving_default`, which parses and preprocesses the examples
 its own way. Both models score the same batch; per-example confusion cells and log losses are
-added to running tallies and dropped, so memory does not grow with the split.
+added to running tallies, and only each example's few counts are kept (`slicing.Scores`), so
+memory grows by bytes per example, never by pixels. The batch is sized
+in bytes (`core.batch_memory`): each model is measured on the split's first examples, and a batch
+holds as many examples as the activations budget allows.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typing import Callable, Iterator
 import numpy as np
 import tensorflow as tf
 
+from ..core.batch_memory import PROBE_EXAMPLES, BatchSizing, size_batch
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ConfigError
 from ..core.manifest import Manifest, read_manifest
@@ -41,7 +46,6 @@ class ScoringPlan:
     manifest: Manifest
     info: ModelInfo
     slice_by: tuple[str, ...]
-    batch_size: int
 
     @property
     def num_examples(self) -> int:
@@ -72,8 +76,7 @@ def _check_label(manifest: Manifest, info: ModelInfo, examples: str) -> None:
         raise EvaluationError(f"label {info.label!r} holds floats; a label vocabulary needs strings or integers")
 
 
-def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str, ...],
-                 batch_size: int) -> ScoringPlan:
+def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str, ...]) -> ScoringPlan:
     """Checks that the examples have the split, the model's label and the slice columns."""
     manifest = read_manifest(examples)
     if split not in manifest.splits:
@@ -91,7 +94,7 @@ def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str
     except (FileNotFoundError, ValueError) as err:
         raise EvaluationError(f"split {split!r} of {examples}: {err}") from err
     enable_tensorflow_filesystems(files)  # s3:// shards: before TensorFlow opens them
-    return ScoringPlan(examples, split, files, manifest, info, tuple(slice_by), batch_size)
+    return ScoringPlan(examples, split, files, manifest, info, tuple(slice_by))
 
 
 def _label_ids_fn(plan: ScoringPlan) -> Callable[[tf.Tensor], tf.Tensor]:
@@ -109,7 +112,30 @@ def _label_ids_fn(plan: ScoringPlan) -> Callable[[tf.Tensor], tf.Tensor]:
     return lambda labels: table.lookup(labels if is_string else tf.strings.as_string(labels))
 
 
-def label_dataset(plan: ScoringPlan) -> tf.data.Dataset:
+def _records(plan: ScoringPlan) -> tf.data.Dataset:
+    return tf.data.TFRecordDataset(plan.files, compression_type=plan.manifest.compression, buffer_size=8 << 20)
+
+
+def size_scoring_batch(plan: ScoringPlan, models: dict[str, LoadedModel], budget_bytes: int,
+                       requested: int | None = None) -> BatchSizing:
+    """The scoring batch: every model measured on the split's first examples, fitted to the budget
+    (or `requested` checked against it: a ConfigError before any example is scored)."""
+    try:
+        records = [r.numpy() for r in _records(plan).take(PROBE_EXAMPLES)]
+    except tf.errors.OpError as err:
+        raise EvaluationError(f"split {plan.split!r} of {plan.examples}: cannot read the examples: {err.message}") from err
+
+    def caller(model: LoadedModel) -> Callable[[list[bytes]], object]:
+        return lambda batch: model.signature(examples=tf.constant(batch, tf.string))
+
+    try:
+        return size_batch([caller(m) for m in models.values()], records, budget_bytes, requested)
+    except tf.errors.OpError as err:
+        raise EvaluationError(f"the model could not score the first examples of split {plan.split!r} "
+                              f"({type(err).__name__}): {err.message}") from err
+
+
+def label_dataset(plan: ScoringPlan, batch_size: int) -> tf.data.Dataset:
     """Batches of {"records", "labels", "slice/<column>"} in manifest order."""
     spec = feature_spec(plan.manifest, [plan.info.label, *plan.slice_by])
     subset = Manifest({name: plan.manifest.features[name] for name in spec}, {}, plan.manifest.compression)
@@ -122,9 +148,7 @@ def label_dataset(plan: ScoringPlan) -> tf.data.Dataset:
         element = {"records": records, "labels": to_ids(parsed[plan.info.label])}
         return {**element, **{f"slice/{c}": parsed[c] for c in plan.slice_by}}
 
-    dataset = tf.data.TFRecordDataset(plan.files, compression_type=plan.manifest.compression,
-                                      buffer_size=8 << 20)
-    dataset = dataset.batch(plan.batch_size)
+    dataset = _records(plan).batch(batch_size)
     dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
@@ -188,12 +212,13 @@ def _batches(dataset: tf.data.Dataset, plan: ScoringPlan) -> Iterator[dict[str, 
         yield element
 
 
-def score(plan: ScoringPlan, models: dict[str, LoadedModel], echo: Callable[[str], None] = print) -> ScoreResult:
+def score(plan: ScoringPlan, models: dict[str, LoadedModel], batch_size: int,
+          echo: Callable[[str], None] = print) -> ScoreResult:
     """Every example of the split through every model once; returns the tallies."""
     scores = {role: Scores(plan.info.num_classes, plan.slice_by) for role in models}
     seen, started = 0, time.perf_counter()
     next_report = started + PROGRESS_SECONDS
-    for element in _batches(label_dataset(plan), plan):
+    for element in _batches(label_dataset(plan, batch_size), plan):
         labels = element["labels"].numpy()
         _check_label_range(labels, plan, seen)
         groups = group_slices({c: element[f"slice/{c}"].numpy() for c in plan.slice_by})

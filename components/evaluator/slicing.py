@@ -2,7 +2,10 @@
 
 Each scored batch arrives as per-example confusion "cells": one cell index `label * C + prediction`
 per example (classification), or one row of C*C pixel counts per example (segmentation), plus a
-per-example log loss (classification). Nothing per example is kept once it has been counted.
+per-example log loss (classification). Overall, each example's own counts are kept, small and
+lossless for every metric (what intervals resampling examples need): a classification example's
+cell and log loss, a mask's per-class true positives, false positives and false negatives
+(3 × C numbers, not C², and never its pixels).
 
 >>> tally = Tally(num_classes=2)
 >>> tally.add(np.array([0, 3, 1]), np.array([0.1, 0.2, 0.3]))      # (0→0), (1→1), (0→1)
@@ -13,6 +16,10 @@ per-example log loss (classification). Nothing per example is kept once it has b
 >>> scores.add(np.array([0, 3, 1]), None, groups)
 >>> {value: t.confusion.tolist() for value, t in scores.slices["site"].items()}
 {'a': [[1, 1], [0, 0]], 'b': [[0, 0], [0, 1]]}
+>>> scores.example_cells().tolist()
+[0, 3, 1]
+>>> mask_counts(np.array([[3, 1, 0, 2]]), num_classes=2).tolist()     # one mask: 3 px 0→0, 1 px 0→1, 2 px 1→1
+[[[3, 2], [0, 1], [1, 0]]]
 """
 from __future__ import annotations
 
@@ -76,21 +83,44 @@ def group_slices(values: dict[str, np.ndarray]) -> SliceGroups:
     return groups
 
 
+def mask_counts(pixel_counts: np.ndarray, num_classes: int) -> np.ndarray:
+    """[N, C*C] per-mask pixel counts → int32 [N, 3, C]: per class, true positives, false positives, false negatives."""
+    confusion = pixel_counts.reshape(len(pixel_counts), num_classes, num_classes)
+    true_positives = np.diagonal(confusion, axis1=1, axis2=2)
+    false_positives = confusion.sum(axis=1) - true_positives  # predicted c, true another class
+    false_negatives = confusion.sum(axis=2) - true_positives  # true c, predicted another class
+    return np.stack([true_positives, false_positives, false_negatives], axis=1).astype(np.int32)
+
+
 @dataclass
 class Scores:
-    """One model's tallies: overall and per value of each slice column."""
+    """One model's tallies: overall and per value of each slice column, and each example's own counts."""
 
     num_classes: int
     slice_by: tuple[str, ...] = ()
     overall: Tally = field(init=False)
     slices: dict[str, dict[str, Tally]] = field(init=False)
+    _cells: list[np.ndarray] = field(init=False, repr=False)
+    _losses: list[np.ndarray] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.overall = Tally(self.num_classes)
         self.slices = {column: {} for column in self.slice_by}
+        self._cells, self._losses = [], []
+
+    def example_cells(self) -> np.ndarray:
+        """Per example in split order: int32 [N] cells (label * C + prediction) or [N, 3, C] mask counts."""
+        return np.concatenate(self._cells) if self._cells else np.zeros(0, np.int32)
+
+    def example_losses(self) -> np.ndarray | None:
+        """float64 [N] per-example log losses (classification), None for masks."""
+        return np.concatenate(self._losses) if self._losses else None
 
     def add(self, cells: np.ndarray, losses: np.ndarray | None, groups: SliceGroups) -> None:
         self.overall.add(cells, losses)
+        self._cells.append(cells.astype(np.int32) if cells.ndim == 1 else mask_counts(cells, self.num_classes))
+        if losses is not None:
+            self._losses.append(np.asarray(losses, np.float64))
         for column, (keys, inverse) in groups.items():
             tallies = self.slices[column]
             for index, key in enumerate(keys):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.batch_memory import DEFAULT_BUDGET_MB
 from .config import InfraValidatorConfig, parse_batch_sizes
 
 
@@ -25,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--tolerance", type=float, default=1e-4,
         help="largest allowed |probability − the Evaluator's| (default 1e-4)")
     add("--warmup-requests", type=int, default=256, help="PredictionLog records in the warm-up file (default 256)")
+    add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
+        help=f"activations budget of one call, in MB (default {DEFAULT_BUDGET_MB}): a batch size over it fails the "
+             "validation before it is run")
     add("--timeout", type=float, default=600.0, help="seconds the probe process may take (default 600)")
     add("--latency-calls", type=int, default=30, help="timed calls per signature and batch size (default 30)")
     add("--latency-seconds", type=float, default=3.0,
@@ -35,7 +39,8 @@ def config_from_args(args: argparse.Namespace) -> InfraValidatorConfig:
     return InfraValidatorConfig(model=args.model, evaluation=args.evaluation, output=args.output,
                                 batch_sizes=parse_batch_sizes(args.batch_sizes), tolerance=args.tolerance,
                                 warmup_requests=args.warmup_requests, timeout=args.timeout,
-                                latency_calls=args.latency_calls, latency_seconds=args.latency_seconds)
+                                latency_calls=args.latency_calls, latency_seconds=args.latency_seconds,
+                                memory_mb=args.memory_mb)
 
 
 def main(args: argparse.Namespace, _: list[str]) -> int:

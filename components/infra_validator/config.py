@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from ..core import storage
+from ..core.batch_memory import DEFAULT_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
 from ..core.config_values import require_apart, require_locations
 from ..core.input_checks import check_model
@@ -53,7 +54,9 @@ class InfraValidatorConfig:
 
     `tolerance`: the largest |probability − the Evaluator's| allowed; `batch_sizes`: those timed
     (`latency_calls` calls each, fewer, but at least 3, once `latency_seconds` were spent on that batch
-    size: 224-px photos through a large model take long); `warmup_requests`: PredictionLog records in the warm-up file;
+    size: 224-px photos through a large model take long); `memory_mb`: the activations budget of one
+    call: a batch size over it fails validation before it is run (`core.batch_memory` measures an
+    example); `warmup_requests`: PredictionLog records in the warm-up file;
     `timeout`: seconds the probe process may take.
     """
 
@@ -66,6 +69,7 @@ class InfraValidatorConfig:
     timeout: float = 600.0
     latency_calls: int = 30
     latency_seconds: float = 3.0
+    memory_mb: float = DEFAULT_BUDGET_MB
 
     def __post_init__(self) -> None:
         require_locations(self, "model", "evaluation", "output")
@@ -83,11 +87,11 @@ class InfraValidatorConfig:
         if not _positive_int(self.warmup_requests) or self.warmup_requests > MAX_WARMUP_REQUESTS:
             raise ConfigError(f"warmup_requests must be an integer from 1 to {MAX_WARMUP_REQUESTS} "
                               f"(TF Serving's limit), got {self.warmup_requests!r}")
-        for name in ("timeout", "latency_seconds"):
-            seconds = getattr(self, name)
-            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
-                    math.isfinite(seconds) and seconds > 0):
-                raise ConfigError(f"{name} must be a number of seconds > 0, got {seconds!r}")
+        for name, unit in (("timeout", "seconds"), ("latency_seconds", "seconds"), ("memory_mb", "megabytes")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be a number of {unit} > 0, got {value!r}")
         if not _positive_int(self.latency_calls):
             raise ConfigError(f"latency_calls must be an integer >= 1, got {self.latency_calls!r}")
 

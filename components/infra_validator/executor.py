@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import __version__
 from ..core import storage
+from ..core.batch_memory import budget_bytes
 from ..core.model_info import SERVING_SIGNATURE
 from ..core.output_dir import OutputDir
 from ..evaluator.config import METRICS
@@ -129,7 +130,7 @@ def _run_probe(config: InfraValidatorConfig, model: str, fed: Inputs, warmup: st
     outputs, result_path = os.path.join(scratch, "outputs"), os.path.join(scratch, "result.json")
     os.makedirs(outputs, exist_ok=True)
     request = {"model": model, "inputs": _write_inputs(fed, scratch), "batch_sizes": list(config.batch_sizes),
-               "latency_calls": config.latency_calls,
+               "memory_bytes": budget_bytes(config.memory_mb), "latency_calls": config.latency_calls,
                "latency_seconds": config.latency_seconds, "warmup": warmup, "outputs": outputs, "result": result_path}
     request_path = os.path.join(scratch, "request.json")
     with open(request_path, "w", encoding="utf-8") as file:
@@ -207,6 +208,7 @@ def _report(config: InfraValidatorConfig, canaries: Canaries, fed: Inputs, probe
         "signatures": sorted(fed), "load_seconds": probe.get("load_seconds"),
         "max_abs_diff": {name: value if np.isfinite(value) else None for name, value in deltas.items()},
         "first_call_ms": {name: part["first_call_ms"] for name, part in (probe.get("checked") or {}).items()},
+        "example_bytes": {name: part.get("example_bytes") for name, part in (probe.get("checked") or {}).items()},
         "latency": probe.get("latency", []),
         "warmup": {"file": WARMUP_FILE if fed else None, "requests": config.warmup_requests if fed else 0,
                    "replayed": (probe.get("warmup") or {}).get("records", 0)},

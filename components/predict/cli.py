@@ -1,7 +1,7 @@
 """`shardflow predict`: translates command-line flags into a PredictConfig. Nothing else.
 
     shardflow predict --model runs/serving --index new.csv --data-root photos --output preds \
-        [--format csv|parquet] [--top-k 3] [--prediction-log] [--batch-size 64] [Beam options]
+        [--format csv|parquet] [--top-k 3] [--prediction-log] [--memory-mb 1024 | --batch-size N] [Beam options]
     shardflow predict --model runs/train/model --examples runs/examples --split eval --output preds
 
 Exit 0 when every row was predicted or rejected (rejects are in OUTPUT/rejects.jsonl); 1 when the
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from .config import FORMATS, PredictConfig
+from ..core.batch_memory import DEFAULT_BUDGET_MB
+from .config import DEFAULT_BATCH, FORMATS, PredictConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--format", choices=FORMATS, default="csv", help="prediction table format (default csv)")
     add("--top-k", type=int, default=3, help="classes listed per row, best first (default 3)")
     add("--prediction-log", action="store_true", help="also write TFX-style PredictionLog TFRecords")
-    add("--batch-size", type=int, default=64, help="examples per model call (default 64)")
+    add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
+        help=f"activations budget of one model call, in MB (default {DEFAULT_BUDGET_MB}): a call holds as many "
+             f"examples as fit, at most {DEFAULT_BATCH}, measured on the first examples")
+    add("--batch-size", type=int, default=None,
+        help=f"examples per model call (default: sized by --memory-mb, at most {DEFAULT_BATCH}); "
+             "refused when it cannot fit --memory-mb")
     add("--max-batch-mb", type=float, default=64.0, help="bytes of examples per model call at most (default 64)")
     add("--rows-per-chunk", type=int, help="CSV rows per work unit (default: from the row count)")
 
@@ -36,7 +42,7 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> PredictConfi
     return PredictConfig(model=args.model, output=args.output, index=args.index, data_root=args.data_root,
                          examples=args.examples, split=args.split, format=args.format, top_k=args.top_k,
                          prediction_log=args.prediction_log, batch_size=args.batch_size,
-                         max_batch_mb=args.max_batch_mb, rows_per_chunk=args.rows_per_chunk,
+                         max_batch_mb=args.max_batch_mb, memory_mb=args.memory_mb, rows_per_chunk=args.rows_per_chunk,
                          beam_args=tuple(extra))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import storage
+from ..core.batch_memory import DEFAULT_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
 from ..core.config_values import require_locations
 from ..core.input_checks import check_examples
@@ -20,6 +21,7 @@ from ..core.model_info import MODEL_INFO_NAME
 from ..pusher.executor import SERVING_POINTER, read_pointer
 
 FORMATS = ("csv", "parquet")
+DEFAULT_BATCH = 64  # examples a batch holds at most when --batch-size is not given (fewer when memory_mb needs)
 
 
 class PredictionError(ShardflowError, RuntimeError):
@@ -30,7 +32,10 @@ class PredictionError(ShardflowError, RuntimeError):
 class PredictConfig:
     """`model`: a served model directory, a serving directory (its CURRENT.json names the model) or
     that CURRENT.json. Input: `index` CSV files under `data_root`, or `examples` (ExampleGen output)
-    and its `split`. `batch_size` examples (at most `max_batch_mb` of them) go to one model call."""
+    and its `split`. A batch holds at most `batch_size` examples and about `max_batch_mb` of them;
+    a model call holds as many of those as fit `memory_mb` of activations (`core.batch_memory`,
+    measured on the first examples each worker scores). An explicit `batch_size` that cannot fit
+    `memory_mb` is refused."""
 
     model: str
     output: str
@@ -41,8 +46,9 @@ class PredictConfig:
     format: str = "csv"
     top_k: int = 3
     prediction_log: bool = False
-    batch_size: int = 64
+    batch_size: int | None = None  # None: DEFAULT_BATCH at most, sized by memory_mb
     max_batch_mb: float = 64.0
+    memory_mb: float = DEFAULT_BUDGET_MB
     rows_per_chunk: int | None = None  # None: chosen from the row count, as ExampleGen does
     beam_args: tuple[str, ...] = ()
 
@@ -55,14 +61,21 @@ class PredictConfig:
             raise ConfigError(f"index {self.index!r} needs data_root, the directory its paths are relative to")
         if self.format not in FORMATS:
             raise ConfigError(f"format must be one of {FORMATS}, got {self.format!r}")
-        for name, low in (("top_k", 1), ("batch_size", 1)):
+        for name in ("top_k", "batch_size"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
-        if not self.max_batch_mb > 0:
-            raise ConfigError(f"max_batch_mb must be > 0, got {self.max_batch_mb!r}")
+            if (value is not None or name == "top_k") and (isinstance(value, bool) or not isinstance(value, int)
+                                                            or value < 1):
+                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("max_batch_mb", "memory_mb"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
             raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
+
+    @property
+    def batch_limit(self) -> int:
+        """The most examples one batch holds."""
+        return DEFAULT_BATCH if self.batch_size is None else self.batch_size
 
     @property
     def source(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..core import storage
+from ..core.batch_memory import budget_bytes
 from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
 from ..core.model_info import ModelInfo, read_model_info
 from ..core.output_dir import OutputDir
@@ -61,7 +62,7 @@ def _execute(config: PredictConfig, model_dir: str, inputs: Inputs, spec: Output
 
     options = pipeline_options(config.beam_args, inputs.work_seconds, num_chunks=len(inputs.units),
                                gil_free=inputs.gil_free)
-    handler = serving_handler(model_dir)
+    handler = serving_handler(model_dir, budget_bytes(config.memory_mb), config.batch_size)
     echo(f"predict: {inputs.rows:,} rows in {len(inputs.units)} work units on {describe_runner(options)}")
     with ProgressReporter(storage.join(spec.staging_dir, "done"), inputs.rows, 15.0, echo):
         with make_pipeline(options) as pipeline:

@@ -3,13 +3,16 @@
 The handler loads the model with the Evaluator's contract checks (`evaluator.loaded_model`): a
 SavedModel whose `serving_default` takes `examples` (serialized tf.Examples in ExampleGen's raw
 format) and returns `probabilities` and `class_ids`. Each batch of serialized examples is one
-signature call; batches come bounded by count and bytes from the sources (`sources.batched`), so
-a batch of large photos stays bounded in memory whatever the row count.
+batch comes bounded by count and bytes from the sources (`sources.batched`), so a batch of large
+photos stays bounded in memory whatever the row count. Each worker sizes its model calls in bytes
+(`core.batch_memory`) on the first batch it gets: a batch is cut into calls of as many examples as
+fit the activations budget, so a 256-px U-Net's batch of 64 (~1.7 GB) becomes calls of ~37.
 
-    batches | RunInference(serving_handler("serving/3"))   # (key, PredictionResult) per example
+    batches | RunInference(serving_handler("serving/3", budget_bytes=1 << 30))   # (key, PredictionResult)
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -25,14 +28,42 @@ def example_bytes(element: Any) -> int:
     return len(example) + 64
 
 
-def serving_default_inference(model: Any, batch: Sequence[bytes], inference_args: dict[str, Any],
-                              model_id: str | None = None) -> Iterable[PredictionResult]:
-    """One `serving_default` call on the batch; per example, its probabilities and class ids."""
-    import tensorflow as tf
+@dataclass
+class SizedModel:
+    """A loaded model and the size of its calls, decided on the first batch (`size_calls`)."""
 
-    outputs = model.signature(examples=tf.constant(list(batch), dtype=tf.string), **inference_args)
-    probabilities = outputs["probabilities"].numpy()
-    class_ids = outputs["class_ids"].numpy()
+    loaded: Any  # evaluator.loaded_model.LoadedModel
+    budget_bytes: int
+    requested: int | None  # an explicit --batch-size: checked against the budget, not sized
+    sizing: Any = None  # core.batch_memory.BatchSizing, once measured
+
+    def call(self, records: Sequence[bytes], **inference_args: Any) -> dict[str, Any]:
+        import tensorflow as tf
+
+        return self.loaded.signature(examples=tf.constant(list(records), dtype=tf.string), **inference_args)
+
+    def size_calls(self, batch: Sequence[bytes]) -> int:
+        from ..core.batch_memory import PROBE_EXAMPLES, size_batch
+
+        if self.sizing is None:
+            self.sizing = size_batch([self.call], list(batch[:PROBE_EXAMPLES]), self.budget_bytes, self.requested)
+        return self.sizing.batch_size
+
+
+def _outputs(model: SizedModel, batch: Sequence[bytes], inference_args: dict[str, Any]) -> tuple[Any, Any]:
+    """Probabilities and class ids of the whole batch, from calls of the sized number of examples."""
+    size = model.size_calls(batch)
+    calls = [model.call(batch[start:start + size], **inference_args) for start in range(0, len(batch), size)]
+    if len(calls) == 1:
+        return calls[0]["probabilities"].numpy(), calls[0]["class_ids"].numpy()
+    return (np.concatenate([c["probabilities"].numpy() for c in calls]),
+            np.concatenate([c["class_ids"].numpy() for c in calls]))
+
+
+def serving_default_inference(model: SizedModel, batch: Sequence[bytes], inference_args: dict[str, Any],
+                              model_id: str | None = None) -> Iterable[PredictionResult]:
+    """`serving_default` calls on the batch; per example, its probabilities and class ids."""
+    probabilities, class_ids = _outputs(model, batch, inference_args)
     if len(probabilities) != len(batch):
         from .config import PredictionError
 
@@ -43,12 +74,16 @@ def serving_default_inference(model: Any, batch: Sequence[bytes], inference_args
 
 class ServingModelHandler(TFModelHandlerTensor):
     """TFModelHandlerTensor whose model is a shardflow model (any SavedModel with the contract's
-    signature, local or s3:// / gs://), not a Keras model file."""
+    signature, local or s3:// / gs://), not a Keras model file, called in batches sized in bytes."""
 
-    def load_model(self) -> Any:
+    def __init__(self, model_uri: str, budget_bytes: int, requested: int | None, **kwargs: Any) -> None:
+        super().__init__(model_uri, **kwargs)
+        self._budget_bytes, self._requested = budget_bytes, requested
+
+    def load_model(self) -> SizedModel:
         from ..evaluator.loaded_model import load_model
 
-        return load_model(self._model_uri, role="model")
+        return SizedModel(load_model(self._model_uri, role="model"), self._budget_bytes, self._requested)
 
     def get_num_bytes(self, batch: Sequence[Any]) -> int:
         return sum(example_bytes(element) for element in batch)
@@ -57,8 +92,8 @@ class ServingModelHandler(TFModelHandlerTensor):
         return "shardflow_predict"
 
 
-def serving_handler(model_dir: str) -> Any:
+def serving_handler(model_dir: str, budget_bytes: int, requested: int | None = None) -> Any:
     """The keyed handler RunInference runs: elements are batches already (see sources.batched), so
     that every runner sees them whole (the DaskRunner drops what BatchElements flushes at a bundle's end)."""
-    handler = ServingModelHandler(model_dir, inference_fn=serving_default_inference)
+    handler = ServingModelHandler(model_dir, budget_bytes, requested, inference_fn=serving_default_inference)
     return KeyedModelHandler(handler).with_no_batching()

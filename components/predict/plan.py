@@ -47,11 +47,11 @@ def rows_per_chunk(config: PredictConfig, rows: int) -> int:
     if config.rows_per_chunk:
         return config.rows_per_chunk
     per_core = math.ceil(rows / (4 * (os.cpu_count() or 1)))
-    return max(config.batch_size, min(MAX_ROWS_PER_CHUNK, max(MIN_ROWS_PER_CHUNK, per_core)))
+    return max(config.batch_limit, min(MAX_ROWS_PER_CHUNK, max(MIN_ROWS_PER_CHUNK, per_core)))
 
 
 def batching(config: PredictConfig) -> Batching:
-    return Batching(config.batch_size, int(config.max_batch_mb * (1 << 20)))
+    return Batching(config.batch_limit, int(config.max_batch_mb * (1 << 20)))
 
 
 def training_manifest(info: ModelInfo, model: str) -> Manifest:

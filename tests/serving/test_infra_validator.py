@@ -254,11 +254,21 @@ def test_predictions_other_than_the_evaluators_are_refused(tmp_path: Path, model
     assert _report(tmp_path / "infra")["warmup"]["replayed"] == 8  # the probe itself ran to the end
 
 
-def test_a_probe_that_times_out_is_refused_in_one_line(tmp_path: Path, model: Path, evaluation: Path) -> None:
+@pytest.mark.parametrize("options, reason", [
+    ({"timeout": 0.5}, "the probe did not finish within 0.5 s (timeout)"),
+    # a LeNet example holds ~0.1 MB of activations: 4,096 of them cannot fit 1 MB, so batch 4,096 never runs
+    ({"batch_sizes": (1, 4096), "memory_mb": 1}, "the TensorFlow-only probe failed: batch size 4096 of "
+                                                 "'serving_default' needs about "),
+])
+def test_a_probe_that_times_out_or_exceeds_the_memory_budget_is_refused_in_one_line(
+        tmp_path: Path, model: Path, evaluation: Path, options: dict, reason: str) -> None:
     result = infra_validate(InfraValidatorConfig(model=str(model), evaluation=str(evaluation),
-                                                 output=str(tmp_path / "infra"), timeout=0.5), **QUIET)
-    assert not result.blessed and result.reasons == ["the probe did not finish within 0.5 s (timeout)"]
+                                                 output=str(tmp_path / "infra"), **options), **QUIET)
+    assert not result.blessed and len(result.reasons) == 1 and result.reasons[0].startswith(reason)
     assert (tmp_path / "infra" / "INFRA_NOT_BLESSED").read_text() == result.reasons[0] + "\n"
+    if "memory_mb" in options:
+        assert result.reasons[0].endswith("over the 1 MB budget: time smaller --batch-sizes or raise --memory-mb")
+        assert result.latency == []  # refused before any batch was timed
 
 
 def test_bad_options_and_inputs_are_named(tmp_path: Path, model: Path, evaluation: Path,

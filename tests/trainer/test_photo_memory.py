@@ -3,15 +3,13 @@
 3,200 rows of photo crops (scikit-learn's sample photographs) are ingested as 512x512 RGB JPEGs:
 10 GB as float32 pixels (3 MB each), ~270 MB as stored. `shardflow train` reads them through a
 shuffle of serialized records and decodes after it; its peak RSS (of that process alone, from
-wait4 in a small launcher process: see PEAK_OF) must stay a fraction of the float32 size. A small
+wait4 in a small launcher process: see helpers_processes) must stay a fraction of the float32 size. A small
 model keeps the test about the input pipeline, not the convolutions.
 """
 from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 from benchmarks.photo_data import ensure_photo_index, ensure_photos
+from helpers_processes import run_with_peak_rss
 from shardflow.core.manifest import read_manifest
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 from shardflow.trainer.config import TrainerConfig
@@ -40,17 +39,6 @@ def small(features, num_classes, task):
     pooled = keras.layers.GlobalAveragePooling2D()(keras.layers.AveragePooling2D(8)(inputs))
     return keras.Model(inputs, keras.layers.Dense(num_classes, activation="softmax")(pooled))
 '''
-# Runs argv[1:] and prints its peak RSS in bytes. A launcher, because Linux's exec copies the exec'ing
-# process's high-water RSS into the child's ru_maxrss, and subprocess execs from pytest itself (vfork):
-# wait4 on a child of pytest reports max(the Trainer's peak, pytest's peak so far), and earlier
-# in-process tests set the latter (a 2.6 GB pytest made a 1.97 GB Trainer read 2.6 GB+).
-PEAK_OF = '''
-import os, subprocess, sys
-child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
-_, status, usage = os.wait4(child.pid, 0)
-print(usage.ru_maxrss * 1024)  # Linux reports kilobytes
-sys.exit(os.waitstatus_to_exitcode(status))
-'''
 
 
 @pytest.fixture(scope="module")
@@ -70,12 +58,10 @@ def _train_peak_rss(examples: Path, work: Path) -> tuple[int, int]:
     command = [sys.executable, "-m", "shardflow", "train", "--examples", str(examples), "--output", str(work / "m"),
                "--model", f"{work / 'small_model.py'}:small", "--epochs", "1", "--batch-size", str(BATCH),
                "--eval-split", "", "--input-probe-batches", str(PROBE_BATCHES)]
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    done = subprocess.run([sys.executable, "-c", PEAK_OF, *command], env=env, capture_output=True, text=True)
+    done = run_with_peak_rss(command)
     if done.returncode:
         print(done.stderr[-3000:])
-        return done.returncode, 0
-    return 0, int(done.stdout.split()[-1])
+    return done.returncode, done.peak_rss
 
 
 @pytest.fixture(scope="module")
