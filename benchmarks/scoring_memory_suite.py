@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .mask_data import ensure_masks
+from .mask_data import NUM_CLASSES, ensure_masks
 from .monitor import Watch, child_env, run_monitored
 from .suites import parse_size
 
@@ -80,7 +80,7 @@ def _size_run(work: Path, size: int, train: int, evals: list[int], naive: bool) 
     model_out = root / "train"
     print(f"[{NAME}] {size} px: training a U-Net on {train} masks ...", file=sys.stderr, flush=True)
     trainer = _shardflow(["train", "--examples", str(examples[min(evals)]), "--output", str(model_out),
-                          "--epochs", "1"], logs / f"train-{size}")
+                          "--epochs", "1", "--num-classes", str(NUM_CLASSES)], logs / f"train-{size}")
     model = str(model_out / "model")
     rows = []
     for n in evals:

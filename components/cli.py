@@ -12,8 +12,11 @@ import warnings
 # FutureWarnings about the Python version are not the user's business. Set either to see them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning:google.api_core._python_version_support")
+os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning:google.api_core._python_version_support,"
+                                        "ignore:pkg_resources is deprecated:UserWarning")
 warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
+# tensorflow_hub (imported by Beam's TensorFlow model handler) warns that setuptools' pkg_resources is deprecated.
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 from . import __version__  # noqa: E402
 from .core.beam_options import unknown_flags, unknown_option_message  # noqa: E402

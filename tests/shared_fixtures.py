@@ -75,6 +75,41 @@ def digits_examples(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -
     return Path(build_once(tmp_path_factory, "digits-examples", build)["examples"])
 
 
+MASK_SIDE, MASK_TRAIN, MASK_EVAL = 128, 8, 96
+
+
+def _mask_unet(folder: Path) -> dict[str, Any]:
+    import csv
+
+    from benchmarks.mask_data import NUM_CLASSES, ensure_masks
+    from helpers_models import export_model
+    from shardflow.core.model_info import ModelInfo
+    from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
+    from shardflow.trainer.models import unet
+
+    with open(ensure_masks(folder, MASK_TRAIN + MASK_EVAL, MASK_SIDE), newline="") as stream:
+        header, *rows = list(csv.reader(stream))
+    for split, chosen in (("train", rows[:MASK_TRAIN]), ("eval", rows[MASK_TRAIN:])):
+        with open(folder / f"{split}.csv", "w", newline="") as out:
+            csv.writer(out).writerows([header, *chosen])
+    examples = folder / "examples"
+    run(ExampleGenConfig(indexes=tuple(IndexSpec(str(folder / f"{s}.csv"), s) for s in ("train", "eval")),
+                         data_root=str(folder), output=str(examples), channels=(("image", "rgb"),),
+                         storage=(("image", "jpeg"), ("mask", "png"))), echo=lambda _: None)
+    info = ModelInfo(task="segmentation", label="mask", num_classes=NUM_CLASSES,
+                     class_names=[f"q{i}" for i in range(NUM_CLASSES)])
+    model = export_model(unet("image", (MASK_SIDE, MASK_SIDE, 3), NUM_CLASSES), folder / "model", examples, "image", info)
+    return {"examples": str(examples), "model": str(model)}
+
+
+@pytest.fixture(scope="session")
+def mask_unet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """ExampleGen output of 8 train and 96 eval 128-px photo crops with 4-class masks (stored JPEG and
+    PNG, as users ingest them), and the Trainer's U-Net for it, untrained, exported. Read only."""
+    built = build_once(tmp_path_factory, "mask-unet", _mask_unet)
+    return Path(built["examples"]), Path(built["model"])
+
+
 def _quadrant_history(folder: Path) -> dict[str, Any]:
     """Four runs into one run directory, as a scheduled job would make them:
     - first:  blessed and pushed as version 1;

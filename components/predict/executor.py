@@ -22,7 +22,7 @@ from ..core.model_info import ModelInfo, read_model_info
 from ..core.output_dir import OutputDir
 from ..core.progress import ProgressReporter
 from .config import PredictConfig, PredictionError
-from .plan import Inputs, plan_examples, plan_index
+from .plan import Inputs, first_examples, plan_examples, plan_index
 from .pipeline import PredictTransform
 from .writers import SUFFIX, OutputSpec, PartInfo, list_parts
 
@@ -58,8 +58,10 @@ def run(config: PredictConfig, echo: Callable[[str], None] = print) -> dict[str,
 
 def _execute(config: PredictConfig, model_dir: str, inputs: Inputs, spec: OutputSpec,
              echo: Callable[[str], None]) -> tuple[str, list[PartInfo]]:
-    from .inference import serving_handler  # TensorFlow: only once the inputs are known to be right
+    from .inference import check_requested_batch, serving_handler  # TensorFlow: once the inputs are known right
 
+    if config.batch_size is not None:
+        check_requested_batch(model_dir, first_examples(inputs), budget_bytes(config.memory_mb), config.batch_size)
     options = pipeline_options(config.beam_args, inputs.work_seconds, num_chunks=len(inputs.units),
                                gil_free=inputs.gil_free)
     handler = serving_handler(model_dir, budget_bytes(config.memory_mb), config.batch_size)

@@ -92,6 +92,15 @@ class ServingModelHandler(TFModelHandlerTensor):
         return "shardflow_predict"
 
 
+def check_requested_batch(model_dir: str, records: Sequence[bytes], budget_bytes: int, requested: int) -> None:
+    """An explicit batch size checked against the budget in the driver, before any work: a ConfigError
+    from a worker would reach the user under Beam's logged traceback. Costs a model load, so only then."""
+    from ..core.batch_memory import PROBE_EXAMPLES
+    from ..evaluator.loaded_model import load_model
+
+    SizedModel(load_model(model_dir, role="model"), budget_bytes, requested).size_calls(list(records[:PROBE_EXAMPLES]))
+
+
 def serving_handler(model_dir: str, budget_bytes: int, requested: int | None = None) -> Any:
     """The keyed handler RunInference runs: elements are batches already (see sources.batched), so
     that every runner sees them whole (the DaskRunner drops what BatchElements flushes at a bundle's end)."""

@@ -107,3 +107,19 @@ def plan_examples(config: PredictConfig) -> Inputs:
     return Inputs(shards, read_shard, rows, tuple(s.path for s in info.shards),
                   {"examples": examples, "split": split},
                   counts=lambda: [{"rows": rows, "rejected": {}}])
+
+
+def first_examples(inputs: Inputs) -> list[bytes]:
+    """The first batch's examples of the first work unit, prepared as a worker prepares them. The
+    generator is closed after that batch, before a CSV chunk's staging files would be written."""
+    unit = inputs.units[0]
+    prepare = inputs.prepare
+    if hasattr(prepare, "setup"):  # a DoFn
+        prepare.setup()
+        batches = prepare.process(unit)
+    else:
+        batches = prepare(unit)
+    try:
+        return [example for _, example in next(iter(batches), [])]
+    finally:
+        getattr(batches, "close", lambda: None)()

@@ -1,13 +1,12 @@
 """Scoring memory is bounded in bytes: eval masks whose one-call batch needs several times the budget.
 
-96 photo crops of 128 px with 4-class masks (benchmarks.mask_data) go through the Trainer's U-Net
+96 photo crops of 128 px with 4-class masks (the session's `mask_unet`) go through the Trainer's U-Net
 (untrained: the counts, not the scores, are what batching must not change). In one call of the old
 fixed batch (512, so all 96) its activations would take ~0.6 GB; with `--memory-mb 64` the
 Evaluator's own peak RSS (wait4, helpers_processes) stays within the budget of a run with batches of 2.
 """
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from pathlib import Path
@@ -15,50 +14,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.mask_data import NUM_CLASSES, ensure_masks
-from helpers_models import export_model
+from benchmarks.mask_data import NUM_CLASSES
 from helpers_processes import run_with_peak_rss
+from shared_fixtures import MASK_EVAL, MASK_SIDE
 from shardflow.core.batch_memory import MB
-from shardflow.core.model_info import ModelInfo
 from shardflow.evaluator.config import BLESSED, NOT_BLESSED
-from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
-SIDE, TRAIN, EVAL = 128, 8, 96
+SIDE, EVAL = MASK_SIDE, MASK_EVAL
 BUDGET_MB = 64
 # Two processes' fixed costs (TensorFlow, the model, tf.data's threads) differ by a few tens of MB.
 FIXED_COST_NOISE = 48 * MB
 
 
-@pytest.fixture(scope="module")
-def masks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """ExampleGen output (8 train, 96 eval masks) and an exported U-Net for it."""
-    root = tmp_path_factory.mktemp("masks")
-    with open(ensure_masks(root, TRAIN + EVAL, SIDE), newline="") as stream:
-        header, *rows = list(csv.reader(stream))
-    for split, chosen in (("train", rows[:TRAIN]), ("eval", rows[TRAIN:])):
-        with open(root / f"{split}.csv", "w", newline="") as out:
-            csv.writer(out).writerows([header, *chosen])
-    examples = root / "examples"
-    run(ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"), IndexSpec(str(root / "eval.csv"), "eval")),
-                         data_root=str(root), output=str(examples), channels=(("image", "rgb"),),
-                         storage=(("image", "jpeg"), ("mask", "png"))), echo=lambda _: None)
-    from shardflow.trainer.models import unet
-
-    info = ModelInfo(task="segmentation", label="mask", num_classes=NUM_CLASSES,
-                     class_names=[f"q{i}" for i in range(NUM_CLASSES)])
-    model = export_model(unet("image", (SIDE, SIDE, 3), NUM_CLASSES), root / "model", examples, "image", info)
-    return examples, model
-
-
-def _evaluate(masks: tuple[Path, Path], out: Path, *options: str):
-    examples, model = masks
+def _evaluate(mask_unet: tuple[Path, Path], out: Path, *options: str):
+    examples, model = mask_unet
     return run_with_peak_rss([sys.executable, "-m", "shardflow", "evaluate", "--model", str(model), "--examples",
                               str(examples), "--output", str(out), "--memory-mb", str(BUDGET_MB), *options])
 
 
 def test_the_scoring_batch_is_sized_from_the_budget_and_the_peak_stays_within_it(
-        masks: tuple[Path, Path], tmp_path: Path) -> None:
-    sized, small = _evaluate(masks, tmp_path / "sized"), _evaluate(masks, tmp_path / "small", "--batch-size", "2")
+        mask_unet: tuple[Path, Path], tmp_path: Path) -> None:
+    sized, small = _evaluate(mask_unet, tmp_path / "sized"), _evaluate(mask_unet, tmp_path / "small", "--batch-size", "2")
     assert sized.returncode == 0 and small.returncode == 0, sized.stderr[-2000:] + small.stderr[-2000:]
     metrics = {name: json.loads((tmp_path / name / "metrics.json").read_text()) for name in ("sized", "small")}
     batching = metrics["sized"]["batching"]
@@ -78,9 +54,9 @@ def test_the_scoring_batch_is_sized_from_the_budget_and_the_peak_stays_within_it
                                             "example_bytes": metrics["small"]["batching"]["example_bytes"]}
 
 
-def test_an_explicit_batch_over_the_budget_is_one_line_before_scoring(masks: tuple[Path, Path],
+def test_an_explicit_batch_over_the_budget_is_one_line_before_scoring(mask_unet: tuple[Path, Path],
                                                                      tmp_path: Path) -> None:
-    refused = _evaluate(masks, tmp_path / "refused", "--batch-size", str(EVAL))
+    refused = _evaluate(mask_unet, tmp_path / "refused", "--batch-size", str(EVAL))
     lines = [line for line in refused.stderr.splitlines() if line.strip()]
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert len(lines) == 1 and f"--batch-size {EVAL} needs about" in lines[0], lines
@@ -89,11 +65,11 @@ def test_an_explicit_batch_over_the_budget_is_one_line_before_scoring(masks: tup
     assert not (tmp_path / "refused" / "metrics.json").exists()
 
 
-def test_per_image_counts_are_kept_and_add_up_to_the_confusion(masks: tuple[Path, Path]) -> None:
+def test_per_image_counts_are_kept_and_add_up_to_the_confusion(mask_unet: tuple[Path, Path]) -> None:
     from shardflow.evaluator.loaded_model import load_model
     from shardflow.evaluator.scorer import plan_scoring, score
 
-    examples, model_dir = masks
+    examples, model_dir = mask_unet
     model = load_model(str(model_dir))
     plan = plan_scoring(str(examples), "eval", model.info, ())
     scores = score(plan, {"candidate": model}, batch_size=7, echo=lambda _: None).scores["candidate"]
