@@ -7,7 +7,8 @@ Data (`mask_data`): square crops of scikit-learn's sample photos with 4-class PN
 users do (`--channels rgb --storage image=jpeg --storage mask=png`): `--scoring-train` train masks
 and, per eval size, an ExampleGen output with those train masks and N eval masks. A U-Net is
 trained once per image size (`shardflow train --epochs 1`, batch 64: the Trainer's defaults) on the
-first output; its peak RSS is the reference. Then, each in its own monitored process (peak RSS of
+first output; its peak RSS is the reference (at 512 px with `--batch-size 8`: a batch of 64 would need
+~18 GB to train). Then, each in its own monitored process (peak RSS of
 the process tree, Beam's workers included):
 
 - `shardflow evaluate` (batch sized by the default `--memory-mb`) at every eval size;
@@ -79,8 +80,11 @@ def _size_run(work: Path, size: int, train: int, evals: list[int], naive: bool) 
                         "--data-root", str(root), "--output", str(examples[n]), *INGEST], logs / f"eg-{size}-{n}")
     model_out = root / "train"
     print(f"[{NAME}] {size} px: training a U-Net on {train} masks ...", file=sys.stderr, flush=True)
+    batch = "64" if size <= 256 else "8"
     trainer = _shardflow(["train", "--examples", str(examples[min(evals)]), "--output", str(model_out),
-                          "--epochs", "1", "--num-classes", str(NUM_CLASSES)], logs / f"train-{size}")
+                          "--epochs", "1", "--num-classes", str(NUM_CLASSES), "--batch-size", batch],
+                         logs / f"train-{size}")
+    trainer["batch_size"] = int(batch)
     model = str(model_out / "model")
     rows = []
     for n in evals:
@@ -105,7 +109,7 @@ def _size_run(work: Path, size: int, train: int, evals: list[int], naive: bool) 
 
 def _targets(result: dict[str, Any]) -> dict[str, bool]:
     met: dict[str, bool] = {}
-    for run in result["sizes"]:
+    for run in result["runs"]:
         trainer = run["trainer"]["peak_rss_mb"]
         for step in ("evaluate", "predict"):
             peaks = [row[step]["peak_rss_mb"] for row in run["rows"]]
@@ -120,7 +124,7 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
     runs = [_size_run(work, 256, args.scoring_train, evals, naive=True)]
     if args.scoring_large:
         runs.append(_size_run(work, 512, args.scoring_train, [args.scoring_large], naive=False))
-    result: dict[str, Any] = {"sizes": runs}
+    result: dict[str, Any] = {"runs": runs}
     result["met"] = _targets(result)
     return result
 
@@ -128,9 +132,10 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
 def markdown(result: dict[str, Any]) -> str:
     lines = ["| size | eval masks | step | batch (rule) | MB an example | peak RSS MB | × trainer | wall s |",
              "|---:|---:|---|---|---:|---:|---:|---:|"]
-    for run in result["sizes"]:
+    for run in result["runs"]:
         trainer = run["trainer"]["peak_rss_mb"]
-        lines.append(f"| {run['size']} | {run['train_masks']} train | train (batch 64) | | | {trainer:,} | 1.00 | "
+        lines.append(f"| {run['size']} | {run['train_masks']} train | train (batch {run['trainer']['batch_size']}) | | | "
+                     f"{trainer:,} | 1.00 | "
                      f"{run['trainer']['wall_s']} |")
         for row in run["rows"]:
             batching = row["evaluate"]["batching"]
