@@ -104,9 +104,12 @@ def measure_example_bytes(call: Callable[[Sequence[bytes]], Any], records: Seque
     if len(records) < 2 or not _reset_peak():
         return None
     call(records[:1])  # one-time costs: graph optimization, thread pools, caches
-    one = _peak_growth(call, records[:1])
     many = min(len(records), PROBE_EXAMPLES)
-    return max(0, _peak_growth(call, records[:many]) - one) // (many - 1)
+    try:
+        one = _peak_growth(call, records[:1])
+        return max(0, _peak_growth(call, records[:many]) - one) // (many - 1)
+    except OSError:  # a /proc without VmHWM (some sandboxes): measured nothing
+        return None
 
 
 def batch_for(example_bytes: int | None, budget_bytes: int, cap: int = MAX_BATCH) -> int:
