@@ -6,7 +6,7 @@ format) and returns `probabilities` and `class_ids`. Each batch of serialized ex
 batch comes bounded by count and bytes from the sources (`sources.batched`), so a batch of large
 photos stays bounded in memory whatever the row count. Each worker sizes its model calls in bytes
 (`core.batch_memory`) on the first batch it gets: a batch is cut into calls of as many examples as
-fit the activations budget, so a 256-px U-Net's batch of 64 (~1.7 GB) becomes calls of ~37.
+fit the activations budget, so a 256-px U-Net's batch of 64 (~1.6 GB) becomes calls of ~41.
 
     batches | RunInference(serving_handler("serving/3", budget_bytes=1 << 30))   # (key, PredictionResult)
 """
@@ -50,26 +50,23 @@ class SizedModel:
         return self.sizing.batch_size
 
 
-def _outputs(model: SizedModel, batch: Sequence[bytes], inference_args: dict[str, Any]) -> tuple[Any, Any]:
-    """Probabilities and class ids of the whole batch, from calls of the sized number of examples."""
-    size = model.size_calls(batch)
-    calls = [model.call(batch[start:start + size], **inference_args) for start in range(0, len(batch), size)]
-    if len(calls) == 1:
-        return calls[0]["probabilities"].numpy(), calls[0]["class_ids"].numpy()
-    return (np.concatenate([c["probabilities"].numpy() for c in calls]),
-            np.concatenate([c["class_ids"].numpy() for c in calls]))
-
-
 def serving_default_inference(model: SizedModel, batch: Sequence[bytes], inference_args: dict[str, Any],
                               model_id: str | None = None) -> Iterable[PredictionResult]:
-    """`serving_default` calls on the batch; per example, its probabilities and class ids."""
-    probabilities, class_ids = _outputs(model, batch, inference_args)
-    if len(probabilities) != len(batch):
-        from .config import PredictionError
+    """`serving_default` calls of the sized number of examples; per example, its probabilities and
+    class ids (views of each call's own arrays: a batch's outputs are never concatenated into a copy)."""
+    size = model.size_calls(batch)
+    results: list[PredictionResult] = []
+    for start in range(0, len(batch), size):
+        examples = batch[start:start + size]
+        outputs = model.call(examples, **inference_args)
+        probabilities, class_ids = outputs["probabilities"].numpy(), outputs["class_ids"].numpy()
+        if len(probabilities) != len(examples):
+            from .config import PredictionError
 
-        raise PredictionError(f"model {model_id}: {len(probabilities)} predictions for a batch of {len(batch)}")
-    return [PredictionResult(example, {"probabilities": np.asarray(p, np.float32), "class_ids": c}, model_id)
-            for example, p, c in zip(batch, probabilities, class_ids)]
+            raise PredictionError(f"model {model_id}: {len(probabilities)} predictions for a call of {len(examples)}")
+        results += [PredictionResult(example, {"probabilities": np.asarray(p, np.float32), "class_ids": c}, model_id)
+                    for example, p, c in zip(examples, probabilities, class_ids)]
+    return results
 
 
 class ServingModelHandler(TFModelHandlerTensor):
