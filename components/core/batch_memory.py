@@ -133,7 +133,7 @@ def size_batch(calls: Sequence[Callable[[Sequence[bytes]], Any]], records: Seque
     """Measures an example of each model call on `records` (the first few of the data; the models are
     called one after the other, so the costliest one counts), then sizes or checks the batch."""
     measured = [measure_example_bytes(call, records) for call in calls]
-    example_bytes = None if None in measured or not measured else max(m for m in measured if m is not None)
+    example_bytes = None if None in measured or not measured else max(measured)  # type: ignore[type-var]
     if requested is None:
         return BatchSizing(batch_for(example_bytes, budget_bytes, cap), example_bytes, budget_bytes, "budget")
     check_fits(requested, example_bytes, budget_bytes, option)

@@ -14,6 +14,7 @@ shardflow.core.errors.ConfigError: output 'runs/eval' must be a directory apart 
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .errors import ConfigError
@@ -26,6 +27,18 @@ def require_locations(config: Any, *names: str) -> None:
         value = getattr(config, name)
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{name} must be a non-empty path or URI, got {value!r}")
+
+
+def require_positive(name: str, value: Any, unit: str) -> None:
+    """`value` is a finite number > 0 (not a bool): seconds, megabytes, ...
+
+    >>> require_positive("memory_mb", float("inf"), "megabytes")
+    Traceback (most recent call last):
+    ...
+    shardflow.core.errors.ConfigError: memory_mb must be a number of megabytes > 0, got inf
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"{name} must be a number of {unit} > 0, got {value!r}")
 
 
 def require_apart(output: str, **inputs: str | None) -> None:

@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..core.batch_memory import DEFAULT_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
-from ..core.config_values import require_apart
+from ..core.config_values import require_apart, require_positive
 from ..core.input_checks import check_examples, check_model
 from . import classification, segmentation
 
@@ -190,9 +190,7 @@ class EvaluatorConfig:
                                             or self.batch_size < 1):
             raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r} "
                               "(None sizes the batch by memory_mb)")
-        if isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, (int, float)) \
-                or not math.isfinite(self.memory_mb) or self.memory_mb <= 0:
-            raise ConfigError(f"memory_mb must be a number of megabytes > 0, got {self.memory_mb!r}")
+        require_positive("memory_mb", self.memory_mb, "megabytes")
         if not self.split:
             raise ConfigError(f"split must be a split name such as 'eval', got {self.split!r}")
         tolerance = self.regression_tolerance

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import tensorflow as tf
 
@@ -29,6 +29,10 @@ class LoadedModel:
     info: ModelInfo
     module: Any  # the loaded SavedModel object; keeps the signature's variables alive
     signature: Any  # ConcreteFunction: examples=tf.string [N] -> {"probabilities", "class_ids"}
+
+    def call(self, records: Sequence[bytes], **options: Any) -> dict[str, Any]:
+        """The signature on a list of serialized examples (what batch sizing and predict call)."""
+        return self.signature(examples=tf.constant(list(records), dtype=tf.string), **options)
 
 
 def _read_info(path: str, role: str) -> ModelInfo:

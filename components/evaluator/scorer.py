@@ -124,12 +124,8 @@ def size_scoring_batch(plan: ScoringPlan, models: dict[str, LoadedModel], budget
         records = [r.numpy() for r in _records(plan).take(PROBE_EXAMPLES)]
     except tf.errors.OpError as err:
         raise EvaluationError(f"split {plan.split!r} of {plan.examples}: cannot read the examples: {err.message}") from err
-
-    def caller(model: LoadedModel) -> Callable[[list[bytes]], object]:
-        return lambda batch: model.signature(examples=tf.constant(batch, tf.string))
-
     try:
-        return size_batch([caller(m) for m in models.values()], records, budget_bytes, requested)
+        return size_batch([model.call for model in models.values()], records, budget_bytes, requested)
     except tf.errors.OpError as err:
         raise EvaluationError(f"the model could not score the first examples of split {plan.split!r} "
                               f"({type(err).__name__}): {err.message}") from err

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..core import storage
 from ..core.batch_memory import DEFAULT_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
-from ..core.config_values import require_apart, require_locations
+from ..core.config_values import require_apart, require_locations, require_positive
 from ..core.input_checks import check_model
 from ..evaluator.config import BLESSED, CANARIES, CANARY_PREDICTIONS, NOT_BLESSED
 
@@ -88,10 +88,7 @@ class InfraValidatorConfig:
             raise ConfigError(f"warmup_requests must be an integer from 1 to {MAX_WARMUP_REQUESTS} "
                               f"(TF Serving's limit), got {self.warmup_requests!r}")
         for name, unit in (("timeout", "seconds"), ("latency_seconds", "seconds"), ("memory_mb", "megabytes")):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a number of {unit} > 0, got {value!r}")
+            require_positive(name, getattr(self, name), unit)
         if not _positive_int(self.latency_calls):
             raise ConfigError(f"latency_calls must be an integer >= 1, got {self.latency_calls!r}")
 

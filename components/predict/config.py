@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..core import storage
 from ..core.batch_memory import DEFAULT_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
-from ..core.config_values import require_locations
+from ..core.config_values import require_locations, require_positive
 from ..core.input_checks import check_examples
 from ..core.model_info import MODEL_INFO_NAME
 from ..pusher.executor import SERVING_POINTER, read_pointer
@@ -66,9 +66,9 @@ class PredictConfig:
             if (value is not None or name == "top_k") and (isinstance(value, bool) or not isinstance(value, int)
                                                             or value < 1):
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-        for name in ("max_batch_mb", "memory_mb"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not self.max_batch_mb > 0:
+            raise ConfigError(f"max_batch_mb must be > 0, got {self.max_batch_mb!r}")
+        require_positive("memory_mb", self.memory_mb, "megabytes")
         if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
             raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
 

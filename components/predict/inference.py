@@ -37,16 +37,11 @@ class SizedModel:
     requested: int | None  # an explicit --batch-size: checked against the budget, not sized
     sizing: Any = None  # core.batch_memory.BatchSizing, once measured
 
-    def call(self, records: Sequence[bytes], **inference_args: Any) -> dict[str, Any]:
-        import tensorflow as tf
-
-        return self.loaded.signature(examples=tf.constant(list(records), dtype=tf.string), **inference_args)
-
     def size_calls(self, batch: Sequence[bytes]) -> int:
         from ..core.batch_memory import PROBE_EXAMPLES, size_batch
 
         if self.sizing is None:
-            self.sizing = size_batch([self.call], list(batch[:PROBE_EXAMPLES]), self.budget_bytes, self.requested)
+            self.sizing = size_batch([self.loaded.call], list(batch[:PROBE_EXAMPLES]), self.budget_bytes, self.requested)
         return self.sizing.batch_size
 
 
@@ -58,7 +53,7 @@ def serving_default_inference(model: SizedModel, batch: Sequence[bytes], inferen
     results: list[PredictionResult] = []
     for start in range(0, len(batch), size):
         examples = batch[start:start + size]
-        outputs = model.call(examples, **inference_args)
+        outputs = model.loaded.call(examples, **inference_args)
         probabilities, class_ids = outputs["probabilities"].numpy(), outputs["class_ids"].numpy()
         if len(probabilities) != len(examples):
             from .config import PredictionError
