@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from pathlib import Path
 
+from ..core.config_values import require_positive
 from .cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
 from .local_cache import CACHEABLE_STEPS, check_no_cache
 from .params import parse_param_args
@@ -82,7 +82,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--warm-start", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
     add("--baseline", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
     add_no_cache_argument(parser, "that always runs, never reusing an earlier run's outputs")
-    add("--verbose", action="store_true", help="also print the framework logs (always kept in the run's logs/)")
+    add("--verbose", action="store_true", help="also print the steps' logs (always kept in the run's logs/)")
+    add("--isolated", action="store_true",
+        help="each step in a fresh process (slower: every step imports TensorFlow again); for debugging, and the "
+             "reference the warm worker is checked against")
+    add("--worker-max-rss-mb", type=float, default=None, metavar="MB",
+        help="replace the warm step worker when its own RSS passes MB (default 4096)")
 
 
 def run_main(args: argparse.Namespace, _: list[str]) -> int:
@@ -102,17 +107,9 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans,
         infra_validation_options=tuple(shlex.split(args.infra_validate_args)), predict_index=args.predict_index,
         predict_data_root=args.predict_data_root, predict_options=tuple(shlex.split(args.predict_args)))
-    try:
-        summary = run_locally(config, verbose=args.verbose)
-    except RuntimeError as err:  # kfp.local: a step failed; shardflow's main prints its own one line
-        from .launchers import StepFailed
-
-        outcome = _newest_outcome(config.output) or {}
-        raise StepFailed(outcome.get("message") or str(err).splitlines()[0]) from None
+    limit = {}
+    if args.worker_max_rss_mb is not None:
+        require_positive("--worker-max-rss-mb", args.worker_max_rss_mb, "megabytes")
+        limit["worker_max_rss_mb"] = args.worker_max_rss_mb
+    summary = run_locally(config, verbose=args.verbose, isolated=args.isolated, **limit)  # a failed step: StepFailed
     return 0 if summary.get("run") else 1
-
-
-def _newest_outcome(output: str) -> dict | None:
-    from .local_run import summarize
-
-    return summarize(Path(output).resolve()).get("outcome")

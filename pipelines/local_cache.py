@@ -1,6 +1,6 @@
 """Step caching for `shardflow run`, keyed as KFP keys its cache on a cluster.
 
-kfp.local runs every task every time. A cluster's KFP reuses a task's earlier outputs when its cache
+A cluster's KFP reuses a task's earlier outputs when its cache
 key is unchanged: the component (its code and image), its input parameters and its input
 artifacts. This does the same on one machine. A step's key is a SHA-256 over
 
@@ -39,6 +39,7 @@ from typing import Any
 from ..core import storage
 from ..core.errors import ConfigError
 from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
+from .local_dag import Artifact
 
 CACHE_DIR = "cache"
 # The steps whose outputs can be reused (the pipeline's cacheable tasks), named as `--no-cache` takes them.
@@ -109,10 +110,10 @@ class StepCache:
     def enabled_for(self, task: str) -> bool:
         return "all" not in self.no_cache and task not in self.no_cache
 
-    def key(self, task: str, component_spec: Any, executor_spec: Any, arguments: dict[str, Any]) -> str:
+    def key(self, task: str, component_spec: dict, executor_spec: dict, arguments: dict[str, Any]) -> str:
+        """`component_spec`, `executor_spec`: the task's entries in the compiled pipeline (IR as a dict)."""
         digest = hashlib.sha256(task.encode() + b"\0" + code_fingerprint().encode())
-        digest.update(component_spec.SerializeToString(deterministic=True))
-        digest.update(executor_spec.SerializeToString(deterministic=True))
+        digest.update(json.dumps([component_spec, executor_spec], sort_keys=True).encode())
         digest.update(json.dumps(_keyed(task, arguments), sort_keys=True, default=_identity).encode())
         return digest.hexdigest()
 
@@ -146,10 +147,8 @@ def _saved(value: Any) -> dict[str, Any]:
 def _restore(saved: dict[str, Any]) -> Any:
     if "uri" not in saved:
         return saved["value"]
-    from kfp.dsl import executor
-
-    return executor.create_artifact_instance({"type": {"schemaTitle": saved["schema_title"]}, "uri": saved["uri"],
-                                              "name": saved["name"], "metadata": saved["metadata"]})
+    return Artifact(name=saved["name"], uri=saved["uri"], schema_title=saved["schema_title"],
+                    metadata=saved["metadata"])
 
 
 def link_outputs(outputs: dict[str, Any], task_root: Path) -> None:

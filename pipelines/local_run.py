@@ -1,14 +1,19 @@
-"""`shardflow run`: the Kubeflow pipeline executed on this machine with kfp.local.
+"""`shardflow run`: the compiled Kubeflow pipeline executed on this machine, steps in a warm worker.
 
-Every step runs as a subprocess of this interpreter (SubprocessRunner, use_venv=False), Beam steps
-on the FnApiRunner. Every step's options are checked first, by that command's own parser and config,
+The run compiles the pipeline exactly as `shardflow compile` does (kept as RUN/pipeline.yaml), walks
+that IR (local_dag.py: its DAG, conditions, exit handler), reuses cached steps (local_cache.py) and
+hands every other task to a step worker (local_worker.py, step_worker.py) that imported TensorFlow,
+Beam, TFDV and TFT once and runs each step in a fork of itself, through the same entry point as the
+step's container (`kfp.dsl.executor_main`). `isolated=True` (`--isolated`) runs each step in a fresh
+process instead. Every step's options are checked first, by that command's own parser and config,
 so a bad `--train-args` stops the run before ExampleGen; so does a threshold naming a metric the
 index's task has not (a mask column means segmentation: run_task.py, which also picks the default
 threshold). The run is quiet: one line per step and the final report (`verbose=True` also shows
-the framework logs). The run directory holds everything:
+the steps' logs). The run directory holds everything:
 
     RUN_DIR/pipeline_root/shardflow-<time>/<step>/<artifact>   each step's outputs (KFP layout)
-    RUN_DIR/pipeline_root/shardflow-<time>/logs/<step>.log     each step's full log (kfp.local's too)
+    RUN_DIR/pipeline_root/shardflow-<time>/pipeline.yaml       the compiled pipeline the run executed
+    RUN_DIR/pipeline_root/shardflow-<time>/logs/<step>.log     each step's full log (worker.log: the worker's)
     RUN_DIR/pipeline_root/shardflow-<time>/logs/steps.json     each step's state (ok, cached, skipped, FAILED)
     RUN_DIR/serving/<N>/, RUN_DIR/serving/CURRENT.json         pushed (blessed) models
     RUN_DIR/runs/run-<time>.json                               the exit handler's record of each run
@@ -23,9 +28,8 @@ outputs, as KFP's caching does on a cluster (`no_cache`: steps that always run, 
 """
 from __future__ import annotations
 
-import contextlib
+import datetime
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +38,22 @@ from typing import Any, Callable
 from ..core import storage
 from ..core.errors import ConfigError
 from ..example_gen.spans import has_span_pattern
+from .launchers import StepFailed
 from .local_cache import CACHE_DIR, StepCache, check_no_cache
+from .local_dag import DagWalk
+from .local_tasks import LocalTasks
+from .local_worker import StepWorker
+from .names import PIPELINE_NAME
+from .step_log import LOGS, STEPS_RECORD, StepLog
 
 PIPELINE_ROOT, SERVING, RECORDS, SPAN_STORE = "pipeline_root", "serving", "runs", "spans"
-# kfp.local's SubprocessRunner runs the steps in this interpreter and ignores the image; the components
-# still name one. Not pullable, so a package compiled from a local run could never be deployed.
+# The step worker runs the steps in this interpreter and ignores the image; the components still name
+# one. Not pullable, so a package compiled from a local run could never be deployed.
 LOCAL_RUN_IMAGE = "shardflow-local-run.invalid/not-deployable:local"
+COMPILED, WORKER_LOG = "pipeline.yaml", "worker.log"  # RUN/pipeline.yaml: what the run executed
+# A warm worker is replaced past this RSS. It forks a child per step and grows only by what it imports
+# (measured ~1.1 GB after TensorFlow, Beam, TFDV and TFT): the bound catches a leak, not a step's use.
+DEFAULT_WORKER_MAX_RSS_MB = 4096.0
 
 
 @dataclass(frozen=True)
@@ -118,51 +132,53 @@ class LocalRunConfig:
                 "predict_options": list(self.predict_options)}
 
 
-def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = None,
-                verbose: bool = False) -> dict[str, Any]:
+def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = None, verbose: bool = False,
+                isolated: bool = False, worker_max_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB) -> dict[str, Any]:
     """Runs the pipeline; returns the summary (also printed). Raises ConfigError for a bad step
-    option or a threshold the index's task has no metric for (before anything runs), RuntimeError
-    when a step fails."""
+    option or a threshold the index's task has no metric for (before anything runs), StepFailed
+    (the failed step's own line) when a step fails.
+
+    `isolated`: each step in a fresh process (as kfp.local did), not forked from the warm worker;
+    `worker_max_rss_mb`: the warm worker is replaced when its RSS passes it.
+    """
     from .run_task import prepare_run
 
     arguments = prepare_run(config.arguments())
-    import kfp.local
-
-    from . import local_control_flow
-    from .pipeline import build_pipeline
-    from .step_log import LOGS, STEPS_RECORD, StepLog
-
-    terminal = sys.stdout
-    echo = echo or (lambda text: print(text, file=terminal, flush=True))
+    echo = echo or (lambda text: print(text, file=sys.stdout, flush=True))
     out = Path(config.output).resolve()
-    (out / PIPELINE_ROOT).mkdir(parents=True, exist_ok=True)
-    steps = StepLog(echo, verbose)
-    local_control_flow.enable(steps, StepCache(out / CACHE_DIR, check_no_cache(config.no_cache)))
-    kfp.local.init(runner=kfp.local.SubprocessRunner(use_venv=False), pipeline_root=str(out / PIPELINE_ROOT),
-                   raise_on_error=True)
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    kfp_log = out / PIPELINE_ROOT / f"kfp-{os.getpid()}.log"  # moved into the run's logs/ at the end
+    run_dir = out / PIPELINE_ROOT / f"{PIPELINE_NAME}-{datetime.datetime.now():%Y-%m-%d-%H-%M-%S-%f}"
+    steps = StepLog(echo)
+    worker = StepWorker(warm=not isolated, log=run_dir / LOGS / WORKER_LOG, max_rss_mb=worker_max_rss_mb,
+                        echo_to=sys.stdout if verbose else None)
+    succeeded, walk = False, None
     try:
-        with open(kfp_log, "w") as log, _quiet(log, verbose):
-            build_pipeline(LOCAL_RUN_IMAGE)(**arguments)
+        with worker:  # a warm worker imports the frameworks while the pipeline compiles
+            spec = compiled_for_local_run(run_dir, config.no_cache)
+            tasks = LocalTasks(run_dir, worker, steps, StepCache(out / CACHE_DIR, check_no_cache(config.no_cache)))
+            walk = DagWalk(spec, run_dir.name, tasks.run, steps.skipped)
+            succeeded = walk.run(arguments)
     finally:
         summary = summarize(out)
         if summary.get("run"):
-            os.replace(kfp_log, Path(summary["run"]) / LOGS / "pipeline.log")
             storage.write_json(str(Path(summary["run"]) / LOGS / STEPS_RECORD), steps.steps)
             summary["steps"] = steps.steps
         echo(render_summary(summary))
+    if not succeeded:
+        outcome = summary.get("outcome") or {}
+        raise StepFailed(outcome.get("message") or f"task {walk.failed_task if walk else '?'} failed")
     return summary
 
 
-@contextlib.contextmanager
-def _quiet(log: Any, verbose: bool) -> Any:
-    """kfp.local's own lines (pipeline start/end, its warnings) go to `log` unless `verbose`."""
-    if verbose:
-        yield
-        return
-    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        yield
+def compiled_for_local_run(run_dir: Path, no_cache: tuple[str, ...]) -> dict[str, Any]:
+    """The pipeline as `shardflow compile --image LOCAL_RUN_IMAGE` writes it, kept as RUN/pipeline.yaml."""
+    import yaml
+
+    from .compiler import compile_pipeline
+
+    path = compile_pipeline(run_dir / COMPILED, LOCAL_RUN_IMAGE, no_cache=check_no_cache(no_cache),
+                            allow_mutable_image=True)
+    with open(path) as compiled:
+        return yaml.safe_load(compiled)
 
 
 def summarize(out: Path) -> dict[str, Any]:

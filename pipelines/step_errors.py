@@ -1,30 +1,26 @@
-"""How a failed pipeline step hands its one-line error to whoever ran it: a small JSON file, no log scraping.
+"""How a failed pipeline step hands its one-line error to whoever ran it: structured, no log scraping.
 
 A step (a KFP component's process) runs inside `reported_step()`. A ShardflowError there becomes
-one line on stderr, the error's exit code, and, when the runner asked for it through the
-environment variable `SHARDFLOW_STEP_ERROR_FILE`, a record `{"message", "exit_code", "bug"}`
-in that file. `shardflow run` sets the variable for each step (kfp.local's subprocesses inherit
-it) and reads the record back when the step failed; on a cluster the variable is unset and the
-line is in the pod's log. Any other exception is a bug: it is recorded too, then re-raised, so
-its traceback stays in the step's log.
+one line on stderr, the error's exit code, and a record `{"message", "exit_code", "bug"}` kept in
+this process: `last_error()`. The step worker that ran the step (step_worker.py, for `shardflow
+run`) reads it after the step and returns it with the result; on a cluster the line is in the
+pod's log. Any other exception is a bug: it is recorded too, then re-raised, so its traceback stays
+in the step's log.
 
     with reported_step():
         launchers.train(...)
-    read_step_error(path)   # {"message": "shardflow train: error: ...", "exit_code": 1, "bug": false}
+    last_error()   # {"message": "shardflow train: error: ...", "exit_code": 1, "bug": False}
 """
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import sys
 from typing import Any, Iterator
 
-from ..core import storage
 from ..core.cloud_env import install_exit_guard
 from ..core.errors import ShardflowError
 
-STEP_ERROR_ENV = "SHARDFLOW_STEP_ERROR_FILE"
+_recorded: list[dict[str, Any]] = []  # this process's step error, if its step failed
 
 
 @contextlib.contextmanager
@@ -44,16 +40,9 @@ def reported_step() -> Iterator[None]:
 
 
 def _record(message: str, exit_code: int, bug: bool) -> None:
-    path = os.environ.get(STEP_ERROR_ENV)
-    if not path:
-        return
-    storage.write_json(path, {"message": message, "exit_code": exit_code, "bug": bug}, durable=False)
+    _recorded[:] = [{"message": message, "exit_code": exit_code, "bug": bug}]
 
 
-def read_step_error(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The record a failed step left at `path`, or None when it left none (it died before or outside shardflow)."""
-    try:
-        with open(path) as record:
-            return json.load(record)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
+def last_error() -> dict[str, Any] | None:
+    """The error the step run in this process recorded, or None when it recorded none."""
+    return dict(_recorded[0]) if _recorded else None

@@ -1,72 +1,42 @@
 """What `shardflow run` prints: one line per step, while each step's full log goes to a file.
 
-kfp.local prints everything a task does to `sys.stdout` (its executor input, the subprocess's
-output through `print`, its own logging handler, made on `sys.stdout` for each task). Redirecting
-`sys.stdout` around one task therefore captures all of it, without patching kfp: the log goes to
-RUN/logs/<task>.log (and to the terminal too with `verbose`), and the reporter prints the line.
+The step worker writes each task's output (its file descriptors 1 and 2: Python, kfp's Executor,
+TensorFlow's C++ lines) to RUN/logs/<task>.log; this prints the step's line from the structured
+result it returned: ok or FAILED, seconds, and the step's key figure or its one-line error.
 
-    steps = StepLog(echo=print, verbose=False)
-    outputs, state = steps.run_task("train", Path("runs/x/pipeline_root/shardflow-..."), run_the_task)
-    steps.error("train")   # the failing step's own one-line message (its error record: step_errors.py)
+    steps = StepLog(echo=print)
+    steps.finished("train", 20.5, outcome)   # outcome: local_dag.TaskOutcome
+    steps.error("train")                      # the failing step's own one-line message
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-import time
 from pathlib import Path
-from typing import Any, Callable, TextIO
-
-from .step_errors import STEP_ERROR_ENV, read_step_error
+from typing import Any, Callable
 
 LOGS = "logs"
 STEPS_RECORD = "steps.json"  # RUN/logs/steps.json: each step's state, seconds and key figure, as printed
 
 
-class _Tee:
-    """A text stream writing to several streams (the step's log and, with --verbose, the terminal)."""
-
-    def __init__(self, *streams: TextIO) -> None:
-        self._streams = streams
-
-    def write(self, text: str) -> int:
-        for stream in self._streams:
-            stream.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        for stream in self._streams:
-            stream.flush()
-
-
 class StepLog:
-    """Runs each task with its output in its log file; prints one line per step; keeps each failure's message."""
+    """One printed line per step, the same in RUN/logs/steps.json; each failed step's own message."""
 
-    def __init__(self, echo: Callable[[str], None], verbose: bool = False) -> None:
-        self.echo, self.verbose = echo, verbose
+    def __init__(self, echo: Callable[[str], None]) -> None:
+        self.echo = echo
         self.errors: dict[str, str] = {}
-        self.terminal = sys.stdout  # the stream --verbose copies to, as it is before any redirection
         self.steps: dict[str, dict[str, Any]] = {}  # what each step's printed line says, for the run's record
 
-    def run_task(self, task: str, run_dir: Path, call: Callable[[], tuple[dict, Any]]) -> tuple[dict, Any]:
+    @staticmethod
+    def log_path(run_dir: Path, task: str) -> Path:
         path = run_dir / LOGS / f"{task}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = run_dir / LOGS / f"{task}.error.json"
-        started = time.monotonic()
-        os.environ[STEP_ERROR_ENV] = str(record)  # the step's subprocess inherits it
-        try:
-            with open(path, "w") as log, contextlib.redirect_stdout(_Tee(log, self.terminal) if self.verbose else log):
-                outputs, state = call()
-        finally:
-            os.environ.pop(STEP_ERROR_ENV, None)
-        seconds = time.monotonic() - started
-        failed = getattr(state, "name", str(state)) == "FAILURE"
-        if failed:
-            self.errors[task] = step_error(record, path)
-        figure = f"error: {self.errors[task]}" if failed else key_figure(task, outputs)
-        self._report(task, "FAILED" if failed else "ok", seconds, figure)
-        return outputs, state
+        return path
+
+    def finished(self, task: str, seconds: float, outcome: Any) -> None:
+        """A step that ran: its line from its outcome (local_dag.TaskOutcome)."""
+        if not outcome.succeeded:
+            self.errors[task] = outcome.error
+        figure = f"error: {outcome.error}" if not outcome.succeeded else key_figure(task, outcome.outputs)
+        self._report(task, "ok" if outcome.succeeded else "FAILED", seconds, figure)
 
     def cached(self, task: str, outputs: dict) -> None:
         """A step whose outputs were reused: its line, and a log saying from where."""
@@ -90,14 +60,13 @@ def step_line(task: str, state: str, seconds: float | None, figure: str) -> str:
     return f"{task:<15} {state:<8} {took}  {figure}".rstrip()
 
 
-def step_error(record: Path, log: Path) -> str:
-    """The failed step's own one-line error, from the record it left; else where to look."""
-    found = read_step_error(record)
-    if found is None:
+def step_error(result: dict[str, Any], log: Path) -> str:
+    """The failed step's own one-line error, from the result its worker returned; else where to look."""
+    if not result.get("error"):
         return f"the step failed before shardflow could report why; see {log}"
-    if found.get("bug"):
-        return f"unexpected error {found['message']} (its traceback: {log})"
-    return found["message"]
+    if result.get("bug"):
+        return f"unexpected error {result['error']} (its traceback: {log})"
+    return result["error"]
 
 
 def _metadata(outputs: dict, name: str) -> dict:

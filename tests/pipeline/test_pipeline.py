@@ -19,6 +19,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from shardflow.core.manifest import read_manifest
 from shardflow.core.model_info import read_model_info
 from shardflow.pipelines.compiler import compile_pipeline
+from shardflow.pipelines.launchers import StepFailed
 from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 
 from helpers_images import write_quadrant_set
@@ -150,7 +151,7 @@ def test_the_validation_gate_stops_a_run_whose_eval_split_lacks_a_feature(span_r
     curated.write_text(text_format.MessageToString(schema))
     records_before = set((out / "runs").glob("run-*.json"))
     # The same run directory: its span store already holds the spans, nothing is re-encoded.
-    with pytest.raises(RuntimeError, match="validate"):
+    with pytest.raises(StepFailed, match="validate"):
         run_locally(_config(data, out, validation_schema=str(curated)), echo=lambda _: None)
     (record,) = set((out / "runs").glob("run-*.json")) - records_before
     stopped = json.loads(record.read_text())

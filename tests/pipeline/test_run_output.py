@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from shardflow.core.manifest import read_manifest
 from shardflow.pipelines.step_log import step_line
@@ -95,7 +96,26 @@ def test_the_demo_run_runs_every_step_and_keeps_each_steps_log(demo_run) -> None
     for step in STEPS:
         assert (logs / f"{step}.log").stat().st_size > 0, step
     assert "executor_input" in (logs / "train.log").read_text()  # the full log is kept
-    assert "Running pipeline" in (logs / "pipeline.log").read_text()
+    assert f"in process" in (logs / "train.log").read_text().splitlines()[0]  # the worker's child that ran it
+
+
+def test_the_run_executed_the_pipeline_shardflow_compile_writes(demo_run, tmp_path: Path) -> None:
+    from shardflow.pipelines.local_run import LOCAL_RUN_IMAGE
+
+    out, done = demo_run
+    compiled = tmp_path / "pipeline.yaml"
+    made = _shardflow("compile", "--output", str(compiled), "--image", LOCAL_RUN_IMAGE, "--allow-mutable-image")
+    assert made.returncode == 0, made.stderr
+    executed = (_run_dir(out) / "pipeline.yaml").read_bytes()
+    assert executed == compiled.read_bytes()
+    # ...and every container task in it ran, or was skipped by its condition, under its IR name.
+    spec = yaml.safe_load(executed)
+    containers = {name for component in spec["components"].values() if "dag" in component
+                  for name, task in component["dag"]["tasks"].items()
+                  if "executorLabel" in spec["components"][task["componentRef"]["name"]]}
+    containers |= {name for name in spec["root"]["dag"]["tasks"] if name == "record-outcome"}
+    steps = _steps(out)
+    assert containers - set(steps) == {"predict"} and steps["condition-4"]["state"] == "skipped"  # no --predict-index
 
 
 @pytest.fixture(params=["demo_run", "failed_run"])
@@ -225,49 +245,55 @@ def test_a_failing_steps_own_message_is_in_the_run_record(failed_run) -> None:
     assert (_run_dir(out) / "logs" / "example-gen.log").is_file()
 
 
-def test_a_failed_step_hands_its_one_line_error_over_in_a_record_not_in_its_log(tmp_path: Path, monkeypatch,
-                                                                               capsys) -> None:
+def test_a_failed_step_hands_its_one_line_error_over_as_data_not_in_its_log(tmp_path: Path, monkeypatch,
+                                                                             capsys) -> None:
     from shardflow.core.errors import ConfigError
-    from shardflow.pipelines.step_errors import STEP_ERROR_ENV, reported_step
+    from shardflow.pipelines.step_errors import last_error, reported_step
     from shardflow.pipelines.step_log import step_error
 
-    record, log = tmp_path / "train.error.json", tmp_path / "train.log"
-    monkeypatch.setenv(STEP_ERROR_ENV, str(record))
+    log = tmp_path / "train.log"
     # A step's process is its own: the guard on sys.exit is not for this test process.
     monkeypatch.setattr("shardflow.pipelines.step_errors.install_exit_guard", lambda: None)
     with pytest.raises(SystemExit) as stopped, reported_step():
         raise ConfigError("shardflow train: error: no shards\nsecond line")
     assert stopped.value.code == 2
     assert capsys.readouterr().err == "shardflow train: error: no shards\n"
-    assert step_error(record, log) == "shardflow train: error: no shards"
+    recorded = last_error()
+    assert recorded == {"message": "shardflow train: error: no shards", "exit_code": 2, "bug": False}
+    assert step_error({**recorded, "error": recorded["message"]}, log) == "shardflow train: error: no shards"
     with pytest.raises(KeyError), reported_step():  # a bug: recorded, and its traceback is kept
         raise KeyError("x")
-    assert step_error(record, log) == f"unexpected error KeyError: 'x' (its traceback: {log})"
-    record.unlink()
-    assert "before shardflow could report why" in step_error(record, log)
+    recorded = last_error()
+    assert step_error({**recorded, "error": recorded["message"]}, log) == (
+        f"unexpected error KeyError: 'x' (its traceback: {log})")
+    assert "before shardflow could report why" in step_error({"exit_code": 1, "error": ""}, log)
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-def test_verbose_also_shows_the_framework_log_which_is_always_kept(tmp_path: Path, capsys, monkeypatch,
-                                                                    verbose: bool) -> None:
-    from kfp.local.status import Status
+def test_verbose_also_shows_the_steps_log_which_is_always_kept(tmp_path: Path, capsys, verbose: bool) -> None:
+    """A real isolated step worker runs a failing lightweight component: its output is in its log (and on the
+    terminal with verbose), its one-line error comes back as data."""
+    from kfp import dsl
 
-    from shardflow.core.errors import ShardflowError
-    from shardflow.pipelines.step_errors import reported_step
-    from shardflow.pipelines.step_log import StepLog
+    from shardflow.pipelines.local_worker import StepWorker
 
-    said: list[str] = []
-    steps = StepLog(echo=said.append, verbose=verbose)
-    monkeypatch.setattr("shardflow.pipelines.step_errors.install_exit_guard", lambda: None)
+    @dsl.component(base_image="unused", install_kfp_package=False)  # the pipeline's components' form
+    def failing():  # noqa: ANN202 (KFP reads annotations: this file has postponed ones)
+        from shardflow.core.errors import ShardflowError
+        from shardflow.pipelines.step_errors import reported_step
 
-    def task() -> tuple[dict, Status]:  # what a step's process does (here in this one)
         print("framework detail")
-        with pytest.raises(SystemExit), reported_step():
+        with reported_step():
             raise ShardflowError("shardflow train: error: no shards")
-        return {}, Status.FAILURE
-    steps.run_task("train", tmp_path, task)
+
+    container = failing.pipeline_spec.deployment_spec["executors"]["exec-failing"]["container"]
+    payload = {"inputs": {"parameterValues": {}}, "outputs": {"outputFile": str(tmp_path / "out.json")}}
+    args = [json.dumps(payload) if arg == "{{$}}" else arg for arg in container["args"]]
+    log = tmp_path / "logs" / "train.log"
+    log.parent.mkdir()
+    with StepWorker(warm=False, log=tmp_path / "worker.log", echo_to=sys.stdout if verbose else None) as worker:
+        result = worker.run({"task": "train", "command": list(container["command"]), "args": args, "log": str(log)})
+    assert (result["exit_code"], result["error"], result["bug"]) == (1, "shardflow train: error: no shards", False)
     assert ("framework detail" in capsys.readouterr().out) is verbose
-    assert "framework detail" in (tmp_path / "logs" / "train.log").read_text()
-    assert steps.steps["train"]["state"] == "FAILED"  # what its one printed line says (steps.json)
-    assert steps.steps["train"]["figure"] == "error: shardflow train: error: no shards"
-    assert steps.error("train") == "shardflow train: error: no shards"
+    assert "framework detail" in log.read_text()
+    assert "shardflow train: error: no shards" in log.read_text()  # the line, as a cluster's pod log has it

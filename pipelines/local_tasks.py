@@ -1,0 +1,63 @@
+"""Each container task of a local run: reused from the cache, or handed to the step worker.
+
+`LocalTasks.run` is local_dag.DagWalk's `run_task`. For a task it builds the ExecutorInput the
+cluster's driver would (local_executor_io.py), substitutes it for `{{$}}` in the compiled command's
+args, and sends command and args to the step worker (local_worker.py), which runs them as the
+step's container does. The result comes back as data (exit code, one-line error); the outputs are
+read from the executor_output.json kfp's Executor wrote. Cacheable tasks (the IR's caching option,
+less `--no-cache`) are looked up first and stored after success (local_cache.py).
+
+    tasks = LocalTasks(run_dir, worker, StepLog(print), StepCache(out / "cache"))
+    DagWalk(spec, run_dir.name, tasks.run, tasks.steps.skipped).run(arguments)
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from .local_cache import StepCache, link_outputs
+from .local_dag import TaskOutcome
+from .local_executor_io import executor_input, task_outputs
+from .local_worker import StepWorker
+from .step_log import StepLog, step_error
+
+_EXECUTOR_INPUT = "{{$}}"
+
+
+class LocalTasks:
+    """Runs the container tasks of one run directory (`run_dir`: PIPELINE_ROOT/shardflow-<time>)."""
+
+    def __init__(self, run_dir: Path, worker: StepWorker, steps: StepLog, cache: StepCache | None) -> None:
+        self.run_dir, self.worker, self.steps, self.cache = run_dir, worker, steps, cache
+
+    def run(self, task: str, spec: dict[str, Any], component: dict[str, Any], executor: dict[str, Any],
+            arguments: dict[str, Any]) -> TaskOutcome:
+        key = None
+        if self.cache is not None and spec.get("cachingOptions", {}).get("enableCache") and self.cache.enabled_for(task):
+            key = self.cache.key(task, component, executor, arguments)
+            outputs = self.cache.lookup(task, key)
+            if outputs is not None:
+                link_outputs(outputs, self.run_dir / task)
+                self.steps.cached(task, outputs)
+                return TaskOutcome(outputs, True)
+        outcome = self._execute(task, component, executor, arguments)
+        if key is not None and outcome.succeeded:
+            self.cache.store(task, key, outcome.outputs, self.run_dir / task)  # type: ignore[union-attr]
+        return outcome
+
+    def _execute(self, task: str, component: dict, executor: dict, arguments: dict) -> TaskOutcome:
+        payload = executor_input(component, arguments, str(self.run_dir / task))
+        container = executor["container"]
+        args = [json.dumps(payload) if arg == _EXECUTOR_INPUT else arg for arg in container.get("args", [])]
+        if any("{{$" in arg for arg in args):
+            raise NotImplementedError(f"local run: task {task} has placeholders other than {_EXECUTOR_INPUT}: {args}")
+        log = self.steps.log_path(self.run_dir, task)
+        started = time.monotonic()
+        result = self.worker.run({"task": task, "command": container["command"], "args": args, "log": str(log)})
+        succeeded = result["exit_code"] == 0
+        outcome = TaskOutcome(task_outputs(component, payload) if succeeded else {}, succeeded,
+                              "" if succeeded else step_error(result, log))
+        self.steps.finished(task, time.monotonic() - started, outcome)
+        return outcome
