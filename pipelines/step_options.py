@@ -6,7 +6,6 @@ run before its first step, not hours later, and the error names the option as th
 """
 from __future__ import annotations
 
-import inspect
 import os
 from typing import Any
 
@@ -69,8 +68,7 @@ def check_step_options(p: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) ->
     for command, cli, takes_beam_options, argv in steps:
         try:
             args, extra = parse_step_argv(command, cli, argv, takes_beam_options)
-            build = cli.config_from_args
-            configs[command] = build(args, extra) if len(inspect.signature(build).parameters) > 1 else build(args)
+            configs[command] = cli.config_from_args(args, extra)
         except StepFailed as err:
             raise ConfigError(f"{labels[command]}: {err}") from err
         except ConfigError as err:
