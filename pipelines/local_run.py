@@ -35,6 +35,7 @@ from ..core import storage
 from ..core.errors import ConfigError
 from ..example_gen.spans import has_span_pattern
 from .local_cache import CACHE_DIR, StepCache, check_no_cache
+from .steps import summary_outputs
 
 PIPELINE_ROOT, SERVING, RECORDS, SPAN_STORE = "pipeline_root", "serving", "runs", "spans"
 # kfp.local's SubprocessRunner runs the steps in this interpreter and ignores the image; the components
@@ -175,9 +176,7 @@ def summarize(out: Path) -> dict[str, Any]:
     summary: dict[str, Any] = {"run": str(run_dir),
                                "outcome": json.loads(records[-1].read_text()) if records else None,
                                "serving_pointer": _json(out / SERVING / "CURRENT.json")}
-    steps = {"examples": "example-gen/examples", "validation": "validate/report", "transformed": "transform/transformed",
-             "model": "train/model", "evaluation": "evaluate/evaluation", "infra": "infra-validate/infra",
-             "report": "run-report/report", "pushed": "push/pushed", "predictions": "predict/predictions"}
+    steps = summary_outputs()  # {"examples": "example-gen/examples", ...}
     summary["outputs"] = {name: str(run_dir / rel) for name, rel in steps.items() if (run_dir / rel).exists()}
     report = run_dir / steps["report"]
     summary["report"] = report.read_text() if report.is_file() else None
