@@ -9,10 +9,10 @@ of the matching `shardflow` command, so a pipeline run and a manual run behave t
                               cluster_options(mount_pvc=["data=/data"], node_selector=["pool=gpu"]))
     kfp.compiler.Compiler().compile(pipeline, "pipeline.yaml")
 
-Cluster settings in the IR: CPU/memory requests on every step; accelerators for the Trainer (and
-optionally the Evaluator) from pipeline parameters; retries with backoff on ExampleGen and Transform;
-caching on ExampleGen, validation, Transform, the Tuner, the Trainer and infra validation (`no_cache` turns
-it off per step).
+Cluster settings in the IR, each step's from its row in the step table (steps.py): CPU/memory requests
+on every step; accelerators for the Tuner, the Trainer and the Evaluator from pipeline parameters; retries
+with backoff on ExampleGen and Transform; caching on ExampleGen, validation, Transform, the Tuner, the
+Trainer and infra validation (`no_cache` turns it off per step).
 The data fingerprint step is never cached: its output (a hash of the index CSVs) is an input of
 ExampleGen, so a changed CSV never reuses a stale cached ExampleGen, and everything after it runs
 again on the new artifacts. The Evaluator, the report and Push always run: the served baseline may
