@@ -19,21 +19,13 @@ warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 from . import __version__  # noqa: E402
-from .core.beam_options import unknown_flags, unknown_option_message  # noqa: E402
-from .evaluator import cli as evaluator_cli  # noqa: E402
-from .example_gen import cli as example_gen_cli  # noqa: E402
+from .commands import COMMANDS  # noqa: E402
 from .core.cloud_env import install_exit_guard  # noqa: E402
-from .core.errors import ConfigError, ShardflowError  # noqa: E402
-from .predict import cli as predict_cli  # noqa: E402
-from .infra_validator import cli as infra_validator_cli  # noqa: E402
-from .pusher import cli as pusher_cli  # noqa: E402
+from .core.errors import ShardflowError  # noqa: E402
+from .core.flag_parser import check_extra, option_strings  # noqa: E402
 from .pipelines import cli as pipeline_cli  # noqa: E402
 from .pipelines import schedule as schedule_cli  # noqa: E402
 from .pipelines import submit as submit_cli  # noqa: E402
-from .trainer import cli as trainer_cli  # noqa: E402
-from .transform import cli as transform_cli  # noqa: E402
-from .tuner import cli as tuner_cli  # noqa: E402
-from .validation import cli as validation_cli  # noqa: E402
 
 
 def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
@@ -44,34 +36,16 @@ def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
     return 0
 
 
-# (name, help, add_arguments, handler, passes Beam's own options through)
-_COMMANDS = (
-    ("example-gen", "CSV indexes of files → sharded TFRecords (Beam)",
-     example_gen_cli.add_arguments, example_gen_cli.main, True),
-    ("transform", "full-pass preprocessing of examples with tf.Transform (Beam)",
-     transform_cli.add_arguments, transform_cli.main, True),
-    ("validate", "TFDV checks of every split against train's schema and statistics",
-     validation_cli.add_arguments, validation_cli.main, False),
-    ("train", "stream shards through tf.data into a Keras model, export it",
-     trainer_cli.add_arguments, trainer_cli.main, False),
-    ("tune", "search the Trainer's hyperparameters (KerasTuner): best_hyperparameters.json for train",
-     tuner_cli.add_arguments, tuner_cli.main, False),
-    ("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli.add_arguments,
-     evaluator_cli.main, False),
-    ("infra-validate", "load the model in a TensorFlow-only process as TF Serving would: call, time, warm-up file",
-     infra_validator_cli.add_arguments, infra_validator_cli.main, False),
-    ("push", "copy a blessed model to a serving directory and repoint CURRENT.json",
-     pusher_cli.add_arguments, pusher_cli.main, False),
-    ("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",
-     predict_cli.add_arguments, predict_cli.main, True),
+# The pipeline's commands (name, help, add_arguments, handler), after the components' (commands.py); none
+# passes Beam's options through.
+_PIPELINE_COMMANDS = (
     ("compile", "compile the pipeline to KFP v2 IR for a Kubeflow cluster",
-     pipeline_cli.add_compile_arguments, pipeline_cli.compile_main, False),
-    ("run", "run the whole pipeline on this machine (kfp.local)",
-     pipeline_cli.add_run_arguments, pipeline_cli.run_main, False),
+     pipeline_cli.add_compile_arguments, pipeline_cli.compile_main),
+    ("run", "run the whole pipeline on this machine (kfp.local)", pipeline_cli.add_run_arguments, pipeline_cli.run_main),
     ("schedule", "create or update a KFP recurring run of the pipeline (cron, UTC)",
-     schedule_cli.add_schedule_arguments, schedule_cli.schedule_main, False),
+     schedule_cli.add_schedule_arguments, schedule_cli.schedule_main),
     ("submit", "start one KFP run of the compiled pipeline (used by the k8s CronJob)",
-     submit_cli.add_submit_arguments, submit_cli.submit_main, False),
+     submit_cli.add_submit_arguments, submit_cli.submit_main),
 )
 
 
@@ -79,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shardflow", description=__doc__)
     parser.add_argument("--version", action="version", version=f"shardflow {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, help_text, add_arguments, handler, passes_beam_args in _COMMANDS:
+    rows = [(c.name, c.help, c.cli.add_arguments, c.cli.main, c.passes_beam_options) for c in COMMANDS.values()]
+    for name, help_text, add_arguments, handler, passes_beam_args in rows + [(*row, False) for row in _PIPELINE_COMMANDS]:
         command = commands.add_parser(name, help=help_text)
         add_arguments(command)
         command.set_defaults(handler=handler, passes_beam_args=passes_beam_args, command_parser=command)
@@ -89,20 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_extra_flags(args: argparse.Namespace, extra: list[str]) -> None:
-    """Flags the command does not define: Beam's own options pass through (example-gen, transform),
-    anything else is a typo — Beam would only warn and the run would use the default."""
-    unknown = unknown_flags(extra) if args.passes_beam_args else extra
-    if unknown:
-        known = [s for action in args.command_parser._actions for s in action.option_strings]
-        raise ConfigError(unknown_option_message(unknown[0], args.command, known, args.passes_beam_args))
-
-
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; the only place a ShardflowError becomes one line on stderr and an exit status."""
     args, extra = build_parser().parse_known_args(argv)
-    try:
-        _check_extra_flags(args, extra)
+    try:  # Beam's own options pass through (example-gen, transform, predict); any other unknown flag is a typo
+        check_extra(args.command, extra, option_strings(args.command_parser), args.passes_beam_args)
         return args.handler(args, extra)
     except ShardflowError as err:
         print(f"shardflow {args.command}: error: {err}", file=sys.stderr)

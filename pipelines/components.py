@@ -2,20 +2,23 @@
 
 Each function only moves values between KFP artifacts and `launchers` (the code that does the
 work). KFP ships a component's source alone to the pod, so every import is inside the function.
-`make_components(image)` turns them into components for one image (the compile-time choice).
+`make_components(image)` turns them into components for one image (the compile-time choice): one
+per row of the step table (steps.py), the function named like the step.
 Large outputs (examples, transformed examples, the model) go to `output_location(artifact)`: the
-artifact's URI when the pipeline root is s3:// or gs://, its local path otherwise (kfp.local,
+artifact's URI when the pipeline root is s3:// or gs://, its local path otherwise (`shardflow run`,
 minio://); small reports always go to `.path`, which the launcher uploads.
 
     ops = make_components("registry.example.com/ml/shardflow@sha256:...")
     examples_task = ops.example_gen(index=..., data_root=..., ...)
 """
 # No `from __future__ import annotations`: KFP reads these annotations as types at decoration time.
-from dataclasses import dataclass
+from dataclasses import make_dataclass
 from typing import Callable, List, NamedTuple
 
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
+
+from .steps import STEPS
 
 
 def fingerprint(index: List[str], data_root: str) -> str:
@@ -211,25 +214,13 @@ def record_outcome(record_dir: str, status: dsl.PipelineTaskFinalStatus) -> str:
                                     status.pipeline_task_name, message)
 
 
-@dataclass(frozen=True)
-class Components:
-    fingerprint: Callable
-    example_gen: Callable
-    validate: Callable
-    transform: Callable
-    tune: Callable
-    train: Callable
-    evaluate: Callable
-    infra_validate: Callable
-    push: Callable
-    predict: Callable
-    run_report: Callable
-    record_outcome: Callable
+# One field per step of the table (steps.py), named after its component function: `ops.example_gen(...)`.
+Components = make_dataclass("Components", [(step.component, Callable) for step in STEPS], frozen=True)
 
 
 def make_components(image: str) -> Components:
     """Every step as a KFP component whose container is `image` (the shardflow image of k8s/Dockerfile)."""
-    functions = (fingerprint, example_gen, validate, transform, tune, train, evaluate, infra_validate, push, predict,
-                 run_report, record_outcome)
+    functions = {step.component: globals()[step.component] for step in STEPS}
     # The image already holds kfp (the lock): no pip install when a step starts.
-    return Components(*(dsl.component(base_image=image, install_kfp_package=False)(fn) for fn in functions))
+    return Components(**{name: dsl.component(base_image=image, install_kfp_package=False)(fn)
+                         for name, fn in functions.items()})

@@ -2,9 +2,10 @@
 
 The KFP components in `components.py` are thin: they take their artifacts' paths, call one function
 here and copy the results into KFP artifacts. Each step runs a shardflow command through that
-command's own CLI module (its parser and `main`), so a pipeline option string is exactly a CLI flag
-(`example_gen_options=["--resize", "28x28"]`, `beam_args=["--runner=DataflowRunner", ...]`). Not
-through `shardflow.cli`: it imports this package (compile, run, schedule), which would be a cycle.
+command's own CLI module (its parser and `main`, its row in shardflow.commands), so a pipeline option
+string is exactly a CLI flag (`example_gen_options=["--resize", "28x28"]`,
+`beam_args=["--runner=DataflowRunner", ...]`). Not through `shardflow.cli`: it imports this package
+(compile, run, schedule), which would be a cycle.
 An output may be a local path or a remote URI (s3://, gs://); the commands take either.
 
     launchers.example_gen(["train=/data/train.csv"], "/data", [], [], "/artifacts/examples")
@@ -19,25 +20,17 @@ import time
 from types import ModuleType
 from typing import Any
 
+from ..commands import COMMANDS
 from ..core import storage
-from ..core.beam_options import flag_tokens, unknown_flags, unknown_option_message
 from ..core.errors import ConfigError, ShardflowError
-from ..core.flag_parser import FlagParser
+from ..core.flag_parser import FlagParser, check_extra, option_strings, refuse_unknown_flags
 from ..core.hashing import sha256_of
 from ..core.manifest import read_manifest
-from ..evaluator import cli as evaluator_cli
-from ..example_gen import cli as example_gen_cli
 from ..example_gen.spans import has_span_pattern, pattern_matches
 from ..infra_validator import REPORT as INFRA_REPORT
-from ..infra_validator import cli as infra_validator_cli
-from ..predict import cli as predict_cli
 from ..pusher import PusherConfig, resolve_model_reference  # noqa: F401  (re-exported for the components)
 from ..pusher import run as run_pusher
-from ..trainer import cli as trainer_cli
 from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record
-from ..transform import cli as transform_cli
-from ..tuner import cli as tuner_cli
-from ..validation import cli as validation_cli
 
 
 class StepFailed(ShardflowError):
@@ -50,42 +43,35 @@ class StepFailed(ShardflowError):
 
 def parse_step_argv(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool) -> tuple[Any, list[str]]:
     """The command's own parser on `argv`; `takes_beam_options`: Beam's own options pass through (as for
-    example-gen and transform in shardflow.cli); any other unknown flag is an error naming it."""
+    example-gen and transform in shardflow.cli); any other unknown flag is an error naming it (the check
+    shardflow.cli makes: core/flag_parser.check_extra)."""
     # A bad option fails the step with StepFailed naming it, not with argparse's SystemExit.
     parser = FlagParser(prog=f"shardflow {command}", error=lambda message: StepFailed(message, ConfigError.exit_code))
     cli.add_arguments(parser)
-    known = [s for action in parser._actions for s in action.option_strings]
+    known = option_strings(parser)
     try:
-        args, extra = parser.parse_known_args(argv)
-    except StepFailed:  # "--epochs or --steps is required" when the user wrote --epohcs: name the typo instead
-        _refuse_unknown(command, argv, known, takes_beam_options)
-        raise
-    _refuse_unknown(command, extra, known, takes_beam_options)
-    if extra and not takes_beam_options:
-        raise StepFailed(f"shardflow {command}: unrecognized arguments: {' '.join(extra)}", ConfigError.exit_code)
+        try:
+            args, extra = parser.parse_known_args(argv)
+        except StepFailed:  # "--epochs or --steps is required" when the user wrote --epohcs: name the typo instead
+            refuse_unknown_flags(command, argv, known, takes_beam_options)
+            raise
+        check_extra(command, extra, known, takes_beam_options)
+    except ConfigError as err:
+        raise StepFailed(f"shardflow {command}: error: {err}", err.exit_code) from None
     return args, extra
 
 
-def _refuse_unknown(command: str, tokens: list[str], known: list[str], takes_beam_options: bool) -> None:
-    """StepFailed for the first flag in `tokens` that neither the command (nor Beam, if it takes its options)
-    defines; an abbreviation of a known flag counts as known, as argparse takes it."""
-    flags = unknown_flags(tokens) if takes_beam_options else flag_tokens(tokens)
-    for flag in flags:
-        if not any(option.startswith(flag.partition("=")[0]) for option in known):
-            message = unknown_option_message(flag, command, known, takes_beam_options)
-            raise StepFailed(f"shardflow {command}: error: {message}", ConfigError.exit_code)
-
-
-def _shardflow(command: str, cli: ModuleType, argv: list[str], takes_beam_options: bool = False) -> None:
-    """`shardflow COMMAND ARGV` as the CLI runs it; a failure raises StepFailed with the command's own message
+def _shardflow(name: str, argv: list[str]) -> None:
+    """`shardflow NAME ARGV` as the CLI runs it; a failure raises StepFailed with the command's own message
     and exit code (a command's main returns 0 or raises: nothing is read back from its output)."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # as shardflow.cli sets it, before TF is imported
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args, extra = parse_step_argv(command, cli, argv, takes_beam_options)
+    command = COMMANDS[name]
+    args, extra = parse_step_argv(name, command.cli, argv, command.passes_beam_options)
     try:
-        cli.main(args, extra)
+        command.cli.main(args, extra)
     except ShardflowError as err:  # anything else is a bug: its traceback is the step's log
-        raise StepFailed(f"shardflow {command}: error: {err}", err.exit_code) from err
+        raise StepFailed(f"shardflow {name}: error: {err}", err.exit_code) from err
 
 
 def data_fingerprint(index: list[str], data_root: str) -> str:
@@ -103,8 +89,7 @@ def data_fingerprint(index: list[str], data_root: str) -> str:
 
 
 def example_gen(index: list[str], data_root: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _shardflow("example-gen", example_gen_cli, example_gen_argv(index, data_root, options, beam_args, output),
-               takes_beam_options=True)
+    _shardflow("example-gen", example_gen_argv(index, data_root, options, beam_args, output))
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()},
             "rejected": manifest.extra.get("rejected", 0), "rejected_by_reason": manifest.extra.get("rejected_by_reason", {})}
@@ -120,13 +105,12 @@ def validate(examples: str, output: str, drift_threshold: float, warn_only: bool
     # A window of spans is validated where its statistics are: the newest span, the data that is new.
     newest = read_manifest(examples).extra.get("newest_span")
     target = newest["dir"] if newest else examples
-    _shardflow("validate", validation_cli, validate_argv(target, output, drift_threshold, warn_only, schema, options))
+    _shardflow("validate", validate_argv(target, output, drift_threshold, warn_only, schema, options))
     return storage.read_json(storage.join(output, "anomalies.json"))
 
 
 def transform(examples: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _shardflow("transform", transform_cli, transform_argv(examples, options, beam_args, output),
-               takes_beam_options=True)
+    _shardflow("transform", transform_argv(examples, options, beam_args, output))
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()}}
 
@@ -138,7 +122,7 @@ def tune(examples: str, options: list[str], train_options: list[str], output: st
         record = hyperparameters_record({}, "", None, {"searched": False})
         storage.write_json(storage.join(output, HYPERPARAMETERS_FILE), record)
         return record
-    _shardflow("tune", tuner_cli, tune_argv(examples, options, train_options, output))
+    _shardflow("tune", tune_argv(examples, options, train_options, output))
     return storage.read_json(storage.join(output, HYPERPARAMETERS_FILE))
 
 
@@ -148,7 +132,7 @@ def train(examples: str, options: list[str], warm_start: str, output: str, hyper
     best = storage.join(hyperparameters, HYPERPARAMETERS_FILE) if hyperparameters else ""
     if best and storage.read_json(best).get("values"):
         argv += ["--hyperparameters", best]
-    _shardflow("train", trainer_cli, argv)
+    _shardflow("train", argv)
     return storage.read_json(storage.join(output, "training.json"))  # `output` may be an s3:// or gs:// URI
 
 
@@ -156,7 +140,7 @@ def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str]
              regression_tolerance: str, slice_by: list[str], output: str) -> dict:
     argv = evaluate_argv(model_dir, examples, thresholds, max_regressions, regression_tolerance, slice_by, output)
     argv += ["--baseline", baseline] if baseline else []
-    _shardflow("evaluate", evaluator_cli, argv, takes_beam_options=True)  # it reports unknown flags itself
+    _shardflow("evaluate", argv)
     return {"metrics": storage.read_json(storage.join(output, "metrics.json")),
             "blessing": storage.read_json(storage.join(output, "blessing.json"))}
 
@@ -209,7 +193,7 @@ def evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regr
 
 def infra_validate(model_dir: str, evaluation: str, options: list[str], output: str) -> dict:
     """`shardflow infra-validate`: the model loaded and called in a TensorFlow-only process; its report."""
-    _shardflow("infra-validate", infra_validator_cli, infra_validate_argv(model_dir, evaluation, options, output))
+    _shardflow("infra-validate", infra_validate_argv(model_dir, evaluation, options, output))
     return storage.read_json(storage.join(output, INFRA_REPORT))
 
 
@@ -230,8 +214,7 @@ def push(model_dir: str, evaluation: str, infra_validation: str, serving_dir: st
 def predict(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
             output: str) -> dict:
     """`shardflow predict` over a CSV index of new files with the model just pushed; its predict.json."""
-    _shardflow("predict", predict_cli, predict_argv(model_dir, index, data_root, options, beam_args, output),
-               takes_beam_options=True)
+    _shardflow("predict", predict_argv(model_dir, index, data_root, options, beam_args, output))
     return storage.read_json(storage.join(output, "predict.json"))
 
 

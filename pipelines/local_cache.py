@@ -15,8 +15,8 @@ artifacts. This does the same on one machine. A step's key is a SHA-256 over
   keeps the same canaries, so an identical rerun does not load, time and write the warm-up file again.
 
 A hit reuses the outputs in place (no copy: the run directory gets symbolic links to them), so an
-identical rerun adds only its small reports. Only steps the pipeline marks cacheable
-(`set_caching_options(True)`: ExampleGen, validation, Transform, Tuner, Trainer, infra-validate) are looked up; the
+identical rerun adds only its small reports. Only steps the pipeline marks cacheable (the step
+table's `cacheable`: ExampleGen, validation, Transform, Tuner, Trainer, infra-validate) are looked up; the
 Evaluator, the report and Push always run, since the served model may have changed. A cached
 output that has gone (deleted by hand) is a miss. `no_cache` names steps never to reuse ("all").
 
@@ -40,10 +40,11 @@ from ..core import storage
 from ..core.errors import ConfigError
 from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
 from .local_dag import Artifact
+from .steps import STEPS
 
 CACHE_DIR = "cache"
 # The steps whose outputs can be reused (the pipeline's cacheable tasks), named as `--no-cache` takes them.
-CACHEABLE_STEPS = ("example-gen", "validate", "transform", "tune", "train", "infra-validate")
+CACHEABLE_STEPS = tuple(step.name for step in STEPS if step.cacheable)
 # {step: {input artifact: files in it}}: inputs keyed by the bytes of the files the step reads, not by URI.
 CONTENT_KEYED = {"infra-validate": {"evaluation": (CANARIES, CANARY_PREDICTIONS)}}
 # Artifacts that live in KFP's metadata only: no file is ever written at their URI.

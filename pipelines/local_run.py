@@ -45,6 +45,7 @@ from .local_tasks import LocalTasks
 from .local_worker import StepWorker
 from .names import PIPELINE_NAME
 from .step_log import LOGS, STEPS_RECORD, StepLog
+from .steps import summary_outputs
 
 PIPELINE_ROOT, SERVING, RECORDS, SPAN_STORE = "pipeline_root", "serving", "runs", "spans"
 # The step worker runs the steps in this interpreter and ignores the image; the components still name
@@ -191,9 +192,7 @@ def summarize(out: Path) -> dict[str, Any]:
     summary: dict[str, Any] = {"run": str(run_dir),
                                "outcome": json.loads(records[-1].read_text()) if records else None,
                                "serving_pointer": _json(out / SERVING / "CURRENT.json")}
-    steps = {"examples": "example-gen/examples", "validation": "validate/report", "transformed": "transform/transformed",
-             "model": "train/model", "evaluation": "evaluate/evaluation", "infra": "infra-validate/infra",
-             "report": "run-report/report", "pushed": "push/pushed", "predictions": "predict/predictions"}
+    steps = summary_outputs()  # {"examples": "example-gen/examples", ...}
     summary["outputs"] = {name: str(run_dir / rel) for name, rel in steps.items() if (run_dir / rel).exists()}
     report = run_dir / steps["report"]
     summary["report"] = report.read_text() if report.is_file() else None

@@ -22,6 +22,7 @@ from .local_dag import TaskOutcome
 from .local_executor_io import executor_input, task_outputs
 from .local_worker import StepWorker
 from .step_log import StepLog, step_error
+from .steps import BY_NAME
 
 _EXECUTOR_INPUT = "{{$}}"
 
@@ -55,7 +56,9 @@ class LocalTasks:
             raise NotImplementedError(f"local run: task {task} has placeholders other than {_EXECUTOR_INPUT}: {args}")
         log = self.steps.log_path(self.run_dir, task)
         started = time.monotonic()
-        result = self.worker.run({"task": task, "command": container["command"], "args": args, "log": str(log)})
+        imports = list(BY_NAME[task].imports) if task in BY_NAME else []
+        result = self.worker.run({"task": task, "command": container["command"], "args": args, "log": str(log),
+                                  "imports": imports})
         succeeded = result["exit_code"] == 0
         outcome = TaskOutcome(task_outputs(component, payload) if succeeded else {}, succeeded,
                               "" if succeeded else step_error(result, log))

@@ -2,17 +2,17 @@
 validation → Push → (batch prediction).
 
 One pipeline function, compiled for a Kubeflow cluster (`shardflow compile`) and run on this machine
-with kfp.local (`shardflow run`). It only wires components; every step's options are the CLI flags
+with the local runner (`shardflow run`). It only wires components; every step's options are the CLI flags
 of the matching `shardflow` command, so a pipeline run and a manual run behave the same.
 
     pipeline = build_pipeline("registry.example.com/ml/shardflow@sha256:...",
                               cluster_options(mount_pvc=["data=/data"], node_selector=["pool=gpu"]))
     kfp.compiler.Compiler().compile(pipeline, "pipeline.yaml")
 
-Cluster settings in the IR: CPU/memory requests on every step; accelerators for the Trainer (and
-optionally the Evaluator) from pipeline parameters; retries with backoff on ExampleGen and Transform;
-caching on ExampleGen, validation, Transform, the Tuner, the Trainer and infra validation (`no_cache` turns
-it off per step).
+Cluster settings in the IR, each step's from its row in the step table (steps.py): CPU/memory requests
+on every step; accelerators for the Tuner, the Trainer and the Evaluator from pipeline parameters; retries
+with backoff on ExampleGen and Transform; caching on ExampleGen, validation, Transform, the Tuner, the
+Trainer and infra validation (`no_cache` turns it off per step).
 The data fingerprint step is never cached: its output (a hash of the index CSVs) is an input of
 ExampleGen, so a changed CSV never reuses a stale cached ExampleGen, and everything after it runs
 again on the new artifacts. The Evaluator, the report and Push always run: the served baseline may
@@ -32,33 +32,39 @@ from ..evaluator.config import DEFAULT_THRESHOLDS
 from .cluster_options import ClusterOptions
 from .components import Components, make_components
 from .names import PIPELINE_NAME
+from .steps import BY_NAME
 
 RETRY = {"num_retries": 2, "backoff_duration": "60s", "backoff_factor": 2.0, "backoff_max_duration": "600s"}
 
 
-Place = Callable[..., dsl.PipelineTask]  # (task, cpu, memory, accelerated=False) -> the task
+Place = Callable[[dsl.PipelineTask], dsl.PipelineTask]
 
 
-def _placement(cluster: ClusterOptions, no_cache: frozenset) -> Place:
-    """Resources and caching on a task, the PVC mounts, and the GPU pool's selector/tolerations when `accelerated`.
+def _placement(cluster: ClusterOptions, no_cache: frozenset, p: dict) -> Place:
+    """The step table's settings on a task (steps.py): resources, caching, retries, accelerators from the
+    pipeline parameters `p`; the PVC mounts, and the GPU pool's selector/tolerations for an accelerated step.
 
-    `cache`: whether KFP may reuse the task's earlier outputs (its cache key: the component, its
-    parameters, its input artifacts), unless `no_cache` names the step.
+    Caching: whether KFP may reuse the task's earlier outputs (its cache key: the component, its
+    parameters, its input artifacts), for a cacheable step that `no_cache` does not name.
     """
-    def place(task: dsl.PipelineTask, cpu: str, memory: str, accelerated: bool = False,
-              cache: bool = False) -> dsl.PipelineTask:
+    def place(task: dsl.PipelineTask) -> dsl.PipelineTask:
+        step = BY_NAME[task.component_spec.name.replace("_", "-")]
+        cpu, memory, accelerator = step.resources.cpu, step.resources.memory, step.resources.accelerator
         task.set_cpu_request(cpu).set_memory_request(memory).set_cpu_limit(cpu).set_memory_limit(memory)
-        step = task.component_spec.name.replace("_", "-")
-        task.set_caching_options(cache and "all" not in no_cache and step not in no_cache)
+        task.set_caching_options(step.cacheable and "all" not in no_cache and step.name not in no_cache)
+        if step.retry:
+            task.set_retry(**RETRY)
+        if accelerator:
+            task.set_accelerator_type(p[accelerator[0]]).set_accelerator_limit(p[accelerator[1]])
         if cluster.is_empty():
             return task
         from kfp import kubernetes  # kfp-kubernetes: needed only when compiling for a cluster with these
 
         for mount in cluster.pvc_mounts:
             kubernetes.mount_pvc(task, pvc_name=mount.claim, mount_path=mount.path)
-        for key, value in cluster.node_selector if accelerated else ():
+        for key, value in cluster.node_selector if accelerator else ():
             kubernetes.add_node_selector(task, label_key=key, label_value=value)
-        for toleration in cluster.tolerations if accelerated else ():
+        for toleration in cluster.tolerations if accelerator else ():
             kubernetes.add_toleration(task, key=toleration.key, value=toleration.value, effect=toleration.effect,
                                       operator="Exists" if toleration.value is None else "Equal")
         return task
@@ -71,7 +77,6 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
     `no_cache`: cacheable steps (local_cache.CACHEABLE_STEPS) compiled with caching off, or {"all"}.
     """
     ops = make_components(image)
-    place = _placement(cluster, no_cache)
 
     @dsl.pipeline(name=PIPELINE_NAME, description="CSV-indexed files → sharded TFRecords → validated → "
                                                   "transformed → trained → evaluated → pushed when blessed")
@@ -89,7 +94,8 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
         infra_validation_options: List[str] = [], predict_index: str = "", predict_data_root: str = "",
         predict_options: List[str] = [],
     ) -> None:
-        exit_task = place(ops.record_outcome(record_dir=run_record_dir), "250m", "512Mi")
+        place = _placement(cluster, no_cache, locals())  # before any other name: locals() is the parameters
+        exit_task = place(ops.record_outcome(record_dir=run_record_dir))
         with dsl.ExitHandler(exit_task, name="shardflow-run"):
             _steps(ops, place, locals())
 
@@ -97,59 +103,46 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
 
 
 def _steps(ops: Components, place: Place, p: dict) -> None:
-    """The wiring inside the exit handler; `p` holds the pipeline parameters."""
-    data = ops.fingerprint(index=p["index"], data_root=p["data_root"])
-    place(data, "500m", "1Gi").set_display_name("data-fingerprint")  # never cached: it reads the CSVs
-    examples = ops.example_gen(index=p["index"], data_root=p["data_root"], data_fingerprint=data.output,
-                               options=p["example_gen_options"], beam_args=p["beam_args"])
-    place(examples, "2", "8Gi", cache=True).set_retry(**RETRY)
-    checked = ops.validate(examples=examples.outputs["examples"], drift_threshold=p["drift_threshold"],
-                           warn_only=p["validation_warn_only"], schema=p["validation_schema"],
-                           options=p["validation_options"])
-    place(checked, "1", "4Gi", cache=True)
-    transformed = ops.transform(examples=examples.outputs["examples"], options=p["transform_options"],
-                                beam_args=p["beam_args"]).after(checked)
-    place(transformed, "2", "8Gi", cache=True).set_retry(**RETRY)
+    """The wiring inside the exit handler; `p` holds the pipeline parameters. Each task's resources, caching
+    and retries are its row's in the step table (`place`)."""
+    data = place(ops.fingerprint(index=p["index"], data_root=p["data_root"])).set_display_name("data-fingerprint")
+    examples = place(ops.example_gen(index=p["index"], data_root=p["data_root"], data_fingerprint=data.output,
+                                     options=p["example_gen_options"], beam_args=p["beam_args"]))
+    checked = place(ops.validate(examples=examples.outputs["examples"], drift_threshold=p["drift_threshold"],
+                                 warn_only=p["validation_warn_only"], schema=p["validation_schema"],
+                                 options=p["validation_options"]))
+    transformed = place(ops.transform(examples=examples.outputs["examples"], options=p["transform_options"],
+                                      beam_args=p["beam_args"]).after(checked))
     # Without tune_options the step only records that no search ran: the Trainer keeps its options.
     # Its trials train on the Trainer's pool, with tuner_accelerator_limit GPUs (default 0: no search asked).
-    tuned = ops.tune(transformed=transformed.outputs["transformed"], options=p["tune_options"],
-                     train_options=p["train_options"], accelerator_type=p["trainer_accelerator_type"],
-                     accelerator_limit=p["tuner_accelerator_limit"])
-    place(tuned, "4", "16Gi", accelerated=True, cache=True)
-    tuned.set_accelerator_type(p["trainer_accelerator_type"]).set_accelerator_limit(p["tuner_accelerator_limit"])
-    trained = ops.train(transformed=transformed.outputs["transformed"], hyperparameters=tuned.outputs["hyperparameters"],
-                        options=p["train_options"],
-                        warm_start=p["warm_start"], serving_dir=p["serving_dir"],
-                        # Also inputs, not only resource settings: KFP 2.13 passes a parameter into the exit
-                        # handler's sub-DAG only when a task there takes it as an input.
-                        accelerator_type=p["trainer_accelerator_type"], accelerator_limit=p["trainer_accelerator_limit"])
-    place(trained, "4", "16Gi", accelerated=True, cache=True)
-    trained.set_accelerator_type(p["trainer_accelerator_type"]).set_accelerator_limit(p["trainer_accelerator_limit"])
-    scored = ops.evaluate(model=trained.outputs["model"], examples=examples.outputs["examples"],
-                          baseline=p["baseline_model"], serving_dir=p["serving_dir"],
-                          thresholds=p["eval_thresholds"], max_regressions=p["max_regressions"],
-                          regression_tolerance=p["regression_tolerance"],
-                          slice_by=p["slice_by"], accelerator_type=p["evaluator_accelerator_type"],
-                          accelerator_limit=p["evaluator_accelerator_limit"])
-    place(scored, "2", "8Gi", accelerated=True)  # never cached: the served baseline may have changed since
-    scored.set_accelerator_type(p["evaluator_accelerator_type"]).set_accelerator_limit(p["evaluator_accelerator_limit"])
+    tuned = place(ops.tune(transformed=transformed.outputs["transformed"], options=p["tune_options"],
+                           train_options=p["train_options"], accelerator_type=p["trainer_accelerator_type"],
+                           accelerator_limit=p["tuner_accelerator_limit"]))
+    trained = place(ops.train(transformed=transformed.outputs["transformed"],
+                              hyperparameters=tuned.outputs["hyperparameters"], options=p["train_options"],
+                              warm_start=p["warm_start"], serving_dir=p["serving_dir"],
+                              # Also inputs, not only resource settings: KFP 2.13 passes a parameter into the exit
+                              # handler's sub-DAG only when a task there takes it as an input.
+                              accelerator_type=p["trainer_accelerator_type"],
+                              accelerator_limit=p["trainer_accelerator_limit"]))
+    scored = place(ops.evaluate(model=trained.outputs["model"], examples=examples.outputs["examples"],
+                                baseline=p["baseline_model"], serving_dir=p["serving_dir"],
+                                thresholds=p["eval_thresholds"], max_regressions=p["max_regressions"],
+                                regression_tolerance=p["regression_tolerance"], slice_by=p["slice_by"],
+                                accelerator_type=p["evaluator_accelerator_type"],
+                                accelerator_limit=p["evaluator_accelerator_limit"]))
     # As TFX's InfraValidator, beside the Evaluator's verdict: the model loaded and called in a TensorFlow-only
     # process, as a serving container would; its report and warm-up file go to Push.
-    served = ops.infra_validate(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
-                                options=p["infra_validation_options"])
-    # Cached: on one machine its key holds the canaries' bytes, not the Evaluator's new URI (local_cache.py).
-    place(served, "2", "4Gi", cache=True)
-    report = ops.run_report(examples=examples.outputs["examples"], model=trained.outputs["model"],
-                            evaluation=scored.outputs["evaluation"], infra=served.outputs["infra"])
-    place(report, "500m", "1Gi")
+    served = place(ops.infra_validate(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
+                                      options=p["infra_validation_options"]))
+    place(ops.run_report(examples=examples.outputs["examples"], model=trained.outputs["model"],
+                         evaluation=scored.outputs["evaluation"], infra=served.outputs["infra"]))
     with dsl.If(scored.outputs["blessed"] == True, name="blessed"):  # noqa: E712 (a KFP condition, not Python)
         with dsl.If(served.outputs["infra_blessed"] == True, name="infra-blessed"):  # noqa: E712
-            pushed = ops.push(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
-                              infra=served.outputs["infra"], serving_dir=p["serving_dir"], data_fingerprint=data.output)
-            place(pushed, "500m", "1Gi")
+            pushed = place(ops.push(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
+                                    infra=served.outputs["infra"], serving_dir=p["serving_dir"],
+                                    data_fingerprint=data.output))
             with dsl.If(p["predict_index"] != "", name="predict"):
-                labelled = ops.predict(model_dir=pushed.outputs["Output"], index=p["predict_index"],
-                                       data_root=p["predict_data_root"], default_data_root=p["data_root"],
-                                       options=p["predict_options"],
-                                       beam_args=p["beam_args"])
-                place(labelled, "2", "8Gi")
+                place(ops.predict(model_dir=pushed.outputs["Output"], index=p["predict_index"],
+                                  data_root=p["predict_data_root"], default_data_root=p["data_root"],
+                                  options=p["predict_options"], beam_args=p["beam_args"]))

@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from .steps import BY_NAME
+
 LOGS = "logs"
 STEPS_RECORD = "steps.json"  # RUN/logs/steps.json: each step's state, seconds and key figure, as printed
 
@@ -69,65 +71,10 @@ def step_error(result: dict[str, Any], log: Path) -> str:
     return result["error"]
 
 
-def _metadata(outputs: dict, name: str) -> dict:
-    artifact = outputs.get(name)
-    return dict(getattr(artifact, "metadata", None) or {})
-
-
-def _counts(counts: dict) -> str:
-    return ", ".join(f"{split} {int(n)}" for split, n in sorted(counts.items())) + " examples"
-
-
-def _training(outputs: dict) -> str:
-    metrics = _metadata(outputs, "training_metrics")
-    shown = [f"{k} {metrics[k]:.3f}" for k in ("loss", "accuracy", "val_loss", "val_accuracy") if k in metrics]
-    steps = _metadata(outputs, "model").get("optimizer_steps")
-    return ", ".join(shown + ([f"{int(steps)} optimizer steps"] if steps is not None else []))
-
-
-def _tuning(outputs: dict) -> str:
-    found = _metadata(outputs, "hyperparameters")
-    if not found.get("values"):
-        return "no search (no --tune-args)"
-    return f"best {found['values']}: {found.get('objective')} {found.get('score', 0):.3f} ({int(found.get('trials', 0))} trials)"
-
-
-def _evaluation(outputs: dict) -> str:
-    metrics = _metadata(outputs, "metrics")
-    shown = [f"{k} {metrics[k]:.3f}" for k in ("accuracy", "pixel_accuracy", "mean_iou") if k in metrics]
-    blessed = outputs.get("blessed", metrics.get("blessed"))
-    return ", ".join(shown + ([f"blessed: {'yes' if blessed else 'no'}"] if blessed is not None else []))
-
-
-def _anomalies(outputs: dict) -> str:
-    import json
-
-    path = Path(getattr(outputs.get("report"), "path", "") + ".d") / "anomalies.json"
-    found = json.loads(path.read_text()).get("num_anomalies") if path.is_file() else None
-    return "" if found is None else f"{found} anomalies"
-
-
-_FIGURES: dict[str, Callable[[dict], str]] = {
-    "fingerprint": lambda o: f"data {str(o.get('Output', ''))[:12]}",
-    "example-gen": lambda o: _counts(_metadata(o, "examples").get("examples", {}))
-    + f", {int(_metadata(o, 'examples').get('rejected', 0))} rejected",
-    "validate": _anomalies,
-    "transform": lambda o: _counts(_metadata(o, "transformed").get("examples", {})),
-    "tune": _tuning,
-    "train": _training,
-    "evaluate": _evaluation,
-    "infra-validate": lambda o: "serving check: " + ("passed" if o.get("infra_blessed") else "failed")
-    + f", loads in {float(_metadata(o, 'infra').get('load_seconds') or 0):.1f} s",
-    "push": lambda o: f"served: {o.get('Output', '')}",
-    "predict": lambda o: f"{int(_metadata(o, 'predictions').get('predicted', 0))} predicted, "
-    f"{int(_metadata(o, 'predictions').get('rejected', 0))} rejected",
-    "record-outcome": lambda o: f"record: {o.get('Output', '')}",
-}
-
-
 def key_figure(task: str, outputs: dict) -> str:
     """The one figure a person looks for in the step's outputs ('' when it has none)."""
+    step = BY_NAME.get(task)
     try:
-        return _FIGURES.get(task, lambda _: "")(outputs)
+        return step.figure(outputs) if step is not None else ""
     except (TypeError, ValueError, KeyError, OSError):  # a figure is a courtesy: never fail the run over it
         return ""

@@ -1,4 +1,5 @@
-"""An argparse parser whose mistakes raise a ShardflowError instead of exiting the process.
+"""An argparse parser whose mistakes raise a ShardflowError instead of exiting the process, and the one check
+of the flags a command's parser did not know (`check_extra`: the `shardflow` command and every pipeline step).
 
 For a command's flags given as one string inside another command (`--train-args "..."` of `shardflow tune`,
 a pipeline step's options): the mistake becomes the one-line error of the outer command, with its exit code.
@@ -14,8 +15,9 @@ shardflow.core.errors.ConfigError: --train-args: shardflow train: error: the fol
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, NoReturn, Sequence
 
+from .beam_options import flag_tokens, unknown_flags, unknown_option_message
 from .errors import ConfigError, ShardflowError
 
 
@@ -28,3 +30,32 @@ class FlagParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise self._make_error(f"{self.prog}: error: {message}")
+
+
+def option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string `parser` defines (`--epochs`, `-h`, ...)."""
+    return [s for action in parser._actions for s in action.option_strings]
+
+
+def refuse_unknown_flags(command: str, tokens: Sequence[str], known: Sequence[str], passes_beam_options: bool) -> None:
+    """ConfigError naming the first flag in `tokens` that `command` does not define (`known`: its option strings;
+    an abbreviation of one counts, as argparse takes it) and, for a command that passes Beam's options on, that
+    Beam does not define either: Beam would only warn and the run would go on with the default."""
+    flags = unknown_flags(tokens) if passes_beam_options else flag_tokens(tokens)
+    for flag in flags:
+        if not any(option.startswith(flag.partition("=")[0]) for option in known):
+            raise ConfigError(unknown_option_message(flag, command, known, passes_beam_options))
+
+
+def check_extra(command: str, extra: Sequence[str], known: Sequence[str], passes_beam_options: bool) -> None:
+    """What `command`'s parser left over (`parse_known_args`): Beam's own options when the command passes them
+    on; anything else is a ConfigError, an unknown flag named with the closest known one.
+
+    >>> check_extra("train", ["--epohcs", "3"], ["--epochs", "--steps"], False)
+    Traceback (most recent call last):
+    ...
+    shardflow.core.errors.ConfigError: unknown option --epohcs (not a shardflow train option); did you mean --epochs?
+    """
+    refuse_unknown_flags(command, extra, known, passes_beam_options)
+    if extra and not passes_beam_options:
+        raise ConfigError(f"unrecognized arguments: {' '.join(extra)}")

@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="examples per model call instead of sizing by --memory-mb; refused when it cannot fit that budget")
 
 
-def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> EvaluatorConfig:
+    del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
     return EvaluatorConfig(
         model=args.model,
         examples=args.examples,
@@ -56,9 +57,9 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
     )
 
 
-def main(args: argparse.Namespace, _: list[str]) -> int:
+def main(args: argparse.Namespace, extra: list[str]) -> int:
     """Runs the Evaluator; 0 blessed or not. Failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args)
+    config = config_from_args(args, extra)
     config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run  # TensorFlow and matplotlib load only when the command runs
 

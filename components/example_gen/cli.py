@@ -63,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"largest Hamming distance of two 64-bit hashes called near copies (default {DEFAULT_NEAR_DUPLICATE_DISTANCE})")
 
 
-def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleGenConfig:
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> ExampleGenConfig:
+    """`extra` are Beam's own options (--runner, --direct_num_workers, ...)."""
     return ExampleGenConfig(
         indexes=tuple(IndexSpec.parse(i) for i in args.index),
         data_root=args.data_root,
@@ -82,7 +83,7 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleG
         max_pixels=args.max_pixels,
         keep_exif_orientation=args.keep_exif_orientation,
         rows_per_chunk=args.rows_per_chunk,
-        beam_args=tuple(beam_args),
+        beam_args=tuple(extra),
         progress_seconds=args.progress_seconds,
         spans=args.spans,
         span_store=args.span_store,
@@ -91,10 +92,10 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> ExampleG
     )
 
 
-def main(args: argparse.Namespace, beam_args: list[str]) -> int:
+def main(args: argparse.Namespace, extra: list[str]) -> int:
     """Runs ExampleGen; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, beam_args)
-    config.check_locations()  # a wrong path is reported before the heavy imports, not after ~10 s
+    config = config_from_args(args, extra)
+    config.check_inputs()  # a wrong path is reported before the heavy imports, not after ~10 s
     from .executor import run  # heavy imports (Beam, TFDV) only when the command runs
 
     run(config)

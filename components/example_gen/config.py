@@ -124,7 +124,7 @@ class ExampleGenConfig:
             raise ConfigError("index paths with spans need span_store (--span-store DIR): the place each span's "
                               "shards are kept, so a span is encoded once and reused by later runs")
 
-    def check_locations(self) -> None:
+    def check_inputs(self) -> None:
         """The checks that touch files or buckets; `run()` calls this first (ConfigError naming the location)."""
         if self.uses_spans:  # the span's own run checks its concrete index files and data root
             if _contains(self.output, str(self.span_store)):

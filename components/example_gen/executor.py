@@ -158,7 +158,7 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
     With span patterns in the index paths, ingests the window's new spans into the span store and
     writes a union manifest (see span_ingest).
     """
-    config.check_locations()
+    config.check_inputs()
     if config.uses_spans:
         from .span_ingest import run_spans
 

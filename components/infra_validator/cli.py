@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fewer timed calls (at least 3) once this many seconds went to one batch size (default 3)")
 
 
-def config_from_args(args: argparse.Namespace) -> InfraValidatorConfig:
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> InfraValidatorConfig:
+    del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
     return InfraValidatorConfig(model=args.model, evaluation=args.evaluation, output=args.output,
                                 batch_sizes=parse_batch_sizes(args.batch_sizes), tolerance=args.tolerance,
                                 warmup_requests=args.warmup_requests, timeout=args.timeout,
@@ -43,9 +44,9 @@ def config_from_args(args: argparse.Namespace) -> InfraValidatorConfig:
                                 memory_mb=args.memory_mb)
 
 
-def main(args: argparse.Namespace, _: list[str]) -> int:
+def main(args: argparse.Namespace, extra: list[str]) -> int:
     """Runs the validation; 0 blessed or not. Failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args)
+    config = config_from_args(args, extra)
     config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run
 

@@ -23,10 +23,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="shardflow infra-validate's output: push only when INFRA_BLESSED, with its TF Serving warm-up file")
 
 
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> PusherConfig:
+    del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
+    return PusherConfig(model=args.model, evaluation=args.evaluation, serving_dir=args.serving_dir,
+                        infra_validation=args.infra_validation)
+
+
 def main(args: argparse.Namespace, extra: list[str]) -> int:
-    del extra  # registered with passes_beam_args=False: always empty
-    config = PusherConfig(model=args.model, evaluation=args.evaluation, serving_dir=args.serving_dir,
-                          infra_validation=args.infra_validation)
+    """Pushes; 1 when a verdict refuses it. Failures raise (shardflow.cli's main gives the exit status)."""
+    config = config_from_args(args, extra)
     config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run
 

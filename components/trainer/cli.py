@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--eval-split", default="eval", help="split validated on each epoch ('' for none)")
 
 
-def config_from_args(args: argparse.Namespace) -> TrainerConfig:
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfig:
+    del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
     return TrainerConfig(
         examples=args.examples, output=args.output, transform=args.transform, model=args.model,
         epochs=args.epochs, steps=args.steps, batch_size=args.batch_size, shuffle_buffer_mb=args.shuffle_buffer_mb,
@@ -79,9 +80,9 @@ def config_from_args(args: argparse.Namespace) -> TrainerConfig:
     )
 
 
-def main(args: argparse.Namespace, _: list[str]) -> int:
+def main(args: argparse.Namespace, extra: list[str]) -> int:
     """Trains; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args)
+    config = config_from_args(args, extra)
     config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run  # TensorFlow only when the command runs
 

@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--progress-seconds", type=float, default=15.0, help="progress print interval")
 
 
-def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> TransformConfig:
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> TransformConfig:
+    """`extra` are Beam's own options (--runner, --direct_num_workers, ...)."""
     return TransformConfig(
         examples=args.examples,
         output=args.output,
@@ -58,14 +59,14 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> Transfor
         num_shards=args.num_shards,
         min_shards=args.min_shards,
         batch_size=args.batch_size,
-        beam_args=tuple(beam_args),
+        beam_args=tuple(extra),
         progress_seconds=args.progress_seconds,
     )
 
 
-def main(args: argparse.Namespace, beam_args: list[str]) -> int:
+def main(args: argparse.Namespace, extra: list[str]) -> int:
     """Runs Transform; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, beam_args)
+    config = config_from_args(args, extra)
     config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run  # heavy imports (TF, TFT, TFDV) only when the command runs
 

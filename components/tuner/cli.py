@@ -34,10 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--train-args", default="", help="`shardflow train` flags every trial uses, one string")
 
 
-def config_from_args(args: argparse.Namespace) -> TunerConfig:
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> TunerConfig:
+    del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
     base = _trainer_args(shlex.split(args.train_args) + ["--examples", args.examples, "--output", args.output,
                                                          "--epochs", str(args.trial_epochs)])
-    return TunerConfig(base=trainer_cli.config_from_args(base), output=args.output,
+    return TunerConfig(base=trainer_cli.config_from_args(base, []), output=args.output,
                        space=tuple(args.space) or DEFAULT_SPACE, algorithm=args.algorithm, max_trials=args.max_trials,
                        objective=args.objective, hyperband_factor=args.hyperband_factor, seed=args.seed)
 
@@ -54,9 +55,9 @@ def _trainer_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def main(args: argparse.Namespace, _: list[str]) -> int:
+def main(args: argparse.Namespace, extra: list[str]) -> int:
     """Searches; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args)
+    config = config_from_args(args, extra)
     config.check_inputs()
     from .executor import run  # TensorFlow and KerasTuner only when the command runs
 

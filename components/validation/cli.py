@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--warn-only", action="store_true", help="report anomalies as warnings and exit 0")
 
 
-def config_from_args(args: argparse.Namespace) -> ValidationConfig:
+def config_from_args(args: argparse.Namespace, extra: list[str]) -> ValidationConfig:
+    del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
     return ValidationConfig(
         examples=args.examples,
         output=args.output,
@@ -42,8 +43,7 @@ def config_from_args(args: argparse.Namespace) -> ValidationConfig:
 
 def main(args: argparse.Namespace, extra: list[str]) -> int:
     """Runs the validation; anomalies raise DataValidationError (exit 1 unless --warn-only, in shardflow.cli)."""
-    del extra  # registered with passes_beam_args=False: always empty
-    config = config_from_args(args)
+    config = config_from_args(args, extra)
     config.check_inputs()  # a wrong directory is reported before the heavy imports
     from .executor import run  # TFDV (and TensorFlow) only when the command runs
 

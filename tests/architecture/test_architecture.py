@@ -155,9 +155,10 @@ def test_the_graph_covers_every_layer() -> None:
     """Guards the rules against an empty or partial graph: each layer, the adapter's function-level import too."""
     graph, external = real()
     assert {"example_gen", "transform", "trainer", "evaluator", "pusher", "infra_validator", "predict"} <= COMPONENTS
-    for component in COMPONENTS:  # each one a config, an executor and a cli, registered in the `shardflow` command
+    assert "shardflow.commands" in graph[COMMAND]  # the components' commands, registered in the `shardflow` command
+    for component in COMPONENTS:  # each one a config, an executor and a cli, in the commands' table
         assert {f"shardflow.{component}.{n}" for n in ("config", "executor", "cli")} <= graph.keys(), component
-        assert f"shardflow.{component}.cli" in graph[COMMAND], component
+        assert f"shardflow.{component}.cli" in graph["shardflow.commands"], component
     assert "shardflow.core.storage" in graph["shardflow.core.output_dir"]
     assert "shardflow.example_gen" in graph["shardflow.tfx.executor"]  # `from shardflow.example_gen import run` in a function
     assert "tfx" in external["shardflow.tfx.component"] and "kfp" in external[f"{PIPELINES}.components"]

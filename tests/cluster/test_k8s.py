@@ -214,7 +214,7 @@ def test_the_tfjob_runs_multi_worker_training(rendered: list[dict]) -> None:
     assert container["args"][0] == "train"
     parser = argparse.ArgumentParser()
     trainer_cli.add_arguments(parser)
-    config = trainer_cli.config_from_args(parser.parse_args(container["args"][1:]))  # validates the options
+    config = trainer_cli.config_from_args(parser.parse_args(container["args"][1:]), [])  # validates the options
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts[os.path.dirname(config.output)].get("readOnly") is not True, "the model directory is read-only"
 
@@ -227,7 +227,7 @@ def test_the_katib_experiment_runs_the_tuners_search_as_trials_of_shardflow_trai
         assert args[0] == "train"
         parser = argparse.ArgumentParser()
         trainer_cli.add_arguments(parser)
-        trainer_cli.config_from_args(parser.parse_args(args[1:]))  # the Trainer's own checks of the values
+        trainer_cli.config_from_args(parser.parse_args(args[1:]), [])  # the Trainer's own checks of the values
     # The Experiment's parameters are a search space `shardflow tune --space` takes (docs/tuning.md).
     as_space = {"double": "log", "int": "int", "discrete": "choice", "categorical": "choice"}
     entries = []

@@ -59,7 +59,7 @@ def test_config_errors_about_paths_and_indexes(tmp_path: Path) -> None:
     for change, message in location_cases:
         config = ExampleGenConfig(**{**fields, **change})  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match=message):
-            config.check_locations()
+            config.check_inputs()
     missing = ExampleGenConfig(**{**fields, "indexes": (IndexSpec(str(tmp_path / "nope.csv")),)})  # type: ignore[arg-type]
     assert shardflow_main(["example-gen", "--index", missing.indexes[0].path, "--data-root", root,
                            "--output", base.output]) == 2  # run() checks first: one line, exit 2

@@ -1,0 +1,50 @@
+"""The components' commands, one row each: the `shardflow` command registers these (components/cli.py), and
+a pipeline step that runs a command finds it here (pipelines/steps.py, pipelines/launchers.py).
+
+A row's `cli` module has `add_arguments(parser)`, `config_from_args(args, extra)` and `main(args, extra)`.
+`passes_beam_options`: flags the command does not define that are Beam pipeline options go on to Beam
+(`extra`); any other unknown flag is refused (core/flag_parser.check_extra), as for every other command.
+
+    COMMANDS["train"].cli.config_from_args(args, extra)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from .evaluator import cli as evaluator_cli
+from .example_gen import cli as example_gen_cli
+from .infra_validator import cli as infra_validator_cli
+from .predict import cli as predict_cli
+from .pusher import cli as pusher_cli
+from .trainer import cli as trainer_cli
+from .transform import cli as transform_cli
+from .tuner import cli as tuner_cli
+from .validation import cli as validation_cli
+
+
+@dataclass(frozen=True)
+class Command:
+    """`shardflow NAME`: its help line, its adapter module, and whether Beam's own options pass through."""
+
+    name: str
+    help: str
+    cli: ModuleType
+    passes_beam_options: bool = False
+
+
+# In the order `shardflow --help` lists them.
+COMMANDS: dict[str, Command] = {command.name: command for command in (
+    Command("example-gen", "CSV indexes of files → sharded TFRecords (Beam)", example_gen_cli, True),
+    Command("transform", "full-pass preprocessing of examples with tf.Transform (Beam)", transform_cli, True),
+    Command("validate", "TFDV checks of every split against train's schema and statistics", validation_cli),
+    Command("train", "stream shards through tf.data into a Keras model, export it", trainer_cli),
+    Command("tune", "search the Trainer's hyperparameters (KerasTuner): best_hyperparameters.json for train",
+            tuner_cli),
+    Command("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli),
+    Command("infra-validate", "load the model in a TensorFlow-only process as TF Serving would: call, time, "
+            "warm-up file", infra_validator_cli),
+    Command("push", "copy a blessed model to a serving directory and repoint CURRENT.json", pusher_cli),
+    Command("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",
+            predict_cli, True),
+)}
