@@ -10,16 +10,15 @@ the first 80 % in train.csv, the rest in eval.csv. Contenders, one after the oth
 - (b) `benchmarks/handwritten_keras.py`: tf.data over the JPEG files, the same LeNet, epochs, batch.
 
 Measured: wall per step (the run's step lines) and in all; peak RSS of the whole process tree
-(sampled every 0.2 s: the driver, kfp's launcher and the step's processes together), per step
-from the step logs' first and last timestamps; disk of each step's outputs. Targets: wall ≤ 1.5×
-(b); peak RSS ≤ 2× (b) and flat from the smallest to the largest N (within +15 %); Transform's
+(sampled every 0.2 s: the driver, the step worker and the step's processes together), per step
+from the start and seconds each step's record holds (logs/steps.json); disk of each step's
+outputs. Targets: wall ≤ 1.5× (b); peak RSS ≤ 2× (b) and flat from the smallest to the largest N (within +15 %); Transform's
 output ≤ 1.5× ExampleGen's.
 """
 from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import json
 import os
 import re
@@ -32,7 +31,6 @@ from .monitor import Watch, child_env, run_monitored
 from .photo_data import ensure_photos, photo_name
 
 STEP_LINE = re.compile(r"^([a-z-]+)\s+ok\s+([\d.]+)s")
-STAMP = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) - INFO")
 TARGETS = {"wall_ratio": 1.5, "rss_ratio": 2.0, "rss_growth": 1.15, "transform_disk_ratio": 1.5}
 
 
@@ -52,16 +50,10 @@ def _du(path: Path) -> int:
 
 
 def _step_windows(run_root: Path, started_at: float) -> dict[str, tuple[float, float]]:
-    """Seconds after the run's start at which each step's log begins and ends."""
-    day = dt.datetime.fromtimestamp(started_at).date()
-    windows = {}
-    for log in sorted(run_root.glob("logs/*.log")):
-        stamps = [STAMP.match(line) for line in log.read_text(errors="replace").splitlines()]
-        times = [dt.datetime.combine(day, dt.time()).timestamp() + int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
-                 for m in stamps if m]
-        if times:
-            windows[log.stem] = (min(times) - started_at, max(times) - started_at)
-    return windows
+    """Seconds after the run's start at which each step began and ended (the run's logs/steps.json)."""
+    steps = json.loads((run_root / "logs" / "steps.json").read_text())
+    return {name: (step["started"] - started_at, step["started"] - started_at + step["seconds"])
+            for name, step in steps.items() if step.get("seconds") is not None}
 
 
 def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ result it returned: ok or FAILED, seconds, and the step's key figure or its one-
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,8 +49,9 @@ class StepLog:
         self._report(task, "skipped", None, why)
 
     def _report(self, task: str, state: str, seconds: float | None, figure: str) -> None:
+        """`started`: when the step began (epoch seconds), so a monitor's samples can be told apart by step."""
         self.steps[task] = {"state": state, "seconds": None if seconds is None else round(seconds, 3),
-                            "figure": figure}
+                            "figure": figure, "started": round(time.time() - (seconds or 0.0), 3)}
         self.echo(step_line(task, state, seconds, figure))
 
     def error(self, task: str) -> str:

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"MB of serialized records shuffled before decoding (default {DEFAULT_SHUFFLE_MB:g}; 0 = no shuffle)")
     add("--augment", type=_ops, default=(), metavar="OPS", help=f"train-time ops: {','.join(AUGMENT_OPS)}")
     add("--augment-on-device", action="store_true", help="augment in a Keras layer in the model (classification)")
-    add("--seed", type=int, default=0, help="seed of shuffling and augmentation")
+    add("--seed", type=int, default=0, help="seed of the initial weights, shuffling and augmentation")
     add("--deterministic", action="store_true", help="read shards in a reproducible order (slower)")
     add("--warm-start", metavar="MODEL_DIR", help="initialize the weights from an earlier exported model")
     add("--mixed-precision", action="store_true", help="mixed_float16 compute (GPUs)")

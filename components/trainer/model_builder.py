@@ -24,7 +24,12 @@ from .task import TrainingTask
 
 
 def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
-    """The architecture, warm-started from `config.warm_start` (before compiling: weights only), compiled."""
+    """The architecture, warm-started from `config.warm_start` (before compiling: weights only), compiled.
+
+    Its initial weights come from `config.seed` (Python's, NumPy's and TensorFlow's generators): two runs
+    with the same seed start from the same weights, so a run repeats its metrics.
+    """
+    keras.utils.set_random_seed(config.seed)
     model = _architecture(task, config)
     if config.augment and config.augment_on_device:
         model = _with_augment_layer(model, task, config)

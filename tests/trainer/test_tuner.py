@@ -29,7 +29,9 @@ def digits(digits_examples: Path) -> Path:
 def searched(digits: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("tune")
     assert main(["tune", "--examples", str(digits), "--output", str(out), "--max-trials", "4", "--trial-epochs", "2",
-                 "--space", "learning_rate=log:1e-4:3e-2", "--seed", "1",
+                 # Up to 1e-2: at 2e-2 and above Adam sometimes collapses LeNet to chance in 2 epochs and sometimes
+                 # not (tf.data's order varies), so a lucky trial there was a best the final train could not repeat.
+                 "--space", "learning_rate=log:1e-4:1e-2", "--seed", "1",
                  "--train-args", f"--learning-rate {BAD_RATE} --batch-size 64 --input-probe-batches 1"]) == 0
     return {"out": out, "best": json.loads((out / "best_hyperparameters.json").read_text())}
 
@@ -42,7 +44,7 @@ def test_the_search_beats_the_bad_default_and_train_uses_what_it_found(digits: P
                                                                        tmp_path: Path) -> None:
     best = searched["best"]
     assert best["objective"] == "val_accuracy" and len(best["trials"]) == 4
-    assert set(best["values"]) == {"learning_rate"} and 1e-4 <= best["values"]["learning_rate"] <= 3e-2
+    assert set(best["values"]) == {"learning_rate"} and 1e-4 <= best["values"]["learning_rate"] <= 1e-2
     assert best["score"] == max(t["score"] for t in best["trials"])
     for trial in best["trials"]:  # each trial is a complete training output
         assert (searched["out"] / "trials" / trial["trial"] / "training.json").is_file()
