@@ -12,8 +12,8 @@ the first 80 % in train.csv, the rest in eval.csv. Contenders, one after the oth
 Measured: wall per step (the run's step lines) and in all; peak RSS of the whole process tree
 (sampled every 0.2 s: the driver, the step worker and the step's processes together), per step
 from the start and seconds each step's record holds (logs/steps.json); disk of each step's
-outputs. Targets: wall ≤ 1.5× (b); peak RSS ≤ 2× (b) and flat from the smallest to the largest N (within +15 %); Transform's
-output ≤ 1.5× ExampleGen's.
+outputs. Targets: wall ≤ 1.0× (b) at 3 epochs, ≤ 0.8× from 10 epochs; peak RSS ≤ 2× (b) and
+flat from the smallest to the largest N (within +15 %); Transform's output ≤ 1.5× ExampleGen's.
 """
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ from .monitor import Watch, child_env, run_monitored
 from .photo_data import ensure_photos, photo_name
 
 STEP_LINE = re.compile(r"^([a-z-]+)\s+ok\s+([\d.]+)s")
-TARGETS = {"wall_ratio": 1.5, "rss_ratio": 2.0, "rss_growth": 1.15, "transform_disk_ratio": 1.5}
+TARGETS = {"wall_ratio": 1.0, "rss_ratio": 2.0, "rss_growth": 1.15, "transform_disk_ratio": 1.5}
+# Issue 31: at 3 epochs no slower than the hand-written route; from 10 epochs 0.8x (the shards decoded once pay).
+WALL_RATIO_FROM_10_EPOCHS = 0.8
 
 
 def make_data(work: Path, rows: int) -> Path:
@@ -90,8 +92,9 @@ def handwritten(root: Path, out: Path, epochs: int, resize: str) -> dict[str, An
             "accuracy": measured.report.get("accuracy"), "disk_mb": _du(out) / 1e6}
 
 
-def compare(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def compare(results: dict[int, dict[str, Any]], epochs: int) -> dict[str, Any]:
     """Ratios per size and whether each target is met."""
+    targets = {**TARGETS, **({"wall_ratio": WALL_RATIO_FROM_10_EPOCHS} if epochs >= 10 else {})}
     checks: dict[str, Any] = {}
     for rows, pair in results.items():
         a, b = pair["shardflow"], pair["handwritten"]
@@ -100,10 +103,10 @@ def compare(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
                              "transform_disk_ratio": transform}
     sizes = sorted(results)
     growth = results[sizes[-1]]["shardflow"]["peak_rss_mb"] / results[sizes[0]]["shardflow"]["peak_rss_mb"]
-    met = {name: all(c[name] <= TARGETS[name] for c in checks.values())
+    met = {name: all(c[name] <= targets[name] for c in checks.values())
            for name in ("wall_ratio", "rss_ratio", "transform_disk_ratio")}
-    met["rss_growth"] = growth <= TARGETS["rss_growth"]
-    return {"per_size": checks, "rss_growth": growth, "targets": TARGETS, "met": met}
+    met["rss_growth"] = growth <= targets["rss_growth"]
+    return {"per_size": checks, "rss_growth": growth, "targets": targets, "met": met}
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         root = make_data(args.work, rows)
         results[rows] = {"shardflow": shardflow_run(root, args.work / f"e2e-run-{rows}", args.epochs, args.resize),
                          "handwritten": handwritten(root, args.work / f"e2e-keras-{rows}", args.epochs, args.resize)}
-    result = {"epochs": args.epochs, "results": results, "comparison": compare(results)}
+    result = {"epochs": args.epochs, "results": results, "comparison": compare(results, args.epochs)}
     (args.work / "photos_e2e.json").write_text(json.dumps(result, indent=2) + "\n")
     print(markdown(result), flush=True)
     return 0

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         results[rows] = {
             "shardflow": photos_e2e.shardflow_run(root, work / f"e2e-run-{rows}", args.e2e_epochs, args.e2e_resize),
             "handwritten": photos_e2e.handwritten(root, work / f"e2e-keras-{rows}", args.e2e_epochs, args.e2e_resize)}
-    comparison = photos_e2e.compare(results)
+    comparison = photos_e2e.compare(results, args.e2e_epochs)
     return {"sizes": sorted(args.e2e_rows), "epochs": args.e2e_epochs, "results": results, "comparison": comparison,
             "failed": not all(comparison["met"].values())}
 
