@@ -9,7 +9,7 @@ the first 80 % in train.csv, the rest in eval.csv. Contenders, one after the oth
   --train-args "--epochs E"` (LeNet, batch 64), threshold accuracy>=0 so that it pushes;
 - (b) `benchmarks/handwritten_keras.py`: tf.data over the JPEG files, the same LeNet, epochs, batch.
 
-Measured: wall per step (the run's step lines) and in all; peak RSS of the whole process tree
+Measured: wall per step (the run's logs/steps.json) and in all; peak RSS of the whole process tree
 (sampled every 0.2 s: the driver, the step worker and the step's processes together), per step
 from the start and seconds each step's record holds (logs/steps.json); disk of each step's
 outputs. Targets: wall ≤ 1.0× (b) at 3 epochs, ≤ 0.8× from 10 epochs; peak RSS ≤ 2× (b) and
@@ -21,7 +21,6 @@ import argparse
 import csv
 import json
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -30,7 +29,6 @@ from typing import Any
 from .monitor import Watch, child_env, run_monitored
 from .photo_data import ensure_photos, photo_name
 
-STEP_LINE = re.compile(r"^([a-z-]+)\s+ok\s+([\d.]+)s")
 TARGETS = {"wall_ratio": 1.0, "rss_ratio": 2.0, "rss_growth": 1.15, "transform_disk_ratio": 1.5}
 # Issue 31: at 3 epochs no slower than the hand-written route; from 10 epochs 0.8x (the shards decoded once pay).
 WALL_RATIO_FROM_10_EPOCHS = 0.8
@@ -51,11 +49,12 @@ def _du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
-def _step_windows(run_root: Path, started_at: float) -> dict[str, tuple[float, float]]:
-    """Seconds after the run's start at which each step began and ended (the run's logs/steps.json)."""
+def _step_records(run_root: Path, started_at: float) -> dict[str, tuple[float, float, float]]:
+    """Each step that ran: (seconds, and when it began and ended in seconds after the run's start), from the
+    run's logs/steps.json (milliseconds: a step that takes 0.04 s prints as 0.0 s)."""
     steps = json.loads((run_root / "logs" / "steps.json").read_text())
-    return {name: (step["started"] - started_at, step["started"] - started_at + step["seconds"])
-            for name, step in steps.items() if step.get("seconds") is not None}
+    return {name: (step["seconds"], step["started"] - started_at, step["started"] - started_at + step["seconds"])
+            for name, step in steps.items() if step["state"] == "ok"}
 
 
 def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, Any]:
@@ -68,12 +67,8 @@ def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, 
     if measured.returncode:
         raise RuntimeError(f"shardflow run failed (exit {measured.returncode}); see {out.parent / out.name}-log.err")
     run_root = next((out / "pipeline_root").iterdir())
-    walls = {m[1]: float(m[2]) for m in map(STEP_LINE.match, Path(f"{out.parent / out.name}-log.out").read_text()
-                                             .splitlines()) if m}
-    windows = _step_windows(run_root, measured.started_at)
     steps = {}
-    for name, wall in walls.items():
-        low, high = windows.get(name, (0.0, measured.wall_s))
+    for name, (wall, low, high) in _step_records(run_root, measured.started_at).items():
         rss = [point[2] for point in measured.timeline if low - 1 <= point[0] <= high + 1]
         steps[name] = {"wall_s": wall, "peak_rss_mb": max(rss, default=0.0), "disk_mb": _du(run_root / name) / 1e6}
     return {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "load_before": measured.load_before,
