@@ -118,6 +118,8 @@ class StepWorker:
         if process.poll() is None:
             process.kill()
         status = process.wait()
+        if self._conn is not None:
+            self._conn.close()
         self._process, self._conn = None, None
         self.restarts += 1
         raw = (-status & 0x7F) if status < 0 else (status << 8)  # back to a wait status

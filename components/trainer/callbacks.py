@@ -67,8 +67,9 @@ class TrainTimer(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         seconds = self._train_seconds if self._train_seconds is not None else time.perf_counter() - self._start
+        seconds = round(seconds, 3)  # the rate from the seconds recorded, as steady_rate computes it from them
         examples = self._steps * self.global_batch
-        self.epochs.append({"epoch": epoch + 1, "steps": self._steps, "seconds": round(seconds, 3),
+        self.epochs.append({"epoch": epoch + 1, "steps": self._steps, "seconds": seconds,
                             "examples_per_second": round(examples / seconds, 1) if seconds > 0 else None})
 
     def steady_rate(self) -> float | None:
