@@ -123,9 +123,7 @@ class StepWorker:
         self._process, self._conn = None, None
         self.restarts += 1
         raw = (-status & 0x7F) if status < 0 else (status << 8)  # back to a wait status
-        result = died(process.pid, raw)
-        result["error"] = result["error"].replace("the step's process", f"the step worker (running {request['task']}): process")
-        return result
+        return died(process.pid, raw, who=f"the step worker (running {request['task']}): process")
 
     def close(self) -> None:
         """Stops the worker: closing its socket ends it (and any task it is running)."""

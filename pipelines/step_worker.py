@@ -132,8 +132,8 @@ def _collect(read_end: int, conn: Connection, pid: int) -> bytes:
             chunks.append(chunk)
 
 
-def died(pid: int, status: int) -> dict[str, Any]:
-    """The result of a step process that ended without reporting one."""
+def died(pid: int, status: int, who: str = "the step's process") -> dict[str, Any]:
+    """The result of a process (`who`, then its pid) that ended without reporting one."""
     if os.WIFSIGNALED(status):
         sig = signal.Signals(os.WTERMSIG(status))
         why = f"was killed by {sig.name}" + (" (the kernel's out-of-memory killer sends it)" if sig == signal.SIGKILL else "")
@@ -141,7 +141,7 @@ def died(pid: int, status: int) -> dict[str, Any]:
     else:
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
         why = f"exited with status {code} before reporting"
-    return {"exit_code": code or 1, "error": f"the step's process {pid} {why}", "bug": False, "pid": pid}
+    return {"exit_code": code or 1, "error": f"{who} {pid} {why}", "bug": False, "pid": pid}
 
 
 def rss_mb() -> float:
