@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from google.protobuf import json_format
-from kfp import compiler
 
 from ..core import storage
 from .cluster_options import ClusterOptions, check_image
+from .kfp_sdk import compiler
 from .params import declared_parameters, typed_params
 from .pipeline import build_pipeline
 from .run_task import check_baked_params

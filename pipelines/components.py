@@ -15,10 +15,13 @@ minio://); small reports always go to `.path`, which the launcher uploads.
 from dataclasses import make_dataclass
 from typing import Callable, List, NamedTuple
 
-from kfp import dsl
-from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
+from .kfp_sdk import dsl  # first: it imports kfp without its REST client
 
-from .steps import STEPS
+from .steps import STEPS  # noqa: E402
+
+HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output = (
+    dsl.HTML, dsl.Artifact, dsl.ClassificationMetrics, dsl.Dataset, dsl.Input, dsl.Markdown, dsl.Metrics, dsl.Model,
+    dsl.Output)
 
 
 def fingerprint(index: List[str], data_root: str) -> str:

@@ -26,11 +26,11 @@ tolerations (a GPU node pool) on the Tuner, Trainer and Evaluator only.
 
 from typing import Callable, List
 
-from kfp import dsl
 
 from ..evaluator.config import DEFAULT_THRESHOLDS
 from .cluster_options import ClusterOptions
 from .components import Components, make_components
+from .kfp_sdk import dsl
 from .names import PIPELINE_NAME
 from .steps import BY_NAME
 

@@ -121,14 +121,13 @@ def check_host(host: str) -> str:
 
 def connect(host: str, token_path: str | None = None) -> kfp.Client:
     """A kfp.Client; with the projected service-account token when the file exists (multi-user KFP)."""
-    import kfp
-    from kfp.client import ServiceAccountTokenVolumeCredentials
+    from kfp.client import Client, ServiceAccountTokenVolumeCredentials  # not kfp.Client: see kfp_sdk.py
 
     use_token = bool(token_path) and os.path.isfile(token_path)
     credentials = ServiceAccountTokenVolumeCredentials(token_path) if use_token else None
     with warnings.catch_warnings():  # kfp warns on every Client() that it needs KFP >= 2.0.0-beta.2
         warnings.simplefilter("ignore", FutureWarning)
-        return kfp.Client(host=check_host(host), credentials=credentials)
+        return Client(host=check_host(host), credentials=credentials)
 
 
 def kfp_namespace(client: kfp.Client, namespace: str | None) -> str | None:

@@ -161,7 +161,7 @@ def test_the_graph_covers_every_layer() -> None:
         assert f"shardflow.{component}.cli" in graph["shardflow.commands"], component
     assert "shardflow.core.storage" in graph["shardflow.core.output_dir"]
     assert "shardflow.example_gen" in graph["shardflow.tfx.executor"]  # `from shardflow.example_gen import run` in a function
-    assert "tfx" in external["shardflow.tfx.component"] and "kfp" in external[f"{PIPELINES}.components"]
+    assert "tfx" in external["shardflow.tfx.component"] and "kfp" in external[f"{PIPELINES}.kfp_sdk"]
     assert "shardflow.example_gen.rows" in graph["shardflow.predict.sources"]  # an allowed cross-component arrow
 
 

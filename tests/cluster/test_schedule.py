@@ -180,9 +180,9 @@ def test_submit_command_creates_one_run_with_a_timestamped_name(server: FakeKfpS
 
 
 def test_multi_user_kfp_gets_the_namespace(package: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kfp
+    from kfp.client import Client
 
-    monkeypatch.setattr(kfp.Client, "_NAMESPACE_PATH", "/nonexistent/namespace")  # outside a pod
+    monkeypatch.setattr(Client, "_NAMESPACE_PATH", "/nonexistent/namespace")  # outside a pod
     with FakeKfpServer(multi_user=True) as fake:
         submit(fake.url, package, {"times": "1"}, "once", "retraining", namespace="team-a", token_path=NO_TOKEN)
     assert _only(fake.requests_to("POST", "/experiments")).body["namespace"] == "team-a"
