@@ -52,14 +52,16 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
             outputs.update(class_name_outputs(names, probabilities, outputs["class_ids"]))
         return outputs
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
+    # autograph=False: the preprocessing branches only on Python values; a user's subclassed layer is still
+    # converted by Keras itself (its `call`, as Layer.__call__ does outside a disabled context).
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)], autograph=False)
     def serve(examples: tf.Tensor) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_example(examples, spec)
         return predict(to_model.image_from_files(parsed[name]) if any_size else to_model.image(parsed))
 
     signatures = {SERVING_SIGNATURE: serve.get_concrete_function()}
     if to_model.serves_any_size:
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGE_INPUT)])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGE_INPUT)], autograph=False)
         def serve_image(images: tf.Tensor) -> dict[str, tf.Tensor]:
             return predict(to_model.image_from_files(images))
 

@@ -27,7 +27,7 @@ from ..core.errors import ShardflowError
 from ..core import storage
 from ..core.image_decode import decode_crop_resize
 from ..core.manifest import Manifest
-from ..core.reader import decodes_per_record, make_dataset, shard_files
+from ..core.reader import as_written, decodes_per_record, make_dataset, shard_files
 from ..core.tfrecord import CorruptRecordError, iter_records
 from .augment import augment_batch, crop_windows
 from .config import TrainerConfig
@@ -107,7 +107,7 @@ def _stream(task: TrainingTask, config: TrainerConfig, split: str, batch: int, t
                                per_example=to_model.training_example, **reading)
     else:
         dataset = make_dataset(task.train_dir, split, decode=to_model.reader_decodes, **reading)
-        dataset = dataset.map(to_model.training_pair, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.map(as_written(to_model.training_pair), num_parallel_calls=tf.data.AUTOTUNE)
     if augmenting and not fused:
         dataset = _augmented(dataset, config, masks=task.kind == "segmentation")
     options = tf.data.Options()
@@ -130,7 +130,7 @@ def _augmented(dataset: tf.data.Dataset, config: TrainerConfig, masks: bool) -> 
         images, moved = augment_batch(images, target if masks else None, ops, tf.stack([tf.constant(seed, tf.int64), index]))
         return images, moved if masks else target
 
-    return dataset.enumerate().map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.enumerate().map(as_written(augment), num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def fused_crop_applies(task: TrainingTask, config: TrainerConfig, to_model: RawToModel) -> bool:
@@ -168,8 +168,8 @@ def _fused_crop(dataset: tf.data.Dataset, task: TrainingTask, config: TrainerCon
         images, _ = augment_batch(examples["image"], None, ops, seed, cropped=True)
         return images, examples["target"]
 
-    records = dataset.enumerate().map(with_windows, **parallel).unbatch().map(cropped, **parallel)
-    return records.batch(batch, drop_remainder=True).map(augmented, **parallel)
+    records = dataset.enumerate().map(as_written(with_windows), **parallel).unbatch().map(as_written(cropped), **parallel)
+    return records.batch(batch, drop_remainder=True).map(as_written(augmented), **parallel)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from ..core import storage
+from ..core.reader import as_written
 from .callbacks import HistoryFile, StepAndEpochBackup, StopAtStep, TrainTimer
 from .class_weights import task_class_weights
 from .config import TrainerConfig
@@ -81,10 +82,10 @@ def _tensorboard(root: str, streams: Streams) -> keras.callbacks.TensorBoard:
 
 
 def _as_dict_input(dataset: tf.data.Dataset, task: TrainingTask) -> tf.data.Dataset:
-    return dataset.map(lambda image, *rest: ({task.input_name: image}, *rest))
+    return dataset.map(as_written(lambda image, *rest: ({task.input_name: image}, *rest)))
 
 
 def with_sample_weights(dataset: tf.data.Dataset, class_weights: list[float]) -> tf.data.Dataset:
     """(image, ids) → (image, ids, the ids' class weights): per example for labels, per pixel for masks."""
     table = tf.constant(class_weights, tf.float32)
-    return dataset.map(lambda image, ids: (image, ids, tf.gather(table, ids)))
+    return dataset.map(as_written(lambda image, ids: (image, ids, tf.gather(table, ids))))
