@@ -60,7 +60,7 @@ def write_rate_scalars(log_dir: str, report: dict, epochs: list[dict], step: int
     the input pipeline's own rate, the steady training rate and their ratio.
     """
     writer = tf.summary.create_file_writer(log_dir)
-    with writer.as_default():
+    with writer.as_default(), tf.summary.record_if(True):  # whatever recording rule a caller's context set
         for entry in epochs:
             if entry["examples_per_second"] is not None:
                 tf.summary.scalar("rate/epoch_training_examples_per_second", entry["examples_per_second"],

@@ -9,7 +9,9 @@ budget, and TensorBoard on the chief. With `--class-weight`, the train stream ca
 """
 from __future__ import annotations
 
+import contextlib
 import math
+from typing import Iterator
 
 import tensorflow as tf
 import tf_keras as keras
@@ -51,8 +53,10 @@ def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, 
         progress.step_offset = steps
         callbacks = [StepAndEpochBackup(checkpoints, save_freq=config.checkpoint_every), timer, history, progress]
         callbacks += [StopAtStep(config.steps)] if config.steps else []
-        callbacks += [_tensorboard(root, streams)] if placement.is_chief else []  # others would repeat the chief's
-        with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
+        board = _tensorboard(root, streams) if placement.is_chief else None  # others would repeat the chief's
+        callbacks += [board] if board else []
+        with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression), \
+                _ended_on_error(board):
             model.fit(train, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
                       steps_per_epoch=streams.steps_per_epoch,
                       validation_data=_as_dict_input(streams.eval, task) if streams.eval is not None else None,
@@ -61,6 +65,23 @@ def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, 
         if phase is not plan[-1]:
             save_phase_end(model, storage.join(root, CHECKPOINTS), phase, steps)
     return steps
+
+
+@contextlib.contextmanager
+def _ended_on_error(board: keras.callbacks.TensorBoard | None) -> Iterator[None]:
+    """Ends the TensorBoard callback when `fit` raises, as Keras does only when it returns.
+
+    The callback makes its writer this thread's default, with a `record_if` on its own step count, in
+    on_train_begin, and undoes that in on_train_end, which a failed fit never reaches. Left in place,
+    every later summary in the process (the input-rate scalars, the next trial of a search) was
+    recorded only when that dead step count happened to be a multiple of the logging interval.
+    """
+    try:
+        yield
+    except BaseException:
+        if board is not None and board._prev_summary_state:  # pushed by on_train_begin; empty if fit never began
+            board.on_train_end()
+        raise
 
 
 def _prepare_phase(model: keras.Model, task: TrainingTask, config: TrainerConfig, placement: Placement,

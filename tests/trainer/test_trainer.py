@@ -148,6 +148,9 @@ def test_a_corrupt_shard_stops_training_naming_the_file(digits: Path, tmp_path: 
         run(TrainerConfig(examples=str(broken), output=str(tmp_path / "m"), epochs=2, input_probe_batches=1,
                           shuffle_buffer_mb=0), echo=lambda _: None)
     assert not (tmp_path / "m" / "model").exists()
+    # The failed fit's TensorBoard writer was ended: its step is no longer this thread's summary step
+    # (left set, later scalars in the process were recorded only on that dead step's multiples).
+    assert tf.summary.experimental.get_step() is None
 
 
 def test_too_few_shards_for_the_workers_is_a_clear_error(digits: Path, tmp_path: Path,
