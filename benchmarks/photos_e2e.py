@@ -50,11 +50,12 @@ def _du(path: Path) -> int:
 
 
 def _step_records(run_root: Path, started_at: float) -> dict[str, tuple[float, float, float]]:
-    """Each step that ran: (seconds, and when it began and ended in seconds after the run's start), from the
-    run's logs/steps.json (milliseconds: a step that takes 0.04 s prints as 0.0 s)."""
+    """Each step that ran, in the order they began: (seconds, and when it began and ended in seconds after the
+    run's start), from the run's logs/steps.json (milliseconds: a step that takes 0.04 s prints as 0.0 s)."""
     steps = json.loads((run_root / "logs" / "steps.json").read_text())
+    ran = sorted(((name, step) for name, step in steps.items() if step["state"] == "ok"), key=lambda s: s[1]["started"])
     return {name: (step["seconds"], step["started"] - started_at, step["started"] - started_at + step["seconds"])
-            for name, step in steps.items() if step["state"] == "ok"}
+            for name, step in ran}
 
 
 def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, Any]:

@@ -106,15 +106,15 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
            to_model: RawToModel, streams: Streams, started: float, echo: Callable[[str], None]) -> dict:
     global_batch = config.batch_size * placement.replicas
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
-        input_rate = probe_input_rate(streams.probe, config.input_probe_batches, global_batch)
+        probe = probe_input_rate(streams.probe, config.input_probe_batches, global_batch)  # (rate, batches read)
     echo(f"train: {task.kind} of {task.target!r} from {task.input_name!r}, {task.num_classes} classes, "
          f"{streams.train_examples} examples, {streams.steps_per_epoch} steps/epoch of {global_batch} "
-         f"({placement.kind}, {placement.replicas} replica(s)); input alone {input_rate:,.0f} ex/s")
+         f"({placement.kind}, {placement.replicas} replica(s)); input alone {probe[0]:,.0f} ex/s")
     timer = TrainTimer(global_batch)
     history = HistoryFile(storage.join(out.root, HISTORY_NAME), write=placement.is_chief)
     progress = StepProgress(streams.steps_per_epoch, config.steps, global_batch, echo)
     steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress))
-    return _finish(config, task, placement, out, model, to_model, timer, history, input_rate, started, echo, steps)
+    return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps)
 
 
 def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
@@ -126,7 +126,7 @@ def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
 
 
 def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
-            to_model: RawToModel, timer: TrainTimer, history: HistoryFile, input_rate: float, started: float,
+            to_model: RawToModel, timer: TrainTimer, history: HistoryFile, probe: tuple[float, int], started: float,
             echo: Callable[[str], None], steps: int) -> dict:
     info = _model_info(config, task, placement, steps)
     export_model(model, to_model, task, info, out.staged("model"), placement.is_chief, needs_autograph(config))
@@ -135,9 +135,9 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
                        {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})
     if not placement.is_chief:
         return {"optimizer_steps": steps, "weights_sha256": digest}
-    report = write_input_report(out.staged("input_report.json"), input_rate, timer.steady_rate(), {
+    report = write_input_report(out.staged("input_report.json"), probe[0], timer.steady_rate(), {
         "global_batch": config.batch_size * placement.replicas,
-        "probe_batches": config.input_probe_batches, "epochs": timer.epochs, "strategy": placement.kind})
+        "probe_batches": probe[1], "epochs": timer.epochs, "strategy": placement.kind})
     write_rate_scalars(storage.join(out.root, TENSORBOARD, "input"), report, timer.epochs, steps)
     if history.entries:
         plot_curves(history.entries, out.staged("curves.png"))

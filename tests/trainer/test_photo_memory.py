@@ -112,9 +112,10 @@ def test_the_input_probe_reads_the_training_stream_without_its_shuffle(photo_exa
 
 
 def test_the_input_report_gives_the_probe_rate_with_its_counts(trained: tuple[Path, int]) -> None:
-    """input_report.json: the probe's rate over the batches asked for, and the figures derived from it agree."""
+    """input_report.json: the probe's rate over the batches it read (at most those asked for, within
+    reports.PROBE_SECONDS), and the figures derived from it agree."""
     report = json.loads((trained[0] / "input_report.json").read_text())
-    assert report["probe_batches"] == PROBE_BATCHES and report["global_batch"] == BATCH
+    assert 1 <= report["probe_batches"] <= PROBE_BATCHES and report["global_batch"] == BATCH
     probe, training = report["input_examples_per_second"], report["training_examples_per_second"]
     print(f"input probe {probe:,.0f} ex/s, training {training:,.0f} ex/s")
     assert math.isfinite(probe) and probe > 0
