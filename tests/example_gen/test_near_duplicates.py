@@ -21,6 +21,7 @@ from shardflow.core.errors import ConfigError
 from shardflow.core.perceptual_hash import distance, image_hashes, tone_radius
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 from shardflow.example_gen.config import DEFAULT_NEAR_DUPLICATE_DISTANCE
+from shardflow.example_gen.executor import TooManyRejectsError
 from shardflow.example_gen.near_duplicates import PAIRS_FILE
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
@@ -179,7 +180,7 @@ def test_fail_mode_exits_1_naming_the_file_that_lists_the_pairs(near_duplicate_s
     assert _by_row(_listed(out)) == _planted_rows(root, planted)  # the list a failed run leaves, whole
 
 
-def test_exact_copies_are_counted_exactly_and_a_rerun_leaves_no_stale_list(near_duplicate_set: NearSet,
+def test_exact_copies_are_counted_exactly_and_a_failed_rerun_leaves_no_stale_list(near_duplicate_set: NearSet,
                                                                           tmp_path: Path) -> None:
     """Train repeats three files 5, 4 and 3 times, eval repeats two of them: pairs by combinatorics."""
     root, _ = near_duplicate_set
@@ -195,8 +196,12 @@ def test_exact_copies_are_counted_exactly_and_a_rerun_leaves_no_stale_list(near_
     assert len(listed) == report["count"] and {p["distance"] for p in listed} == {0}
     expected = {(e, t) for e in (1, 2) for t in range(1, 6)} | {(3, t) for t in range(6, 10)}  # (eval row, train row)
     assert {(eval_side[2], train_side[2]) for eval_side, train_side in _by_row(listed)} == expected
-    run(_config(root, tmp_path / "out", indexes=indexes, near_duplicates="off"), echo=lambda _: None)
-    assert not (tmp_path / "out" / PAIRS_FILE).exists()  # off: no list, and not the earlier run's
+    # A rerun that fails on its rejects, before the check, leaves its own rejects and no earlier list.
+    bad = IndexSpec(str(write_csv(tmp_path / "bad.csv", ["image", "label"], [["train/t0.png", 0], ["gone.png", 0]])), "eval")
+    with pytest.raises(TooManyRejectsError):
+        run(_config(root, tmp_path / "out", indexes=(indexes[0], bad), max_reject_fraction=0.0), echo=lambda _: None)
+    assert not (tmp_path / "out" / PAIRS_FILE).exists() and not (tmp_path / "out" / "manifest.json").exists()
+    assert [json.loads(line)["path"] for line in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()] == ["gone.png"]
 
 
 def test_off_hashes_nothing_and_says_so(near_duplicate_set: NearSet, tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def test_the_list_comes_in_batches_closest_first(monkeypatch: pytest.MonkeyPatch
 
 def test_exact_copies_are_counted_by_combinatorics_over_distinct_hashes() -> None:
     """200,000 rows of 1,797 distinct images (the example_gen benchmark's digits), ~111 copies each:
-    ~11 M pairs within the split, counted exactly without one being enumerated."""
+    ~8.9 M pairs within split 0 and 2 M across, counted exactly without one being enumerated."""
     distinct = np.random.default_rng(4).integers(-(1 << 63), (1 << 63) - 1, size=1797, dtype=np.int64)
     rows = 200_000
     copies = np.arange(rows) % len(distinct)
@@ -90,7 +90,7 @@ def test_exact_copies_are_counted_by_combinatorics_over_distinct_hashes() -> Non
     seconds = time.perf_counter() - started
     n = np.stack([np.bincount(copies[split == s], minlength=len(distinct)) for s in (0, 1)], axis=1)
     assert within == [int((n[:, s] * (n[:, s] - 1) // 2).sum()) for s in (0, 1)]
-    assert cross == int((n[:, 0] * n[:, 1]).sum()) and within[0] > 9_000_000 and not groups.truncated
+    assert cross == int((n[:, 0] * n[:, 1]).sum()) and within[0] > 8_000_000 and not groups.truncated
     assert len(groups.counts) == len(distinct) and len(groups.pairs) == 0  # random hashes: no near pairs
     assert seconds < 5, f"{seconds:.1f} s"  # ~0.3 s here; the 2M-pair cap used to stop the old search
     assert sum(len(batch[0]) for batch in groups.cross_pairs()) == cross
