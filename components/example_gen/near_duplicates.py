@@ -39,7 +39,7 @@ from .columns import ColumnSpec
 from .config import ExampleGenConfig
 from .csv_index import Chunk
 from .leakage import digest_table, local_copies, row_paths  # noqa: F401  (digest_table: the doctest)
-from .near_groups import KINDS, RowGroups, group_rows
+from .near_groups import KINDS, RowGroups, distinct_rows, group_rows
 
 if TYPE_CHECKING:  # encode_chunks imports Beam, which this module does not need
     from .encode_chunks import ChunkResult, IngestPlan
@@ -117,8 +117,8 @@ def find_near_duplicates(files: list[tuple[str, int, str, str]], distance: int) 
         with local_copies(listed) as local:
             images[kind] = _load(local, splits)
     keys = np.concatenate([table[:, 1:] for table in images.values()])  # (split, index, row) of each image
-    rows, owner = np.unique(keys, axis=0, return_inverse=True) if len(keys) else (keys, np.empty(0, np.int64))
-    owner, cut = owner.reshape(-1), len(images["dct"])
+    rows, owner = distinct_rows(keys)
+    cut = len(images["dct"])
     hashed = {"dct": (images["dct"][:, 0], owner[:cut]), "tone": (images["tone"][:, 0], owner[cut:])}
     groups = group_rows(hashed, rows[:, 0], len(splits), distance, tone_radius(distance))
     return NearDuplicates(splits, rows, groups, cut, distance, tone_radius(distance))
