@@ -261,3 +261,15 @@ def test_shardflow_run_checks_the_new_flags_up_front(tmp_path: Path) -> None:
     assert prepared("--near-duplicates", "fail", "--near-duplicate-distance", "8")["example_gen_options"][-1] == "8"
     with pytest.raises(ConfigError, match="--example-gen-args.*near_duplicate_distance"):
         prepared("--near-duplicate-distance", "99")
+
+
+def test_a_window_of_spans_names_the_newest_spans_list_in_full() -> None:
+    """The union manifest lives apart from the spans' outputs: its `file` points into the newest span's."""
+    from shardflow.core.manifest import Manifest, SplitInfo
+    from shardflow.example_gen.span_ingest import union_manifest
+
+    manifests = [Manifest({}, {"train": SplitInfo(0, [])}, "", {"near_duplicates": {"mode": "warn", "count": count,
+                                                                                     "file": PAIRS_FILE}})
+                 for count in (1, 2)]
+    union = union_manifest(manifests, [{"span": "1", "dir": "/store/span-1"}, {"span": "2", "dir": "/store/span-2"}])
+    assert union.extra["near_duplicates"] == {"mode": "warn", "count": 2, "file": f"/store/span-2/{PAIRS_FILE}"}
