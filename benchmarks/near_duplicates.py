@@ -165,18 +165,23 @@ def quality(originals: int, seed: int = 7) -> dict[str, Any]:
     for limit in DISTANCES:
         recall = {f"{kind}/{alteration}": float(np.mean([is_near(h, c, limit) for h, c in zip(hashes[kind], found)]))
                   for (kind, alteration), found in copies.items()}
-        false, pairs = {}, {}
+        false, pairs, flagged = {}, {}, set()
         for i in range(len(everything)):
             for j in range(i + 1, len(everything)):
                 if i < originals and j < originals and _overlap(boxes[i], boxes[j]) > 0.3:
                     continue  # overlapping crops of one photo: not distinct
                 key = "/".join(sorted((everything[i][0], everything[j][0])))
                 pairs[key] = pairs.get(key, 0) + 1
-                false[key] = false.get(key, 0) + int(is_near(everything[i][1], everything[j][1], limit))
+                near = is_near(everything[i][1], everything[j][1], limit)
+                false[key] = false.get(key, 0) + int(near)
+                flagged |= {i, j} if near else set()
         by_distance[str(limit)] = {
             "recall": float(np.mean(list(recall.values()))), "recall_by": recall,
             "false_pair_rate": sum(false.values()) / max(1, sum(pairs.values())),
             "false_pairs_by": {key: f"{false[key]}/{pairs[key]}" for key in sorted(pairs)},
+            # distinct images in at least one false pair: what a user would wrongly drop
+            "flagged_share": len(flagged) / len(everything),
+            "flagged_by": {kind: f"{sum(everything[i][0] == kind for i in flagged)}/{originals}" for kind in KINDS},
         }
     return {"originals_per_kind": originals, "copies": originals * len(KINDS) * len(ALTERATIONS),
             "near_uniform_share": {kind: float(np.mean([h[1] is not None for h in hashes[kind]])) for kind in KINDS},
@@ -234,16 +239,21 @@ def markdown(result: dict[str, Any], chosen: int) -> str:
     quality_ = result["quality"]
     lines = [f"{quality_['originals_per_kind']} originals per kind, {quality_['copies']} altered copies; "
              f"share hashed as near-uniform: {quality_['near_uniform_share']}", "",
-             "| distance | recall | false-pair rate | worst kind/alteration |", "|---:|---:|---:|---|"]
+             "| distance | recall | false-pair rate | distinct images flagged | worst kind/alteration |",
+             "|---:|---:|---:|---:|---|"]
     for limit, row in quality_["by_distance"].items():
         worst = min(row["recall_by"].items(), key=lambda item: item[1])
-        lines.append(f"| {limit} | {row['recall']:.3f} | {row['false_pair_rate']:.4%} | {worst[0]} {worst[1]:.3f} |")
+        share = f"{row['flagged_share']:.2%}" if "flagged_share" in row else "—"  # not measured before 2026-11-26
+        lines.append(f"| {limit} | {row['recall']:.3f} | {row['false_pair_rate']:.4%} | {share} | {worst[0]} {worst[1]:.3f} |")
     chosen_row = quality_["by_distance"][str(chosen)]
     lines += ["", f"At the default distance {chosen}:", "", "| kind | " + " | ".join(ALTERATIONS) + " |",
               "|---|" + "---:|" * len(ALTERATIONS)]
     for kind in KINDS:
         lines.append(f"| {kind} | " + " | ".join(f"{chosen_row['recall_by'][f'{kind}/{a}']:.3f}" for a in ALTERATIONS) + " |")
-    lines += ["", "false pairs by kinds: " + ", ".join(f"{k} {v}" for k, v in chosen_row["false_pairs_by"].items()), "",
+    lines += ["", "false pairs by kinds: " + ", ".join(f"{k} {v}" for k, v in chosen_row["false_pairs_by"].items())]
+    if "flagged_by" in chosen_row:
+        lines += ["", "distinct images flagged by kind: " + ", ".join(f"{k} {v}" for k, v in chosen_row["flagged_by"].items())]
+    lines += ["",
               "| hashes | radius | search s | pairs found | planted found |", "|---:|---:|---:|---:|---:|"]
     for row in result["search"]:
         lines.append(f"| {row['hashes']:,} | {row['radius']} | {row['seconds']} | {row['pairs']:,} | "

@@ -36,7 +36,7 @@ def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str
         *(f"| {name} | {info.num_examples} |" for name, info in sorted(manifest.splits.items())),
         "",
         *_rejects(examples_dir, manifest.extra),
-        *_near_duplicates(manifest.extra.get("near_duplicates") or {}),
+        *_near_duplicates(examples_dir, manifest.extra.get("near_duplicates") or {}),
         f"Training: {training.get('optimizer_steps')} optimizer steps, "
         f"{rates.get('training_examples_per_second')} examples/s (input alone "
         f"{rates.get('input_examples_per_second')}: {rates.get('verdict')})",
@@ -74,12 +74,20 @@ def _checks(blessing: dict[str, Any], baseline_model: str | None) -> list[str]:
     return lines + [""]
 
 
-def _near_duplicates(report: dict[str, Any]) -> list[str]:
-    """ExampleGen's near-duplicate check in one line (its examples are in the examples' manifest.json)."""
+def _near_duplicates(examples_dir: str, report: dict[str, Any]) -> list[str]:
+    """ExampleGen's near-duplicate check in one line, naming the file that lists every pair by row."""
     if report.get("count") is None:  # off, or a manifest written before the check existed
         return []
+    listed = report.get("file")
+    where = (f"every pair listed in {_beside(examples_dir, listed)}" if listed  # older manifests: examples only
+             else "examples under near_duplicates in manifest.json")
     return [f"Near-duplicate image pairs across splits: {report['count']} (perceptual hashes within "
-            f"{report['distance']} bits; examples under near_duplicates in manifest.json)", ""]
+            f"{report['distance']} bits; {where})", ""]
+
+
+def _beside(examples_dir: str, name: str) -> str:
+    """A file the manifest names: relative to the examples' directory, or already a full location (spans)."""
+    return name if storage.is_remote(name) or name.startswith("/") else storage.join(examples_dir, name)
 
 
 def _serving_check(report: dict[str, Any] | None) -> list[str]:

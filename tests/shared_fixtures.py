@@ -75,6 +75,21 @@ def digits_examples(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -
     return Path(build_once(tmp_path_factory, "digits-examples", build)["examples"])
 
 
+def _near_duplicate_set(folder: Path) -> dict[str, Any]:
+    from helpers_images import write_near_duplicate_set
+
+    return {"root": str(folder), "planted": write_near_duplicate_set(folder)}
+
+
+@pytest.fixture(scope="session")
+def near_duplicate_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[str, str]]]:
+    """Image files with altered copies across splits (`helpers_images.write_near_duplicate_set`): the
+    data root (train.csv: 10 files, eval.csv: 4 altered copies of train files and 4 distinct files) and
+    the planted (train path, eval path) pairs. Read only."""
+    built = build_once(tmp_path_factory, "near-duplicate-set", _near_duplicate_set)
+    return Path(built["root"]), [tuple(pair) for pair in built["planted"]]  # type: ignore[misc]
+
+
 MASK_SIDE, MASK_TRAIN, MASK_EVAL = 128, 8, 96
 
 

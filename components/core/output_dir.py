@@ -3,8 +3,8 @@
 Every component writes its output through an `OutputDir`; the completion marker (a manifest, or the
 component's summary) is written last, so its presence means the output is whole:
 
-1. `prepare()` removes the marker first (from then on the output is "not complete"), then any
-   staging left by a killed run.
+1. `prepare()` removes the marker first (from then on the output is "not complete"), then the
+   `unstaged` files of an earlier run and any staging left by a killed run.
 2. The run writes what it will publish under `staged(name)`, and scratch files under `staging`.
 3. `publish(names)` puts the staged items in place and removes owned items from earlier runs that
    this run did not produce (no stale split survives a rerun).
@@ -15,6 +15,11 @@ no rename: there `staged(name)` is the final name itself, `prepare()` deletes th
 previous run, and only the marker — written last, listing every shard — makes them trusted. A killed
 run leaves no marker on either.
 
+`unstaged` names the files a run writes straight into the root, each whole or absent, that a reader
+may need without a marker: the lists a failed run leaves for its user (ExampleGen's rejected rows,
+its near-duplicate pairs). `prepare()` removes them right after the marker, so whichever of them a
+killed or failed run leaves is that run's own, never an earlier run's.
+
 >>> import tempfile
 >>> out = OutputDir(tempfile.mkdtemp(), owned=("Split-*", "statistics"))
 >>> staging = out.prepare()
@@ -22,6 +27,10 @@ run leaves no marker on either.
 >>> out.complete(["Split-train"], {"ok": True}); out.discard()
 >>> storage.list_names(out.root), out.is_complete()
 (['Split-train', 'manifest.json'], True)
+>>> listed = OutputDir(out.root, owned=out.owned, unstaged=("pairs.jsonl",))
+>>> storage.write_text(storage.join(out.root, "pairs.jsonl"), "an earlier run's list")
+>>> _ = listed.prepare(); storage.list_names(out.root)   # the marker first, then the earlier run's list
+['.staging', 'Split-train']
 """
 from __future__ import annotations
 
@@ -46,6 +55,7 @@ class OutputDir:
     # Alternative completion markers, one of which a run writes instead of `marker` (the Evaluator's
     # BLESSED / NOT_BLESSED): removed first with it, and each one means "complete".
     other_markers: tuple[str, ...] = ()
+    unstaged: tuple[str, ...] = ()  # files written in place, before the marker (see above)
 
     @property
     def staging(self) -> str:
@@ -70,7 +80,7 @@ class OutputDir:
 
     def prepare(self) -> str:
         """Invalidates the output (marker first) and returns a fresh staging location."""
-        for name in (self.marker, *self.other_markers):
+        for name in (self.marker, *self.other_markers, *self.unstaged):
             storage.remove(storage.join(self.root, name))
         storage.remove(self.staging)
         if storage.is_remote(self.root):  # staged == final there: clear the previous run's items now

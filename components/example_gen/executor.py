@@ -29,7 +29,7 @@ from .config import ConfigError, ExampleGenConfig
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
 from .encode_chunks import ChunkResult, IngestPlan
 from .leakage import find_leaks, locate_rows
-from .near_duplicates import near_duplicates_report
+from .near_duplicates import PAIRS_FILE, near_duplicates_report
 from .pipeline import RESULT_NAME, IngestChunks
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
@@ -37,7 +37,10 @@ from ..core.statistics_io import write_schema
 from .data_root import open_data_root
 from .work_estimate import WorkEstimate, estimate_work
 
-OWNED = ("Split-*", "statistics")  # rejects.jsonl and schema.pbtxt are rewritten by every run
+OWNED = ("Split-*", "statistics")  # schema.pbtxt is rewritten by every run
+# Written in place before the manifest, read without one when the run fails (too many rejects, or
+# --near-duplicates fail): removed when a run starts, so what a failed run leaves is its own.
+UNSTAGED = ("rejects.jsonl", PAIRS_FILE)
 
 
 class TooManyRejectsError(ShardflowError, RuntimeError):
@@ -179,7 +182,7 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
 
 def output_location(root: str) -> OutputDir:
     """ExampleGen's output directory and the items it owns there."""
-    return OutputDir(root, owned=OWNED)
+    return OutputDir(root, owned=OWNED, unstaged=UNSTAGED)
 
 
 def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnSpec], plan: IngestPlan,
@@ -198,7 +201,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
             f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
         )
-    near_duplicates = near_duplicates_report(config, plan, chunks, results, columns)  # raises in "fail" mode
+    near_duplicates = near_duplicates_report(config, plan, chunks, results, columns, out.root)  # raises in "fail" mode
     splits = _splits(config, results, result["shards"])
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
@@ -228,7 +231,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
         },
     )
     out.mark_complete(manifest.to_json())
-    echo(summary_text(manifest, time.time() - marks["started"]))
+    echo(summary_text(manifest, time.time() - marks["started"], out.root))
     return manifest
 
 

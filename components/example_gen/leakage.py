@@ -86,17 +86,36 @@ def local_copies(files: list[tuple[str, int, str]]) -> Iterator[list[tuple[str, 
 def locate_rows(report: dict[str, Any], chunks: list[Chunk], columns: list[ColumnSpec],
                 indexes: Sequence[str]) -> dict[str, Any]:
     """Replaces each example occurrence's index id by its index file and adds the row's image path
-    (the first image column), reading only those rows. Shared by the exact and near-duplicate checks."""
-    image = next((c for c in columns if c.role == "image"), None)
-    for example in report["examples"]:
-        for occurrence in example["occurrences"]:
-            index_id = occurrence.pop("index_id")
-            occurrence["index"] = indexes[index_id]
-            chunk = next(c for c in chunks
-                         if c.index_id == index_id and c.first_row <= occurrence["row"] < c.first_row + c.num_rows)
-            record = next(r for r in read_chunk(chunk) if r.row == occurrence["row"])
-            occurrence["path"] = record.cells[image.position] if image and record.cells else None
+    (the first image column), reading only those rows' chunks."""
+    occurrences = [o for example in report["examples"] for o in example["occurrences"]]
+    paths = row_paths(chunks, columns, {(o["index_id"], o["row"]) for o in occurrences})
+    for occurrence in occurrences:
+        index_id = occurrence.pop("index_id")
+        occurrence["index"] = indexes[index_id]
+        occurrence["path"] = paths.get((index_id, occurrence["row"]))
     return report
+
+
+def row_paths(chunks: list[Chunk], columns: list[ColumnSpec], wanted: set[tuple[int, int]]
+              ) -> dict[tuple[int, int], str | None]:
+    """(index id, row) → the row's image path (its first image column), each chunk holding one read once.
+
+    Shared by the exact and near-duplicate checks, which report rows by their paths."""
+    image = next((c for c in columns if c.role == "image"), None)
+    grouped: dict[int, list[int]] = {}
+    for index_id, row in wanted:
+        grouped.setdefault(index_id, []).append(row)
+    by_index = {index_id: np.sort(np.asarray(rows)) for index_id, rows in grouped.items()}
+    paths: dict[tuple[int, int], str | None] = {}
+    for chunk in chunks:
+        rows = by_index.get(chunk.index_id)
+        first = int(np.searchsorted(rows, chunk.first_row)) if rows is not None else 0
+        if rows is None or first == len(rows) or rows[first] >= chunk.first_row + chunk.num_rows:
+            continue  # no wanted row in this chunk: not read
+        for record in read_chunk(chunk):
+            if (chunk.index_id, record.row) in wanted:
+                paths[(chunk.index_id, record.row)] = record.cells[image.position] if image and record.cells else None
+    return paths
 
 
 def find_leaks(files: list[tuple[str, int, str]]) -> dict[str, Any]:

@@ -3,9 +3,10 @@
 Workers hash each image-role column's decoded pixels (`core.perceptual_hash`) and write, per chunk
 and split, a table of dct hashes and one of tone hashes (near-uniform images only) in the leakage
 check's format (`leakage.digest_table`). The launcher loads every table (8 bytes per hash and 8 per
-row: 1M images ≈ 32 MB), finds every pair within the distance with `core.hamming_search` (no
-all-pairs scan) and reports pairs of rows: across splits (count, first examples) and within each
-split (counts). Exact copies are near duplicates too (distance 0): they appear here and under
+row: 1M images ≈ 32 MB), groups rows with the same hashes and finds the near pairs of distinct
+hashes (`near_groups`), counts row pairs within each split and across splits exactly, and lists
+every pair across splits, by row, in `near_duplicates.jsonl` beside the manifest
+(`write_pairs`). Exact copies are near duplicates too (distance 0): they appear here and under
 `leakage`. Two image columns of one row are never paired with each other.
 
 >>> import os, tempfile
@@ -17,35 +18,60 @@ split (counts). Exact copies are near duplicates too (distance 0): they appear h
 >>> files = [("train", 0, table("t.dct", [0b1111, 1 << 40], [1, 2]), table("t.tone", [], [])),
 ...          ("eval", 1, table("e.dct", [0b0111], [5]), table("e.tone", [], []))]
 >>> found = find_near_duplicates(files, 2)
->>> found["count"], found["within_split"], found["examples"][0]["distance"]
-(1, {'eval': 0, 'train': 0}, 1)
->>> found["examples"][0]["occurrences"]
-[{'split': 'eval', 'index_id': 1, 'row': 5}, {'split': 'train', 'index_id': 0, 'row': 1}]
+>>> found.summary()["count"], found.summary()["within_split"]
+(1, {'eval': 0, 'train': 0})
+>>> first, second, bits, kind = next(found.groups.cross_pairs())
+>>> found.describe_row(first[0]), found.describe_row(second[0]), int(bits[0]), KINDS[kind[0]]
+(('eval', 1, 5), ('train', 0, 1), 1, 'dct')
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..core import storage
 from ..core.errors import ShardflowError
-from ..core.hamming_search import near_pairs
 from ..core.perceptual_hash import tone_radius
 from .columns import ColumnSpec
 from .config import ExampleGenConfig
 from .csv_index import Chunk
-from .leakage import digest_table, local_copies, locate_rows  # noqa: F401  (digest_table: the doctest)
+from .leakage import digest_table, local_copies, row_paths  # noqa: F401  (digest_table: the doctest)
+from .near_groups import KINDS, RowGroups, distinct_rows, group_rows
 
 if TYPE_CHECKING:  # encode_chunks imports Beam, which this module does not need
     from .encode_chunks import ChunkResult, IngestPlan
 
 MAX_EXAMPLES = 5
-MAX_PAIRS = 2_000_000  # per hash kind: the pair arrays stay under ~100 MB however many copies there are
-KINDS = ("dct", "tone")
+PAIRS_FILE = "near_duplicates.jsonl"  # beside manifest.json; written whole, before the manifest
 
 
 class NearDuplicatesError(ShardflowError, RuntimeError):
     """`--near-duplicates fail` and images in more than one split are near copies; no manifest was written."""
+
+
+@dataclass(frozen=True)
+class NearDuplicates:
+    """What the search found: the hashed rows (split, index id, row), their groups, the radii."""
+
+    splits: list[str]
+    rows: np.ndarray  # (rows, 3): split number, index id, 1-based row; sorted
+    groups: RowGroups
+    images_hashed: int
+    distance: int
+    tone_distance: int
+
+    def summary(self) -> dict[str, Any]:
+        """The manifest's counts: pairs across splits, pairs within each split."""
+        within = dict(zip(self.splits, self.groups.within_split()))
+        return {"distance": self.distance, "tone_distance": self.tone_distance, "images_hashed": self.images_hashed,
+                "count": self.groups.cross_count(), "within_split": within, "truncated": self.groups.truncated}
+
+    def describe_row(self, row: int) -> tuple[str, int, int]:
+        split, index_id, number = (int(v) for v in self.rows[row])
+        return self.splits[split], index_id, number
 
 
 def hash_files(plan: IngestPlan, chunks: list[Chunk], results: list[ChunkResult]) -> list[tuple[str, int, str, str]]:
@@ -54,18 +80,21 @@ def hash_files(plan: IngestPlan, chunks: list[Chunk], results: list[ChunkResult]
             for c, r in zip(chunks, results) for split in sorted(r.parts)]
 
 
-def near_duplicates_report(config: ExampleGenConfig, plan: IngestPlan, chunks: list[Chunk],
-                           results: list[ChunkResult], columns: list[ColumnSpec]) -> dict[str, Any]:
-    """The manifest's `near_duplicates` entry; raises NearDuplicatesError in "fail" mode when pairs cross splits."""
+def near_duplicates_report(config: ExampleGenConfig, plan: IngestPlan, chunks: list[Chunk], results: list[ChunkResult],
+                           columns: list[ColumnSpec], root: str) -> dict[str, Any]:
+    """The manifest's `near_duplicates` entry, every cross-split pair written to `<root>/near_duplicates.jsonl`
+    first; raises NearDuplicatesError in "fail" mode when pairs cross splits (the file is written then too)."""
     if config.near_duplicates == "off":
         return {"mode": "off"}
     found = find_near_duplicates(hash_files(plan, chunks, results), config.near_duplicate_distance)
-    report = {"mode": config.near_duplicates, **locate_rows(found, chunks, columns, [i.path for i in config.indexes])}
+    target = storage.join(root, PAIRS_FILE)
+    examples = write_pairs(found, target, chunks, columns, [i.path for i in config.indexes])
+    report = {"mode": config.near_duplicates, **found.summary(), "file": PAIRS_FILE, "examples": examples}
     if config.near_duplicates == "fail" and report["count"]:
         raise NearDuplicatesError(
             f"{report['count']} near-duplicate image {_pairs(report['count'])} across splits (perceptual hashes within "
-            f"{report['distance']} bits), e.g. {describe_pair(report['examples'][0])}; no manifest written "
-            f"(--near-duplicates warn reports them without failing)")
+            f"{report['distance']} bits), e.g. {describe_pair(examples[0])}; every pair is listed in {target}; "
+            f"no manifest written (--near-duplicates warn reports them without failing)")
     return report
 
 
@@ -79,71 +108,56 @@ def describe_pair(example: dict[str, Any]) -> str:
     return f"{where}, {example['hash']} distance {example['distance']}"
 
 
-def find_near_duplicates(files: list[tuple[str, int, str, str]], distance: int) -> dict[str, Any]:
-    """Counts and first examples of row pairs within `distance` (tone hashes: within `tone_radius`)."""
+def find_near_duplicates(files: list[tuple[str, int, str, str]], distance: int) -> NearDuplicates:
+    """Rows grouped by their hashes, with the pairs within `distance` (tone hashes: within `tone_radius`)."""
     splits = sorted({split for split, _, _, _ in files})
-    radii = {"dct": distance, "tone": tone_radius(distance)}
-    pairs, truncated, hashed = [], False, 0
+    images = {}
     for number, kind in enumerate(KINDS):
         listed = [(split, index_id, paths[number]) for split, index_id, *paths in files]
         with local_copies(listed) as local:
-            rows = _load(local, splits)
-        hashed += len(rows["hash"]) if kind == "dct" else 0
-        first, second, bits, stopped = near_pairs(rows["hash"], radii[kind], MAX_PAIRS)
-        truncated |= stopped
-        pairs.append(_row_pairs(rows, first, second, bits, number))
-    merged = _merge(pairs)
-    cross = merged[:, 0] != merged[:, 3]
-    within = {split: int(np.sum(~cross & (merged[:, 0] == number))) for number, split in enumerate(splits)}
-    return {"distance": distance, "tone_distance": radii["tone"], "images_hashed": hashed,
-            "count": int(cross.sum()), "within_split": within, "truncated": truncated,
-            "examples": [_example(pair, splits) for pair in merged[cross][:MAX_EXAMPLES]]}
+            images[kind] = _load(local, splits)
+    keys = np.concatenate([table[:, 1:] for table in images.values()])  # (split, index, row) of each image
+    rows, owner = distinct_rows(keys)
+    cut = len(images["dct"])
+    hashed = {"dct": (images["dct"][:, 0], owner[:cut]), "tone": (images["tone"][:, 0], owner[cut:])}
+    groups = group_rows(hashed, rows[:, 0], len(splits), distance, tone_radius(distance))
+    return NearDuplicates(splits, rows, groups, cut, distance, tone_radius(distance))
 
 
-def _load(files: list[tuple[str, int, str]], splits: list[str]) -> dict[str, np.ndarray]:
-    """Every table of one kind: hash, split number, index id and row per hashed image."""
-    parts: dict[str, list[np.ndarray]] = {"hash": [], "split": [], "index": [], "row": []}
+def _load(files: list[tuple[str, int, str]], splits: list[str]) -> np.ndarray:
+    """Every table of one kind as (images, 4): hash, split number, index id, row."""
+    parts = [np.empty((0, 4), dtype=np.int64)]
     for split, index_id, path in files:
         table = np.load(path, allow_pickle=False)
-        parts["hash"].append(table[0])
-        parts["row"].append(table[1])
-        parts["split"].append(np.full(table.shape[1], splits.index(split), dtype=np.int64))
-        parts["index"].append(np.full(table.shape[1], index_id, dtype=np.int64))
-    return {name: np.concatenate(values) if values else np.empty(0, dtype=np.int64) for name, values in parts.items()}
+        parts.append(np.stack([table[0], np.full(table.shape[1], splits.index(split)),
+                               np.full(table.shape[1], index_id), table[1]], axis=1).astype(np.int64))
+    return np.concatenate(parts)
 
 
-def _row_pairs(rows: dict[str, np.ndarray], first: np.ndarray, second: np.ndarray, bits: np.ndarray,
-               kind: int) -> np.ndarray:
-    """(split, index, row) of both ends, ordered so the smaller end comes first, then distance and kind."""
-    ends = [np.stack([rows["split"][side], rows["index"][side], rows["row"][side]], axis=1) for side in (first, second)]
-    swap = _later_first(ends[0], ends[1])
-    low = np.where(swap[:, None], ends[1], ends[0])
-    high = np.where(swap[:, None], ends[0], ends[1])
-    same_row = np.all(low == high, axis=1)  # two image columns of one row
-    table = np.concatenate([low, high, bits[:, None], np.full((len(bits), 1), kind)], axis=1)
-    return table[~same_row]
+def write_pairs(found: NearDuplicates, target: str, chunks: list[Chunk], columns: list[ColumnSpec],
+                indexes: Sequence[str]) -> list[dict[str, Any]]:
+    """Writes every cross-split pair, one JSON object a line, to `target` (whole or absent); returns the first few.
+
+    A line: {"distance": 4, "hash": "dct", "occurrences": [row, row]}, each row {"split", "row", "index",
+    "path"}, the smaller (split, index, row) first; closest pairs first."""
+    sides = _sides(found, chunks, columns, indexes)
+    examples: list[dict[str, Any]] = []
+    with storage.open_write(target) as out:
+        for first, second, distance, kind in found.groups.cross_pairs():
+            lines = [f'{{"distance": {d}, "hash": "{KINDS[k]}", "occurrences": [{sides[a]}, {sides[b]}]}}\n'
+                     for a, b, d, k in zip(first.tolist(), second.tolist(), distance.tolist(), kind.tolist())]
+            examples += [json.loads(line) for line in lines[:MAX_EXAMPLES - len(examples)]]
+            out.write("".join(lines).encode("utf-8"))
+    return examples
 
 
-def _later_first(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """True where row identity `a` sorts after `b` (split, then index, then row)."""
-    later = np.zeros(len(a), dtype=bool)
-    decided = np.zeros(len(a), dtype=bool)
-    for column in range(a.shape[1]):
-        later |= ~decided & (a[:, column] > b[:, column])
-        decided |= a[:, column] != b[:, column]
-    return later
-
-
-def _merge(pairs: Sequence[np.ndarray]) -> np.ndarray:
-    """One entry per pair of rows (the smallest distance, dct before tone), sorted by distance then rows."""
-    table = np.concatenate(pairs) if pairs else np.empty((0, 8), dtype=np.int64)
-    table = table[np.lexsort((table[:, 7], table[:, 6], *table[:, :6].T[::-1]))]  # rows, then distance, kind
-    _, first = np.unique(table[:, :6], axis=0, return_index=True)
-    table = table[np.sort(first)]
-    return table[np.lexsort((*table[:, :6].T[::-1], table[:, 7], table[:, 6]))]
-
-
-def _example(pair: np.ndarray, splits: list[str]) -> dict[str, Any]:
-    occurrences = [{"split": splits[int(pair[offset])], "index_id": int(pair[offset + 1]), "row": int(pair[offset + 2])}
-                   for offset in (0, 3)]
-    return {"distance": int(pair[6]), "hash": KINDS[int(pair[7])], "occurrences": occurrences}
+def _sides(found: NearDuplicates, chunks: list[Chunk], columns: list[ColumnSpec], indexes: Sequence[str]) -> list[str]:
+    """Each listed row as its JSON object ("" for rows in no cross-split pair), paths read from the indexes."""
+    listed = np.nonzero(found.groups.in_cross_pairs())[0]
+    paths = row_paths(chunks, columns, {(int(found.rows[r, 1]), int(found.rows[r, 2])) for r in listed})
+    sides = [""] * len(found.rows)
+    for row in listed.tolist():
+        split, index_id, number = found.describe_row(row)
+        sides[row] = json.dumps({"split": split, "row": number, "index": indexes[index_id],
+                                 "path": paths.get((index_id, number))})
+    return sides

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core import storage
 from ..core.cloud_env import recorded_options
 from ..core.hashing import sha256_of  # noqa: F401  (re-exported)
 from ..core.manifest import Manifest
@@ -31,7 +32,8 @@ def ingest_ops(columns: list[ColumnSpec]) -> dict[str, dict[str, Any]]:
     return ops
 
 
-def summary_text(manifest: Manifest, elapsed: float) -> str:
+def summary_text(manifest: Manifest, elapsed: float, root: str = "") -> str:
+    """The summary printed at the end of a run; `root`: the output, for the full paths of its lists."""
     extra = manifest.extra
     lines = [
         f"rows read: {extra['rows']:,}  accepted: {extra['accepted']:,}  rejected: {extra['rejected']:,}",
@@ -51,14 +53,15 @@ def summary_text(manifest: Manifest, elapsed: float) -> str:
         for example in leakage["examples"]:
             where = ", ".join(f"{o['split']} row {o['row']} of {o['index']} ({o.get('path')})" for o in example["occurrences"])
             lines.append(f"  {where}")
-    lines += near_duplicate_lines(extra.get("near_duplicates") or {})
+    lines += near_duplicate_lines(extra.get("near_duplicates") or {}, root)
     rate = extra["rows"] / elapsed if elapsed > 0 else 0.0
     lines.append(f"{total_bytes / 1e6:.1f} MB written in {elapsed:.1f} s ({rate:,.0f} records/s), runner {extra['runner']}")
     return "\n".join(lines)
 
 
-def near_duplicate_lines(report: dict[str, Any]) -> list[str]:
-    """The near-duplicate check's lines of the summary: pairs across splits with examples, counts within."""
+def near_duplicate_lines(report: dict[str, Any], root: str = "") -> list[str]:
+    """The near-duplicate check's lines of the summary: pairs across splits with examples and the file
+    listing them all, counts within."""
     if report.get("mode", "off") == "off":
         return []
     lines = []
@@ -68,6 +71,8 @@ def near_duplicate_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"NEAR-DUPLICATES: {report['count']} image {pairs} in different splits are altered copies "
                      f"(perceptual hashes within {report['distance']} bits){more}, e.g.:")
         lines += [f"  {describe_pair(example)}" for example in report["examples"]]
+        if report.get("file"):  # absent from manifests written before the list existed
+            lines.append(f"  every pair, by row: {storage.join(root, report['file']) if root else report['file']}")
     within = {split: count for split, count in report["within_split"].items() if count}
     if within:
         lines.append("near-duplicate pairs within a split: " + ", ".join(f"{s} {c}" for s, c in sorted(within.items())))

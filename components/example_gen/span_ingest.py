@@ -96,6 +96,9 @@ def union_manifest(manifests: list[Manifest], entries: list[dict]) -> Manifest:
     for manifest, entry in zip(manifests, entries):
         entry["examples"] = {s: i.num_examples for s, i in manifest.splits.items()}
     extra = {k: v for k, v in manifests[-1].extra.items() if k not in ("statistics", "schema", "rejects_file", "seconds")}
+    near = extra.get("near_duplicates") or {}
+    if near.get("file"):  # the newest span's pair list stays in its own directory: name it in full
+        extra["near_duplicates"] = {**near, "file": storage.join(entries[-1]["dir"], near["file"])}
     extra.update({"spans": entries, "newest_span": entries[-1],
                   "rows": sum(m.extra.get("rows", 0) for m in manifests),
                   "accepted": sum(m.extra.get("accepted", 0) for m in manifests),

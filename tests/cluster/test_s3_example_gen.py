@@ -105,7 +105,8 @@ def test_example_gen_all_on_s3_equals_local_run(s3_server, s3_bucket, tmp_path, 
     assert manifest["inputs"][0]["sha256"] == local["inputs"][0]["sha256"]
     assert get_bytes(s3_server, f"{out}/schema.pbtxt") == (local_out / "schema.pbtxt").read_bytes()
     assert sorted(k for k in list_keys(s3_server, out) if not k.startswith("Split-")) == [
-        "manifest.json", "rejects.jsonl", "schema.pbtxt", "statistics/eval.pb", "statistics/train.pb"]
+        "manifest.json", "near_duplicates.jsonl", "rejects.jsonl", "schema.pbtxt", "statistics/eval.pb",
+        "statistics/train.pb"]
     _assert_listed_equals_stored(s3_server, out, manifest, 40)
 
 

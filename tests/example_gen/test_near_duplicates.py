@@ -6,7 +6,6 @@ benchmark, not asserted here; these tests check the properties the report relies
 """
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -15,13 +14,15 @@ import pytest
 from PIL import Image
 
 from benchmarks import near_duplicates as bench
-from helpers_images import write_csv
+from helpers_images import near_duplicate_originals, write_csv
 from shardflow.cli import main as shardflow_main
 from shardflow.core import hamming_search
 from shardflow.core.errors import ConfigError
 from shardflow.core.perceptual_hash import distance, image_hashes, tone_radius
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 from shardflow.example_gen.config import DEFAULT_NEAR_DUPLICATE_DISTANCE
+from shardflow.example_gen.executor import TooManyRejectsError
+from shardflow.example_gen.near_duplicates import PAIRS_FILE
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
 
@@ -31,10 +32,7 @@ SIDE = 96
 
 @pytest.fixture(scope="module")
 def originals() -> dict[str, list[Image.Image]]:
-    rng = np.random.default_rng(11)
-    photos, boxes = bench.photos(rng, 60)
-    distinct = [p for i, p in enumerate(photos) if all(bench._overlap(boxes[i], boxes[j]) < 0.1 for j in range(i))]
-    return {"photo": distinct[:12], "drawing": bench.drawings(rng, 12, SIDE), "near_uniform": bench.near_uniform(rng, 12, SIDE)}
+    return near_duplicate_originals(SIDE)
 
 
 def test_altered_copies_are_near(originals: dict[str, list[Image.Image]]) -> None:
@@ -117,68 +115,58 @@ def test_the_search_is_the_same_in_small_batches_and_stops_at_its_pair_limit(mon
 
 # ---- ExampleGen: train files, eval files of which some are altered copies of train files ----
 
-
-def _save(image: Image.Image, path: Path) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    image.convert("RGB").save(path, quality=90) if path.suffix == ".jpg" else image.convert("RGB").save(path)
-    return f"{path.parent.name}/{path.name}"
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory, originals: dict[str, list[Image.Image]]
-            ) -> tuple[Path, list[tuple[str, str]]]:
-    """train.csv: 10 files; eval.csv: 4 altered copies of train files and 4 distinct files. Returns the
-    data root and the planted (train path, eval path) pairs."""
-    root = tmp_path_factory.mktemp("near")
-    rng = np.random.default_rng(3)
-    train_images = originals["photo"][:4] + originals["drawing"][:4] + originals["near_uniform"][:2]
-    train = [_save(image, root / "train" / f"t{i}.{'jpg' if i % 2 else 'png'}") for i, image in enumerate(train_images)]
-    copies = [(0, bench.jpeg(train_images[0], 70), "jpg"), (5, bench.resize(train_images[5], 0.8), "png"),
-              (9, bench.brightness(train_images[9], 1.08), "png"), (2, bench.crop(train_images[2], rng, 0.04), "jpg")]
-    planted = [(train[source], _save(copy, root / "eval" / f"copy{source}.{ext}")) for source, copy, ext in copies]
-    others = [originals["photo"][6], originals["drawing"][6], originals["near_uniform"][4], originals["near_uniform"][5]]
-    eval_paths = [e for _, e in planted] + [_save(image, root / "eval" / f"e{i}.png") for i, image in enumerate(others)]
-    write_csv(root / "train.csv", ["image", "label"], [[p, i % 2] for i, p in enumerate(train)])
-    write_csv(root / "eval.csv", ["image", "label"], [[p, i % 2] for i, p in enumerate(eval_paths)])
-    return root, planted
+NearSet = tuple[Path, list[tuple[str, str]]]  # the session fixture `near_duplicate_set`
 
 
 def _config(root: Path, output: Path, **options: object) -> ExampleGenConfig:
-    return ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"), IndexSpec(str(root / "eval.csv"), "eval")),
-                            data_root=str(root), output=str(output), resize=(("*", (48, 48)),), channels=(("*", "rgb"),),
-                            beam_args=("--direct_running_mode=in_memory",), **options)  # type: ignore[arg-type]
+    indexes = options.pop("indexes", None) or (IndexSpec(str(root / "train.csv"), "train"),
+                                                IndexSpec(str(root / "eval.csv"), "eval"))
+    return ExampleGenConfig(indexes=indexes, data_root=str(root), output=str(output), resize=(("*", (48, 48)),),
+                            channels=(("*", "rgb"),), beam_args=("--direct_running_mode=in_memory",),
+                            **options)  # type: ignore[arg-type]
 
 
-def test_example_gen_reports_the_altered_copies_across_splits(dataset: tuple[Path, list[tuple[str, str]]],
-                                                               tmp_path: Path) -> None:
-    root, planted = dataset
+def _listed(output: Path) -> list[dict]:
+    return [json.loads(line) for line in (output / PAIRS_FILE).read_text().splitlines()]
+
+
+def _by_row(pairs: list[dict]) -> set[tuple[tuple, ...]]:
+    """Each listed pair as its two rows (split, index file, row, path)."""
+    return {tuple((o["split"], o["index"], o["row"], o["path"]) for o in pair["occurrences"]) for pair in pairs}
+
+
+def _planted_rows(root: Path, planted: list[tuple[str, str]]) -> set[tuple[tuple, ...]]:
+    """The planted pairs as rows, found in the CSVs themselves: (eval row, train row), eval first (split order)."""
+    def row_of(split: str, path: str) -> tuple:
+        lines = (root / f"{split}.csv").read_text().splitlines()
+        return split, str(root / f"{split}.csv"), next(i for i, line in enumerate(lines) if line.split(",")[0] == path), path
+    return {(row_of("eval", e), row_of("train", t)) for t, e in planted}
+
+
+def test_example_gen_lists_every_altered_copy_across_splits_by_row(near_duplicate_set: NearSet, tmp_path: Path) -> None:
+    root, planted = near_duplicate_set
     printed: list[str] = []
     manifest = run(_config(root, tmp_path / "out"), echo=printed.append)
     report = manifest.extra["near_duplicates"]
     assert report["mode"] == "warn" and report["distance"] == LIMIT and report["images_hashed"] == 18
     assert report["count"] == len(planted) and not report["truncated"]  # the planted pairs, no false ones
-    assert report["within_split"] == {"eval": 0, "train": 0}
-    pairs = set()
-    for example in report["examples"]:
-        eval_side, train_side = example["occurrences"]  # sorted by split name
-        assert (eval_side["split"], train_side["split"]) == ("eval", "train")
-        assert eval_side["index"] == str(root / "eval.csv") and train_side["index"] == str(root / "train.csv")
-        assert 0 <= example["distance"] <= LIMIT and example["hash"] in ("dct", "tone")
-        rows = {"train": (root / "train.csv").read_text().splitlines(), "eval": (root / "eval.csv").read_text().splitlines()}
-        for side in (eval_side, train_side):  # the row numbers point at the reported files
-            assert rows[side["split"]][side["row"]].split(",")[0] == side["path"]
-        pairs.add((train_side["path"], eval_side["path"]))
-    assert pairs == set(planted)
+    assert report["within_split"] == {"eval": 0, "train": 0} and report["file"] == PAIRS_FILE
+    listed = _listed(tmp_path / "out")
+    assert len(listed) == report["count"] and report["examples"] == listed[:5]
+    assert _by_row(listed) == _planted_rows(root, planted)  # every planted copy, by split, index file, row and path
+    assert all(0 <= pair["distance"] <= LIMIT and pair["hash"] in ("dct", "tone") for pair in listed)
+    assert [pair["distance"] for pair in listed] == sorted(pair["distance"] for pair in listed)  # closest first
     assert manifest.extra["leakage"]["count"] == 0  # no byte-identical file: only the near check sees them
     summary = printed[-1]
     assert f"NEAR-DUPLICATES: {len(planted)} image pairs" in summary and planted[0][1] in summary
+    assert f"every pair, by row: {tmp_path / 'out' / PAIRS_FILE}" in summary
     stored = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert stored["near_duplicates"]["count"] == len(planted)
 
 
-def test_fail_mode_exits_1_in_one_line_without_a_manifest(dataset: tuple[Path, list[tuple[str, str]]], tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    root, planted = dataset
+def test_fail_mode_exits_1_naming_the_file_that_lists_the_pairs(near_duplicate_set: NearSet, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    root, planted = near_duplicate_set
     out = tmp_path / "out"
     status = shardflow_main(["example-gen", "--index", f"train={root / 'train.csv'}", "--index", f"eval={root / 'eval.csv'}",
                              "--data-root", str(root), "--output", str(out), "--resize", "48x48", "--channels", "rgb",
@@ -187,15 +175,41 @@ def test_fail_mode_exits_1_in_one_line_without_a_manifest(dataset: tuple[Path, l
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("shardflow example-gen: error: 4 near-duplicate image pairs across splits")
     assert any(path in line for pair in planted for path in pair) and "distance" in line
-    assert not (out / "manifest.json").exists()
+    assert f"every pair is listed in {out / PAIRS_FILE}; no manifest written" in line
+    assert not (out / "manifest.json").exists() and not (out / ".staging").exists()
+    assert _by_row(_listed(out)) == _planted_rows(root, planted)  # the list a failed run leaves, whole
 
 
-def test_off_hashes_nothing_and_says_so(dataset: tuple[Path, list[tuple[str, str]]], tmp_path: Path) -> None:
+def test_exact_copies_are_counted_exactly_and_a_failed_rerun_leaves_no_stale_list(near_duplicate_set: NearSet,
+                                                                          tmp_path: Path) -> None:
+    """Train repeats three files 5, 4 and 3 times, eval repeats two of them: pairs by combinatorics."""
+    root, _ = near_duplicate_set
+    train = [f"train/t{i}.{'jpg' if i % 2 else 'png'}" for i in range(10)]
+    repeated = {"train": [train[0]] * 5 + [train[1]] * 4 + [train[2]] * 3 + train[3:6], "eval": [train[0]] * 2 + [train[1]]}
+    indexes = tuple(IndexSpec(str(write_csv(tmp_path / f"{split}.csv", ["image", "label"], [[p, 0] for p in paths])), split)
+                    for split, paths in repeated.items())
+    manifest = run(_config(root, tmp_path / "out", indexes=indexes), echo=lambda _: None)
+    report = manifest.extra["near_duplicates"]
+    assert report["within_split"] == {"train": 10 + 6 + 3, "eval": 1}
+    assert report["count"] == 5 * 2 + 4 * 1 and manifest.extra["leakage"]["count"] == 2  # leakage counts contents
+    listed = _listed(tmp_path / "out")
+    assert len(listed) == report["count"] and {p["distance"] for p in listed} == {0}
+    expected = {(e, t) for e in (1, 2) for t in range(1, 6)} | {(3, t) for t in range(6, 10)}  # (eval row, train row)
+    assert {(eval_side[2], train_side[2]) for eval_side, train_side in _by_row(listed)} == expected
+    # A rerun that fails on its rejects, before the check, leaves its own rejects and no earlier list.
+    bad = IndexSpec(str(write_csv(tmp_path / "bad.csv", ["image", "label"], [["train/t0.png", 0], ["gone.png", 0]])), "eval")
+    with pytest.raises(TooManyRejectsError):
+        run(_config(root, tmp_path / "out", indexes=(indexes[0], bad), max_reject_fraction=0.0), echo=lambda _: None)
+    assert not (tmp_path / "out" / PAIRS_FILE).exists() and not (tmp_path / "out" / "manifest.json").exists()
+    assert [json.loads(line)["path"] for line in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()] == ["gone.png"]
+
+
+def test_off_hashes_nothing_and_says_so(near_duplicate_set: NearSet, tmp_path: Path) -> None:
     """The workers write no hash file when off (the encode step itself, run on the first chunk)."""
     from shardflow.example_gen.csv_index import plan_chunks
     from shardflow.example_gen.encode_chunks import EncodeChunkFn, IngestPlan
 
-    root, _ = dataset
+    root, _ = near_duplicate_set
     _, chunks = plan_chunks(str(root / "train.csv"), 0, 100)
     written = {}
     for mode in ("off", "warn"):
@@ -247,3 +261,15 @@ def test_shardflow_run_checks_the_new_flags_up_front(tmp_path: Path) -> None:
     assert prepared("--near-duplicates", "fail", "--near-duplicate-distance", "8")["example_gen_options"][-1] == "8"
     with pytest.raises(ConfigError, match="--example-gen-args.*near_duplicate_distance"):
         prepared("--near-duplicate-distance", "99")
+
+
+def test_a_window_of_spans_names_the_newest_spans_list_in_full() -> None:
+    """The union manifest lives apart from the spans' outputs: its `file` points into the newest span's."""
+    from shardflow.core.manifest import Manifest, SplitInfo
+    from shardflow.example_gen.span_ingest import union_manifest
+
+    manifests = [Manifest({}, {"train": SplitInfo(0, [])}, "", {"near_duplicates": {"mode": "warn", "count": count,
+                                                                                     "file": PAIRS_FILE}})
+                 for count in (1, 2)]
+    union = union_manifest(manifests, [{"span": "1", "dir": "/store/span-1"}, {"span": "2", "dir": "/store/span-2"}])
+    assert union.extra["near_duplicates"] == {"mode": "warn", "count": 2, "file": f"/store/span-2/{PAIRS_FILE}"}

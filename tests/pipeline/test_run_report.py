@@ -46,6 +46,8 @@ def test_the_report_shows_baseline_candidate_delta_and_the_first_rejected_rows(t
     assert shown[0] == f"| eval | {tmp_path / 'eval.csv'} | 21 | img/gone-0.png | missing file: img/gone-0.png |"
     assert f"Shown: the first {SHOWN_REJECTS} of {SHOWN_REJECTS + 3} rejected rows; all of them: " \
            f"{examples / 'rejects.jsonl'}" in text
+    assert ("Near-duplicate image pairs across splits: 0 (perceptual hashes within 10 bits; every pair listed in "
+            f"{examples / 'near_duplicates.jsonl'})") in text
 
 
 def test_the_report_of_a_first_run_without_rejects(tmp_path: Path) -> None:
