@@ -1,4 +1,5 @@
-"""The confusion matrix as a PNG a person reads at a glance: colour = share of the true class, text = counts.
+"""The confusion matrix as a PNG a person reads at a glance: colour = share of the true class, text = counts;
+and a classifier's reliability diagram (`reliability_png`).
 
     png = confusion_matrix_png(np.array([[50, 2], [5, 43]]), ["cat", "dog"], "model on eval: accuracy 0.930")
     Path("confusion_matrix.png").write_bytes(png)
@@ -59,6 +60,36 @@ def confusion_matrix_png(confusion: np.ndarray, class_names: list[str], title: s
     if classes <= MAX_ANNOTATED_CLASSES:
         _annotate(axes, confusion, shares)
     figure.colorbar(image, ax=axes, label="share of the true class", fraction=0.05, pad=0.03)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
+def reliability_png(bins: list[dict], title: str) -> bytes:
+    """PNG bytes of a reliability diagram from `calibration.reliability_table` rows: per confidence bin,
+    the accuracy (bar) against the mean confidence (the diagonal is perfect calibration), and below it
+    the share of examples per bin (where the gaps weigh in ECE)."""
+    figure = Figure(figsize=(5.5, 6.0))
+    FigureCanvasAgg(figure)
+    top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1], "hspace": 0.08})
+    filled = [row for row in bins if row["examples"]]
+    width = bins[0]["high"] - bins[0]["low"]
+    centres = [(row["low"] + row["high"]) / 2 for row in filled]
+    top.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1, label="perfect calibration")
+    accuracy = [row["accuracy"] for row in filled]
+    top.bar(centres, accuracy, width=width * 0.95, color="#4C72B0", label="accuracy")
+    top.bar(centres, [row["confidence"] - a for row, a in zip(filled, accuracy)], bottom=accuracy, width=width * 0.95,
+            color="none", edgecolor="#C44E52", hatch="//", label="gap to mean confidence")
+    top.set_xlim(0, 1)
+    top.set_ylim(0, 1)
+    top.set_ylabel("accuracy")
+    top.set_title(title, fontsize=10)
+    top.legend(loc="upper left", fontsize=8)
+    total = sum(row["examples"] for row in bins) or 1
+    bottom.bar(centres, [row["examples"] / total for row in filled], width=width * 0.95, color="gray")
+    bottom.set_xlabel("confidence (probability of the predicted class)")
+    bottom.set_ylabel("share")
+    figure.subplots_adjust(left=0.14, right=0.96, top=0.93, bottom=0.1)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()
