@@ -34,7 +34,7 @@ from ..core.tfrecord import frame
 from .blessing import Blessing, bless
 from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, METRICS, NOT_BLESSED, PLOT, RELIABILITY_PLOT,
                      EvaluatorConfig, check_metric_names)
-from .intervals import bootstrap_intervals
+from .intervals import bootstrap_intervals, slice_intervals
 from .loaded_model import LoadedModel, check_same_labels, load_model
 from .plot import confusion_matrix_png, reliability_png
 from .report import deltas, json_safe, model_report
@@ -77,10 +77,13 @@ def _intervals(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreRes
         return None
     started = time.perf_counter()
     baseline = result.scores.get("baseline")
-    intervals = bootstrap_intervals(candidate.info.task, candidate.info.num_classes,
-                                    _example_arrays(result.scores["candidate"]),
-                                    _example_arrays(baseline) if baseline is not None else None,
-                                    config.bootstrap_resamples, config.bootstrap_seed)
+    task, classes, scores = candidate.info.task, candidate.info.num_classes, result.scores["candidate"]
+    arrays = (_example_arrays(scores), _example_arrays(baseline) if baseline is not None else None)
+    draws = (config.bootstrap_resamples, config.bootstrap_seed)
+    intervals = bootstrap_intervals(task, classes, *arrays, *draws)
+    intervals["slices"] = {column: slice_intervals(task, classes, scores.example_slices(column)[1],
+                                                   scores.example_slices(column)[0], *arrays, *draws)
+                           for column in config.slice_by}
     return {**intervals, "seconds": round(time.perf_counter() - started, 3)}
 
 

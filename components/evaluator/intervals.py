@@ -8,8 +8,9 @@ A resample draws N examples with replacement out of the N evaluated (a mask is o
 are resampled, never pixels). The draws are one seeded [B, N] index matrix, made in chunks of at
 most `CHUNK_DRAWS` indices so memory stays bounded whatever N; every metric is recomputed from the
 examples' own counts (slicing.Scores) for all B resamples at once: a bincount of the drawn cells into
-B confusion matrices (classification) or a [B, N] × [N, 3C] product of draw counts and per-mask
-true/false positive/negative counts (segmentation). The baseline is resampled with the same draws
+B confusion matrices (classification), and a [B, N] × [N, K] product of the draw counts with the
+per-example columns that are summed (log loss and ECE residuals; a mask's 3C true/false
+positive/negative counts). The baseline is resampled with the same draws
 (examples are scored in the same order for both), so the difference is paired: a model against
 itself gets [0, 0]. The interval is the 2.5th and 97.5th percentiles of the B values (percentile
 bootstrap); resamples where a metric is undefined are left out of its interval.
@@ -34,8 +35,8 @@ from .resampled_metrics import classification_metrics, segmentation_metrics
 CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
-# Indices drawn per chunk: the [b, N] int64 matrix and its gathers stay within a few tens of MB.
-CHUNK_DRAWS = 2_000_000
+# Indices drawn per chunk: the [b, N] int64 matrix, its draw counts and gathers stay within ~40 MB.
+CHUNK_DRAWS = 1_000_000
 METHOD = "percentile bootstrap over examples (masks: over images), paired for the difference"
 
 Arrays = dict[str, np.ndarray]
@@ -69,43 +70,56 @@ def draw_counts(indices: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
 
 
-def _classification_resamples(indices: np.ndarray, data: Arrays, num_classes: int) -> dict[str, np.ndarray]:
-    """Every classification metric for each resample of one chunk: [b] arrays."""
+def _bin_sums(weights: np.ndarray, data: Arrays) -> np.ndarray:
+    """[b, ECE_BINS]: per resample, each confidence bin's draw-weighted residual sum. The examples are kept
+    sorted by bin, so a bin is a contiguous block of the reordered draw counts: one product per bin."""
+    ordered = weights[:, data["order"]]
+    sums = np.zeros((len(weights), ECE_BINS))
+    for b, (start, stop) in enumerate(zip(data["bounds"][:-1], data["bounds"][1:])):
+        if stop > start:
+            sums[:, b] = ordered[:, start:stop] @ data["residuals"][start:stop]
+    return sums
+
+
+def _classification_resamples(indices: np.ndarray, weights: np.ndarray, data: Arrays,
+                              num_classes: int) -> dict[str, np.ndarray]:
+    """Every classification metric for each resample of one chunk: [b] arrays. The confusion matrices are a
+    bincount of the drawn cells; the log loss and ECE sums products of the draw counts with per-example values."""
     rows, n = indices.shape
-    offsets = np.arange(rows)[:, None]
     size = num_classes * num_classes
-    drawn = data["cells"][indices]
-    confusion = np.bincount((drawn + offsets * size).ravel(), minlength=rows * size)
+    drawn = data["cells"][indices] + np.arange(0, rows * size, size)[:, None]
+    confusion = np.bincount(drawn.ravel(), minlength=rows * size).reshape(rows, num_classes, num_classes)
     losses = data.get("losses")
-    loss_sum = losses[indices].sum(axis=1) if losses is not None else np.full(rows, np.nan)
-    metrics = classification_metrics(confusion.reshape(rows, num_classes, num_classes), loss_sum)
+    metrics = classification_metrics(confusion, weights @ losses if losses is not None else np.full(rows, np.nan))
     if losses is None:
         del metrics["log_loss"]
-    if "residuals" in data:  # ECE: per resample, the bins' absolute residual sums over N
-        sums = np.bincount((data["bins"][indices] + offsets * ECE_BINS).ravel(),
-                           weights=data["residuals"][indices].ravel(), minlength=rows * ECE_BINS)
-        metrics["ece"] = np.abs(sums.reshape(rows, ECE_BINS)).sum(axis=1) / n
+    if "order" in data:  # ECE: per resample, the bins' absolute residual sums over N
+        metrics["ece"] = np.abs(_bin_sums(weights, data)).sum(axis=1) / n
     return metrics
 
 
-def _segmentation_resamples(indices: np.ndarray, data: Arrays, num_classes: int) -> dict[str, np.ndarray]:
-    n = len(data["cells"])
-    counts = data["cells"].reshape(n, 3 * num_classes).astype(np.float64)
-    summed = (draw_counts(indices, n) @ counts).reshape(len(indices), 3, num_classes)
+def _segmentation_resamples(indices: np.ndarray, weights: np.ndarray, data: Arrays,
+                            num_classes: int) -> dict[str, np.ndarray]:
+    summed = (weights @ data["counts"]).reshape(len(indices), 3, num_classes)
     return segmentation_metrics(summed[:, 0], summed[:, 1], summed[:, 2])
 
 
 def _prepared(task: str, data: Arrays, num_classes: int) -> Arrays:
-    """The per-example arrays the resampling reads; for ECE, each example's bin and residual."""
-    prepared = {"cells": np.asarray(data["cells"])}
-    if task == "classification":
-        prepared["cells"] = prepared["cells"].astype(np.int64)
-        if data.get("losses") is not None:
-            prepared["losses"] = np.asarray(data["losses"], np.float64)
-        if data.get("confidences") is not None:
-            confidence = np.asarray(data["confidences"])
-            prepared["bins"] = confidence_bins(confidence)
-            prepared["residuals"] = calibration_residuals(confidence, correct_of(prepared["cells"], num_classes))
+    """The per-example arrays the resampling reads: cells and log losses; for ECE, the examples' order
+    by confidence bin, the bins' bounds in it and the residuals in it; for masks the [N, 3C] counts."""
+    cells = np.asarray(data["cells"])
+    if task == "segmentation":
+        return {"cells": cells, "counts": cells.reshape(len(cells), 3 * num_classes).astype(np.float64)}
+    prepared = {"cells": cells.astype(np.int64)}
+    if data.get("losses") is not None:
+        prepared["losses"] = np.asarray(data["losses"], np.float64)
+    if data.get("confidences") is not None:
+        confidence = np.asarray(data["confidences"])
+        bins = confidence_bins(confidence)
+        order = np.argsort(bins, kind="stable")
+        residuals = calibration_residuals(confidence, correct_of(prepared["cells"], num_classes))
+        prepared.update(order=order, residuals=residuals[order],
+                        bounds=np.searchsorted(bins[order], np.arange(ECE_BINS + 1)))
     return prepared
 
 
@@ -131,10 +145,37 @@ def resampled_metrics(task: str, num_classes: int, models: list[Arrays], resampl
     n = len(prepared[0]["cells"])
     collected: list[dict[str, list[np.ndarray]]] = [{} for _ in models]
     for indices in resample_indices(n, resamples, seed):
+        weights = draw_counts(indices, n)  # shared by every model: the pairing
         for data, into in zip(prepared, collected):
-            for name, values in one(indices, data, num_classes).items():
+            for name, values in one(indices, weights, data, num_classes).items():
                 into.setdefault(name, []).append(values)
     return [{name: np.concatenate(parts) for name, parts in into.items()} for into in collected]
+
+
+def slice_intervals(task: str, num_classes: int, ids: np.ndarray, keys: list[str], candidate: Arrays,
+                    baseline: Arrays | None = None, resamples: int = DEFAULT_RESAMPLES,
+                    seed: int = DEFAULT_SEED) -> dict[str, dict[str, Any]]:
+    """Per slice value (`ids`: each example's index in `keys`), the intervals of its own examples alone:
+    {key: {"candidate", "baseline", "delta"}}; the metrics a slice reports (no ECE).
+
+    >>> cells = np.array([0, 0, 3, 1, 3, 3])
+    >>> out = slice_intervals("classification", 2, np.array([0, 0, 0, 1, 1, 1]), ["a", "b"], {"cells": cells},
+    ...                       resamples=100)
+    >>> sorted(out), out["b"]["delta"], len(out["a"]["candidate"]["accuracy"])
+    (['a', 'b'], None, 2)
+    """
+    def part(data: Arrays | None, chosen: np.ndarray) -> Arrays | None:
+        if data is None:
+            return None
+        return {name: np.asarray(values)[chosen] for name, values in data.items()
+                if values is not None and name != "confidences"}
+
+    out = {}
+    for index, key in enumerate(keys):
+        chosen = ids == index
+        found = bootstrap_intervals(task, num_classes, part(candidate, chosen), part(baseline, chosen), resamples, seed)
+        out[key] = {role: found[role] for role in ("candidate", "baseline", "delta")}
+    return out
 
 
 def bootstrap_intervals(task: str, num_classes: int, candidate: Arrays, baseline: Arrays | None = None,

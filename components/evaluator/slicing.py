@@ -98,8 +98,9 @@ class Scores:
 
     Per example, in split order, kept in `_examples[name]` as a list of per-batch arrays: "cells"
     (int32 cell, or int32 [3, C] mask counts), "losses" (float64) and "confidences" (float32: the
-    probability the model gave its predicted class) for classifiers. Another per-example array (say,
-    class probabilities) is one more name passed to `add`.
+    probability the model gave its predicted class) for classifiers, and "slice:<column>" (int32: the
+    index of its value among `slices[column]`). Another per-example array (say, class probabilities)
+    is one more name kept with `_keep`.
     """
 
     num_classes: int
@@ -131,6 +132,11 @@ class Scores:
         """float32 [N] probability of each example's predicted class (classification), None for masks."""
         return self.example_array("confidences")
 
+    def example_slices(self, column: str) -> tuple[list[str], np.ndarray]:
+        """A slice column's values (the keys of `slices[column]`, in order) and each example's index in them."""
+        ids = self.example_array(f"slice:{column}")
+        return list(self.slices[column]), np.zeros(0, np.int32) if ids is None else ids
+
     def _keep(self, name: str, values: np.ndarray) -> None:
         self._examples.setdefault(name, []).append(values)
 
@@ -152,3 +158,5 @@ class Scores:
                                               f"values: slice by a column with fewer values")
                     tallies[key] = Tally(self.num_classes)
                 tallies[key].add(cells[chosen], None if losses is None else losses[chosen])
+            position = {key: i for i, key in enumerate(tallies)}  # insertion order: stable across batches
+            self._keep(f"slice:{column}", np.array([position[k] for k in keys], np.int32)[inverse])
