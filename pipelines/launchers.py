@@ -190,8 +190,9 @@ def evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regr
     argv = ["--model", model_dir, "--examples", examples, "--output", output,
             "--regression-tolerance", regression_tolerance]
     argv += ["--gate", gate] if gate else []
-    argv += ["--bootstrap-resamples", str(bootstrap_resamples)] if bootstrap_resamples is not None else []
-    argv += ["--bootstrap-seed", str(bootstrap_seed)] if bootstrap_seed is not None else []
+    # int(): an IR's baked integer defaults read back as floats (1000.0)
+    argv += ["--bootstrap-resamples", str(int(bootstrap_resamples))] if bootstrap_resamples is not None else []
+    argv += ["--bootstrap-seed", str(int(bootstrap_seed))] if bootstrap_seed is not None else []
     for flag, values in (("--threshold", thresholds), ("--max-regression", max_regressions), ("--slice-by", slice_by)):
         for value in values:
             argv += [flag, value]
