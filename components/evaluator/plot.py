@@ -67,29 +67,29 @@ def confusion_matrix_png(confusion: np.ndarray, class_names: list[str], title: s
 
 def reliability_png(bins: list[dict], title: str) -> bytes:
     """PNG bytes of a reliability diagram from `calibration.reliability_table` rows: per confidence bin,
-    the accuracy (bar) against the mean confidence (the diagonal is perfect calibration), and below it
-    the share of examples per bin (where the gaps weigh in ECE)."""
-    figure = Figure(figsize=(5.5, 6.0))
+    the accuracy (blue bar) against the mean confidence (red: the gap; the diagonal is perfect
+    calibration), and each bin's share of the examples (narrow gray bar, same 0-1 scale: where the gaps
+    weigh in ECE). One axes, no layout engine: ~0.09 s (two axes and hatching took twice as long)."""
+    figure = Figure(figsize=(5.0, 5.0))
     FigureCanvasAgg(figure)
-    top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1], "hspace": 0.08})
+    axes = figure.add_axes((0.13, 0.1, 0.82, 0.8))
     filled = [row for row in bins if row["examples"]]
-    width = bins[0]["high"] - bins[0]["low"]
+    width = (bins[0]["high"] - bins[0]["low"]) * 0.95
     centres = [(row["low"] + row["high"]) / 2 for row in filled]
-    top.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1, label="perfect calibration")
     accuracy = [row["accuracy"] for row in filled]
-    top.bar(centres, accuracy, width=width * 0.95, color="#4C72B0", label="accuracy")
-    top.bar(centres, [row["confidence"] - a for row, a in zip(filled, accuracy)], bottom=accuracy, width=width * 0.95,
-            color="none", edgecolor="#C44E52", hatch="//", label="gap to mean confidence")
-    top.set_xlim(0, 1)
-    top.set_ylim(0, 1)
-    top.set_ylabel("accuracy")
-    top.set_title(title, fontsize=10)
-    top.legend(loc="upper left", fontsize=8)
     total = sum(row["examples"] for row in bins) or 1
-    bottom.bar(centres, [row["examples"] / total for row in filled], width=width * 0.95, color="gray")
-    bottom.set_xlabel("confidence (probability of the predicted class)")
-    bottom.set_ylabel("share")
-    figure.subplots_adjust(left=0.14, right=0.96, top=0.93, bottom=0.1)
+    axes.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1, label="perfect calibration")
+    axes.bar(centres, accuracy, width=width, color="#4C72B0", label="accuracy")
+    axes.bar(centres, [row["confidence"] - a for row, a in zip(filled, accuracy)], bottom=accuracy, width=width,
+             color="#C44E52", alpha=0.45, label="gap to the mean confidence")
+    axes.bar(centres, [row["examples"] / total for row in filled], width=width / 3, color="#555555",
+             label="share of the examples")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("confidence (probability of the predicted class)")
+    axes.set_ylabel("accuracy")
+    axes.set_title(title, fontsize=10)
+    axes.legend(loc="upper left", fontsize=8)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()
