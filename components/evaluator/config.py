@@ -55,8 +55,8 @@ DEFAULT_GATE_RULE = "non-inferiority"
 # With a baseline, a threshold metric may be at most this much worse than the baseline's (absolute),
 # unless --max-regression names it: a scheduled retraining never silently pushes a worse model. Under
 # `point` the tolerance absorbs the noise of the point estimates; under non-inferiority it is the margin,
-# the largest true worsening accepted (the interval absorbs the noise): 0.01 there would refuse most
-# equal-quality candidates on eval sets under ~7,000 examples (benchmarks.md#gate).
+# the largest true worsening accepted (the interval absorbs the noise): 0.01 there would refuse over 5 % of
+# equal-quality candidates on eval sets under ~5,000-12,000 examples (docs/evaluator.md, "The gate rules").
 DEFAULT_TOLERANCES = {"point": 0.01, "non-inferiority": 0.03, "strict": 0.03}
 DEFAULT_REGRESSION_TOLERANCE = DEFAULT_TOLERANCES["point"]
 AUTO_TOLERANCE = "auto"  # the gate rule's default tolerance
