@@ -15,7 +15,7 @@ distribution of resampling the examples, at a fraction of the cost; `cross_check
 Evaluator's own `bootstrap_intervals` on per-example cells for some trials and reports both.
 
 Also measured: the Evaluator's bootstrap (`bootstrap_intervals`, candidate and baseline, 10 classes,
-log losses and confidences, 1,000 resamples) on 5,000 examples, best of 7.
+log losses and confidences, 1,000 resamples) on 5,000 examples, best of 15 (the machine is shared: the best is the least disturbed).
 
 Targets (issue 32): at n = 1,000 the default rule refuses an equal candidate in ≤ 5 % of trials and
 catches a −3 % regression in ≥ 95 %; the bootstrap takes ≤ 10 % of the Evaluator's wall time at
@@ -116,7 +116,7 @@ def cross_check(correlation: float, n: int, trials: int, seed: int) -> dict[str,
     return {"correlation": correlation, "n": n, "trials": trials, "tolerance": tolerance, "pass_rate": out}
 
 
-def bootstrap_cost(repeats: int = 7) -> dict[str, Any]:
+def bootstrap_cost(repeats: int = 15) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     n, c = COST_EXAMPLES, COST_CLASSES
 
