@@ -15,7 +15,8 @@ distribution of resampling the examples, at a fraction of the cost; `cross_check
 Evaluator's own `bootstrap_intervals` on per-example cells for some trials and reports both.
 
 Also measured: the Evaluator's bootstrap (`bootstrap_intervals`, candidate and baseline, 10 classes,
-log losses and confidences, 1,000 resamples) on 5,000 examples, best of 15 (the machine is shared: the best is the least disturbed).
+log losses and confidences, 1,000 resamples) on 5,000 examples, best of 15 (the machine is shared:
+the best is the least disturbed).
 
 Targets (issue 32): at n = 1,000 the default rule refuses an equal candidate in ≤ 5 % of trials and
 catches a −3 % regression in ≥ 95 %; the bootstrap takes ≤ 10 % of the Evaluator's wall time at
@@ -121,7 +122,8 @@ def bootstrap_cost(repeats: int = 15) -> dict[str, Any]:
     n, c = COST_EXAMPLES, COST_CLASSES
 
     def model() -> dict[str, np.ndarray]:
-        return {"cells": rng.integers(0, c * c, n), "losses": rng.random(n), "confidences": rng.random(n).astype(np.float32)}
+        return {"cells": rng.integers(0, c * c, n), "losses": rng.random(n),
+                "confidences": rng.random(n).astype(np.float32)}
 
     candidate, baseline = model(), model()
     seconds = []
@@ -188,8 +190,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", "Cross-check with the Evaluator's own `bootstrap_intervals` on per-example cells "
                   "(non-inferiority, default tolerance, n = 1,000):", "",
               "| correlation | trials | refused Δ=0 | missed Δ=−3% |", "|---:|---:|---:|---:|"]
-    lines += [f"| {c['correlation']:g} | {c['trials']} | {1 - c['pass_rate']['0']:.1%} | {c['pass_rate']['-0.03']:.1%} |"
-              for c in result["cross_check"]]
+    lines += [f"| {c['correlation']:g} | {c['trials']} | {1 - c['pass_rate']['0']:.1%} | "
+              f"{c['pass_rate']['-0.03']:.1%} |" for c in result["cross_check"]]
     cost = result["cost"]
     lines += ["", f"Bootstrap cost: {cost['seconds']:.3f} s for {cost['examples']:,} examples × {cost['resamples']:,} "
                   f"resamples ({cost['classes']} classes, candidate and baseline, with log loss and ECE).", "",

@@ -9,9 +9,9 @@
 
 Outputs in `config.output` (a local path or an s3:// / gs:// URI): metrics.json (with 95% bootstrap
 intervals, intervals.py), confusion_matrix.png, reliability_diagram.png (classifiers), blessing.json,
-the canaries (the first examples scored, serialized, in canaries.tfrecord, and the model's probabilities for them in canary_predictions.npy: what infra
-validation replays against the served model) and, last, BLESSED or NOT_BLESSED (one reason per line) — the
-completion marker of the one output life cycle (`OutputDir`). A run first removes the markers, then
+the canaries (the first examples scored, serialized, in canaries.tfrecord, and the model's
+probabilities for them in canary_predictions.npy: what infra validation replays against the served
+model) and, last, BLESSED or NOT_BLESSED (one reason per line) — the completion marker of the one output life cycle (`OutputDir`). A run first removes the markers, then
 the previous run's outputs, and publishes its own before the marker: an interrupted or failed run
 leaves no marker, so nobody mistakes an old or partial result for this run's verdict.
 """
