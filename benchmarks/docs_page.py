@@ -59,6 +59,7 @@ TITLES = {
     "near_duplicates": "Near-duplicate images: hash recall, false pairs and search time",
     "predict": "Batch prediction: `shardflow predict` against hand-written SavedModel loops",
     "scoring_memory": "Scoring memory: `shardflow evaluate` and `predict` on masks, against the Trainer's peak",
+    "gate": "The regression gate: false refusals and missed regressions of each rule, simulated",
 }
 
 

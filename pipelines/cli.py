@@ -68,9 +68,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="blessing threshold; repeatable (default: accuracy>=0.9, or mean_iou>=0.5 when the index has a mask)")
     add("--max-regression", action="append", default=[], metavar="METRIC=DELTA",
         help="largest allowed worsening of METRIC against the served model, e.g. accuracy=0.02; repeatable")
-    add("--regression-tolerance", default="0.01", metavar="AMOUNT|off",
+    add("--regression-tolerance", default="auto", metavar="AMOUNT|auto|off",
         help="with a served model, each threshold metric may be at most this much worse than the served one's, "
-             "unless --max-regression names it (default 0.01); 'off': no such gate")
+             "unless --max-regression names it (default auto: 0.03 under the non-inferiority gate, 0.01 under "
+             "point); 'off': no such gate")
+    add("--gate", default="non-inferiority", choices=("point", "non-inferiority", "strict"),
+        help="the Evaluator's gate rule (default non-inferiority: the 95%% interval of the paired difference "
+             "with the served model must exclude a worsening beyond the allowance; point: point estimates)")
+    add("--bootstrap-resamples", type=int, default=1000, metavar="B",
+        help="resamples of the eval examples for the Evaluator's 95%% intervals (default 1000)")
+    add("--bootstrap-seed", type=int, default=0, help="their seed (default 0)")
     add("--slice-by", action="append", default=[], metavar="COLUMN")
     add("--infra-validate-args", default="", help="extra `shardflow infra-validate` flags, one string, e.g. "
                                                   "'--batch-sizes 1,64 --tolerance 1e-3'")
@@ -101,7 +108,8 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         tune_options=tuple(shlex.split(args.tune_args)),
         drift_threshold=args.drift_threshold, validation_warn_only=args.validation_warn_only,
         validation_schema=args.validation_schema, validation_options=tuple(shlex.split(args.validate_args)),
-        regression_tolerance=args.regression_tolerance, no_cache=tuple(args.no_cache),
+        regression_tolerance=args.regression_tolerance, no_cache=tuple(args.no_cache), eval_gate=args.gate,
+        bootstrap_resamples=args.bootstrap_resamples, bootstrap_seed=args.bootstrap_seed,
         eval_thresholds=tuple(args.threshold) if args.threshold else None,  # None: the index's task's default
         max_regressions=tuple(args.max_regression),
         slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans,

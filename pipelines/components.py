@@ -114,8 +114,8 @@ def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], options
 
 
 def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, serving_dir: str, thresholds: List[str],
-             max_regressions: List[str], regression_tolerance: str, slice_by: List[str], accelerator_type: str,
-             accelerator_limit: int,
+             max_regressions: List[str], regression_tolerance: str, slice_by: List[str], gate: str,
+             bootstrap_resamples: int, bootstrap_seed: int, accelerator_type: str, accelerator_limit: int,
              metrics: Output[Metrics], confusion: Output[ClassificationMetrics], evaluation: Output[Dataset],
              evaluation_page: Output[HTML]) -> NamedTuple("Blessing", [("blessed", bool)]):
     import os
@@ -128,7 +128,8 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
     with reported_step():
         reference = launchers.resolve_model_reference(baseline, serving_dir)
         result = launchers.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
-                                    max_regressions, regression_tolerance, slice_by, evaluation.path)
+                                    max_regressions, regression_tolerance, slice_by, evaluation.path,
+                                    gate, bootstrap_resamples, bootstrap_seed)
     overall = result["metrics"]["overall"]
     for name, value in overall.items():
         if isinstance(value, (int, float)):

@@ -137,8 +137,10 @@ def train(examples: str, options: list[str], warm_start: str, output: str, hyper
 
 
 def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str], max_regressions: list[str],
-             regression_tolerance: str, slice_by: list[str], output: str) -> dict:
-    argv = evaluate_argv(model_dir, examples, thresholds, max_regressions, regression_tolerance, slice_by, output)
+             regression_tolerance: str, slice_by: list[str], output: str, gate: str = "",
+             bootstrap_resamples: int | None = None, bootstrap_seed: int | None = None) -> dict:
+    argv = evaluate_argv(model_dir, examples, thresholds, max_regressions, regression_tolerance, slice_by, output,
+                         gate, bootstrap_resamples, bootstrap_seed)
     argv += ["--baseline", baseline] if baseline else []
     _shardflow("evaluate", argv)
     return {"metrics": storage.read_json(storage.join(output, "metrics.json")),
@@ -182,9 +184,15 @@ def tune_argv(examples: str, options: list[str], train_options: list[str], outpu
 
 
 def evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regressions: list[str],
-                   regression_tolerance: str, slice_by: list[str], output: str) -> list[str]:
+                   regression_tolerance: str, slice_by: list[str], output: str, gate: str = "",
+                   bootstrap_resamples: int | None = None, bootstrap_seed: int | None = None) -> list[str]:
+    """`gate` '' and None: the Evaluator's own defaults (a pipeline compiled before these parameters existed)."""
     argv = ["--model", model_dir, "--examples", examples, "--output", output,
             "--regression-tolerance", regression_tolerance]
+    argv += ["--gate", gate] if gate else []
+    # int(): an IR's baked integer defaults read back as floats (1000.0)
+    argv += ["--bootstrap-resamples", str(int(bootstrap_resamples))] if bootstrap_resamples is not None else []
+    argv += ["--bootstrap-seed", str(int(bootstrap_seed))] if bootstrap_seed is not None else []
     for flag, values in (("--threshold", thresholds), ("--max-regression", max_regressions), ("--slice-by", slice_by)):
         for value in values:
             argv += [flag, value]

@@ -78,13 +78,16 @@ class LocalRunConfig:
     baseline_model: str = "latest"
     spans: int = 1  # with {SPAN} / {YYYY}{MM}{DD} in the index paths: the window's size
     validation_options: tuple[str, ...] = ()  # extra `shardflow validate` flags, e.g. ("--no-drift", "site")
-    regression_tolerance: str = "0.01"  # the Evaluator's default regression gate against the served model; "off"
+    regression_tolerance: str = "auto"  # the Evaluator's default regression gate against the served model; "off"
     no_cache: tuple[str, ...] = ()  # steps never reused from an earlier run ("all": none is)
     tune_options: tuple[str, ...] = ()  # `shardflow tune` flags: a search before training (none: no search)
     infra_validation_options: tuple[str, ...] = ()  # `shardflow infra-validate` flags, e.g. ("--batch-sizes", "1,64")
     predict_index: str = ""  # a CSV of new files the pushed model labels after Push ('' : no prediction step)
     predict_data_root: str = ""  # what predict_index's paths are relative to ('' : data_root)
     predict_options: tuple[str, ...] = ()  # `shardflow predict` flags, e.g. ("--top-k", "5")
+    eval_gate: str = "non-inferiority"  # the Evaluator's gate rule: point, non-inferiority or strict
+    bootstrap_resamples: int = 1000  # the Evaluator's 95% intervals: resamples and seed
+    bootstrap_seed: int = 0
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -120,7 +123,8 @@ class LocalRunConfig:
                 "drift_threshold": self.drift_threshold, "validation_warn_only": self.validation_warn_only,
                 "validation_schema": str(Path(self.validation_schema).resolve()) if self.validation_schema else "",
                 "validation_options": list(self.validation_options),
-                "regression_tolerance": self.regression_tolerance,
+                "regression_tolerance": self.regression_tolerance, "eval_gate": self.eval_gate,
+                "bootstrap_resamples": self.bootstrap_resamples, "bootstrap_seed": self.bootstrap_seed,
                 "transform_options": list(self.transform_options), "train_options": list(self.train_options),
                 "tune_options": list(self.tune_options),
                 "warm_start": self.warm_start,

@@ -27,7 +27,7 @@ tolerations (a GPU node pool) on the Tuner, Trainer and Evaluator only.
 from typing import Callable, List
 
 
-from ..evaluator.config import DEFAULT_THRESHOLDS
+from ..evaluator.config import AUTO_TOLERANCE, DEFAULT_GATE_RULE, DEFAULT_THRESHOLDS
 from .cluster_options import ClusterOptions
 from .components import Components, make_components
 from .kfp_sdk import dsl
@@ -87,7 +87,8 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
         transform_options: List[str] = [],
         train_options: List[str] = ["--epochs", "10"], tune_options: List[str] = [], warm_start: str = "latest",
         eval_thresholds: List[str] = [DEFAULT_THRESHOLDS["classification"]], max_regressions: List[str] = [],
-        slice_by: List[str] = [], baseline_model: str = "latest", regression_tolerance: str = "0.01",
+        slice_by: List[str] = [], baseline_model: str = "latest", regression_tolerance: str = AUTO_TOLERANCE,
+        eval_gate: str = DEFAULT_GATE_RULE, bootstrap_resamples: int = 1000, bootstrap_seed: int = 0,
         trainer_accelerator_type: str = "nvidia.com/gpu", trainer_accelerator_limit: int = 1,
         tuner_accelerator_limit: int = 0,
         evaluator_accelerator_type: str = "nvidia.com/gpu", evaluator_accelerator_limit: int = 0,
@@ -129,6 +130,8 @@ def _steps(ops: Components, place: Place, p: dict) -> None:
                                 baseline=p["baseline_model"], serving_dir=p["serving_dir"],
                                 thresholds=p["eval_thresholds"], max_regressions=p["max_regressions"],
                                 regression_tolerance=p["regression_tolerance"], slice_by=p["slice_by"],
+                                gate=p["eval_gate"], bootstrap_resamples=p["bootstrap_resamples"],
+                                bootstrap_seed=p["bootstrap_seed"],
                                 accelerator_type=p["evaluator_accelerator_type"],
                                 accelerator_limit=p["evaluator_accelerator_limit"]))
     # As TFX's InfraValidator, beside the Evaluator's verdict: the model loaded and called in a TensorFlow-only

@@ -2,7 +2,8 @@
 
 It says whether the model was blessed and why; whether it loads and answers as served (the infra
 validation, with latency per batch size); for every blessing check the candidate's value, the
-baseline's (the served model, when there was one) and the difference; the examples per split; the
+baseline's (the served model, when there was one) and the difference, each with its 95% interval
+(the difference's paired), and the gate rule that decided; the examples per split; the
 first rejected rows with their file and reason (and where the rest are); the training rate.
 
     text = run_report(examples_manifest_dir, training_summary, evaluation)
@@ -29,7 +30,7 @@ def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str
         "",
         f"**Blessed: {'yes' if blessing.get('blessed') else 'no'}**" + _reasons(blessing),
         "",
-        *_checks(blessing, metrics.get("baseline_model")),
+        *_checks(blessing, metrics.get("baseline_model"), metrics.get("intervals")),
         *_serving_check(serving_check),
         "| split | examples |",
         "|---|---|",
@@ -60,17 +61,35 @@ def _number(value: Any, signed: bool = False) -> str:
     return f"{value:+.4f}" if signed else f"{value:.4f}"
 
 
-def _checks(blessing: dict[str, Any], baseline_model: str | None) -> list[str]:
-    """Candidate, baseline and delta for every threshold and regression check."""
+def _with_interval(value: Any, interval: list | None, signed: bool = False) -> str:
+    """`0.9120 [0.8950, 0.9280]`: the value and its 95% interval, when there is one."""
+    text = _number(value, signed)
+    if value is None or not interval or interval[0] is None or interval[1] is None:
+        return text
+    return f"{text} [{_number(interval[0], signed)}, {_number(interval[1], signed)}]"
+
+
+def _gate_line(checks: list[dict[str, Any]], intervals: dict[str, Any] | None) -> list[str]:
+    rule = checks[0].get("gate", "point")
+    how = (f"95% intervals: {intervals.get('method')}, {intervals.get('resamples'):,} resamples, seed "
+           f"{intervals.get('seed')}" if intervals else "no intervals")
+    return [f"Gate: {rule} ({how})", ""]
+
+
+def _checks(blessing: dict[str, Any], baseline_model: str | None, intervals: dict[str, Any] | None = None) -> list[str]:
+    """Candidate, baseline and delta, with their 95% intervals, for every threshold and regression check."""
     checks = blessing.get("checks") or []
     if not checks:
         return []
     lines = [f"Baseline: {baseline_model}" if baseline_model else "Baseline: none (nothing served yet)", "",
+             *_gate_line(checks, intervals),
              "| check | metric | candidate | baseline | delta | passed |", "|---|---|---:|---:|---:|---|"]
     for check in checks:
         passed = {True: "yes", False: "**no**", None: "skipped"}[check.get("passed")]
-        lines.append(f"| {check['kind']} {check['rule']} | {check['metric']} | {_number(check.get('candidate'))} | "
-                     f"{_number(check.get('baseline'))} | {_number(check.get('delta'), signed=True)} | {passed} |")
+        lines.append(f"| {check['kind']} {check['rule']} | {check['metric']} | "
+                     f"{_with_interval(check.get('candidate'), check.get('candidate_interval'))} | "
+                     f"{_with_interval(check.get('baseline'), check.get('baseline_interval'))} | "
+                     f"{_with_interval(check.get('delta'), check.get('delta_interval'), signed=True)} | {passed} |")
     return lines + [""]
 
 

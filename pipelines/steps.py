@@ -106,7 +106,8 @@ def _train(p: Mapping[str, Any], at: Places) -> list[str]:
 
 def _evaluate(p: Mapping[str, Any], at: Places) -> list[str]:
     return evaluate_argv(at.model, at.given, p["eval_thresholds"], p["max_regressions"],
-                         p.get("regression_tolerance", "0.01"), p["slice_by"], at.output)
+                         p.get("regression_tolerance", "auto"), p["slice_by"], at.output, p.get("eval_gate", ""),
+                         p.get("bootstrap_resamples"), p.get("bootstrap_seed"))
 
 
 def _infra_validate(p: Mapping[str, Any], at: Places) -> list[str]:
@@ -149,8 +150,9 @@ STEPS: tuple[Step, ...] = (
     # Never cached: the served baseline may have changed since.
     Step("evaluate", Resources("2", "8Gi", ("evaluator_accelerator_type", "evaluator_accelerator_limit")),
          COMMANDS["evaluate"], _evaluate,
-         Labels("--threshold/--max-regression/--regression-tolerance/--slice-by",
-                "eval_thresholds/max_regressions/regression_tolerance/slice_by"),
+         Labels("--threshold/--max-regression/--regression-tolerance/--slice-by/--gate/--bootstrap-resamples/"
+                "--bootstrap-seed", "eval_thresholds/max_regressions/regression_tolerance/slice_by/eval_gate/"
+                "bootstrap_resamples/bootstrap_seed"),
          figure=figures.evaluation, outputs=(("evaluation", "evaluation"),), imports=(_TF,)),
     # Cached: on one machine its key holds the canaries' bytes, not the Evaluator's new URI (local_cache.py).
     Step("infra-validate", Resources("2", "4Gi"), COMMANDS["infra-validate"], _infra_validate,

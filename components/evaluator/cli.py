@@ -2,7 +2,8 @@
 
     shardflow evaluate --model runs/train/model --examples runs/examples --output runs/eval \
         [--split eval] [--baseline runs/blessed/model] [--threshold 'accuracy>=0.9' ...] \
-        [--max-regression accuracy=0.01 ...] [--regression-tolerance 0.01|off] [--slice-by site ...] \
+        [--max-regression accuracy=0.01 ...] [--regression-tolerance auto|0.03|off] [--slice-by site ...] \
+        [--gate non-inferiority|point|strict] [--bootstrap-resamples 1000] [--bootstrap-seed 0] \
         [--memory-mb 1024 | --batch-size N]
 
 Exit 0 whether the model is blessed or not (the verdict is in EOUT/BLESSED or EOUT/NOT_BLESSED);
@@ -13,7 +14,8 @@ from __future__ import annotations
 import argparse
 
 from ..core.batch_memory import DEFAULT_BUDGET_MB
-from .config import DEFAULT_REGRESSION_TOLERANCE, EvaluatorConfig, parse_tolerance
+from .config import AUTO_TOLERANCE, DEFAULT_GATE_RULE, DEFAULT_TOLERANCES, GATE_RULES, EvaluatorConfig, parse_tolerance
+from .intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,9 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="e.g. 'accuracy>=0.9', 'log_loss<0.3', 'mean_iou>0.5' (quote: > is a shell redirection); repeatable")
     add("--max-regression", action="extend", nargs="+", default=[], metavar="METRIC=AMOUNT",
         help="largest allowed worsening against --baseline, e.g. accuracy=0.01; repeatable")
-    add("--regression-tolerance", default=str(DEFAULT_REGRESSION_TOLERANCE), metavar="AMOUNT|off",
+    defaults = ", ".join(f"{rule} {amount:g}" for rule, amount in DEFAULT_TOLERANCES.items())
+    add("--regression-tolerance", default=AUTO_TOLERANCE, metavar="AMOUNT|auto|off",
         help="with --baseline, each --threshold metric may be at most this much worse than the baseline's "
-             f"unless --max-regression names it (default {DEFAULT_REGRESSION_TOLERANCE}); 'off': no default gate")
+             f"unless --max-regression names it (default auto: the gate rule's, {defaults}); 'off': no default gate")
+    add("--gate", default=DEFAULT_GATE_RULE, choices=GATE_RULES,
+        help=f"what decides (default {DEFAULT_GATE_RULE}): point = the point estimates; non-inferiority = the 95%% "
+             "interval of the paired candidate - baseline difference must exclude a worsening beyond the allowance; "
+             "strict = that, and each --threshold on its interval's pessimistic bound")
+    add("--bootstrap-resamples", type=int, default=DEFAULT_RESAMPLES, metavar="B",
+        help=f"resamples of the eval examples for the 95%% intervals (default {DEFAULT_RESAMPLES}; 0: no intervals, "
+             "only with --gate point)")
+    add("--bootstrap-seed", type=int, default=DEFAULT_SEED, help=f"the resamples' seed (default {DEFAULT_SEED})")
     add("--slice-by", action="extend", nargs="+", default=[], metavar="COLUMN",
         help="also compute every metric per value of this column of the examples; repeatable")
     add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
@@ -54,6 +65,9 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> EvaluatorCon
         batch_size=args.batch_size,
         memory_mb=args.memory_mb,
         regression_tolerance=parse_tolerance(args.regression_tolerance),
+        gate=args.gate,
+        bootstrap_resamples=args.bootstrap_resamples,
+        bootstrap_seed=args.bootstrap_seed,
     )
 
 

@@ -4,8 +4,10 @@
 Threshold(metric='accuracy', op='>=', value=0.9)
 >>> Regression.parse("log_loss=0.05")
 Regression(metric='log_loss', max_regression=0.05, source='--max-regression')
->>> parse_tolerance("off"), parse_tolerance("0.02")
-(None, 0.02)
+>>> parse_tolerance("off"), parse_tolerance("0.02"), parse_tolerance("auto")
+(None, 0.02, 'auto')
+>>> Threshold.parse("ece<=0.05").holds(0.03), Regression.parse("ece=0.01").worsening(0.05, 0.03)   # lower is better
+(True, 0.020000000000000004)
 >>> cfg = EvaluatorConfig(model="m", examples="ex", output="eout", thresholds=("accuracy>=0.9",))  # doctest: +SKIP
 >>> cfg.thresholds                                                                                 # doctest: +SKIP
 (Threshold(metric='accuracy', op='>=', value=0.9),)
@@ -23,32 +25,50 @@ from ..core.errors import ConfigError, ShardflowError
 from ..core.config_values import require_apart, require_positive
 from ..core.input_checks import check_examples, check_model
 from . import classification, segmentation
+from .intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 
-__all__ = ["ConfigError", "DEFAULT_REGRESSION_TOLERANCE", "DEFAULT_THRESHOLDS", "EvaluationError", "EvaluatorConfig",
-           "Regression", "Threshold", "TASK_METRICS", "check_metric_names", "parse_tolerance"]
+MIN_RESAMPLES = 100  # fewer draws make the 2.5th and 97.5th percentiles a handful of values
+
+__all__ = ["AUTO_TOLERANCE", "ConfigError", "DEFAULT_GATE_RULE", "DEFAULT_REGRESSION_TOLERANCE", "DEFAULT_THRESHOLDS",
+           "DEFAULT_TOLERANCES", "EvaluationError", "EvaluatorConfig", "GATE_RULES", "Regression", "Threshold",
+           "TASK_METRICS", "check_metric_names", "parse_tolerance"]
 
 # The Evaluator's output files: the executor writes them; infra validation, Push and the pipeline read them.
 METRICS, PLOT, BLESSING = "metrics.json", "confusion_matrix.png", "blessing.json"
+RELIABILITY_PLOT = "reliability_diagram.png"  # classifiers only
 BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"  # the verdict: exactly one of them, written last
 CANARIES, CANARY_PREDICTIONS = "canaries.tfrecord", "canary_predictions.npy"  # what infra validation replays
 
 # The top-level ("overall") metrics a threshold or a regression may name, per model task.
 TASK_METRICS: dict[str, tuple[str, ...]] = {
-    "classification": classification.OVERALL_METRICS,
+    "classification": classification.OVERALL_METRICS + ("ece",),
     "segmentation": segmentation.OVERALL_METRICS,
 }
 # The blessing threshold of a run that names none (`shardflow run`, the IR default), per task.
 DEFAULT_THRESHOLDS: dict[str, str] = {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5"}
+# How a regression check (and, under `strict`, a threshold) decides (docs/evaluator.md, "The gate rules"):
+# `point` compares point estimates; `non-inferiority` needs the 95% interval of the paired difference to
+# exclude a worsening beyond the tolerance; `strict` is non-inferiority with thresholds on the interval's
+# pessimistic bound. The default was chosen from the simulation in benchmarks/gate_suite.py.
+GATE_RULES = ("point", "non-inferiority", "strict")
+DEFAULT_GATE_RULE = "non-inferiority"
 # With a baseline, a threshold metric may be at most this much worse than the baseline's (absolute),
-# unless --max-regression names it: a scheduled retraining never silently pushes a worse model.
-DEFAULT_REGRESSION_TOLERANCE = 0.01
+# unless --max-regression names it: a scheduled retraining never silently pushes a worse model. Under
+# `point` the tolerance absorbs the noise of the point estimates; under non-inferiority it is the margin,
+# the largest true worsening accepted (the interval absorbs the noise): 0.01 there would refuse over 5 % of
+# equal-quality candidates on eval sets under ~5,000-12,000 examples (docs/evaluator.md, "The gate rules").
+DEFAULT_TOLERANCES = {"point": 0.01, "non-inferiority": 0.03, "strict": 0.03}
+DEFAULT_REGRESSION_TOLERANCE = DEFAULT_TOLERANCES["point"]
+AUTO_TOLERANCE = "auto"  # the gate rule's default tolerance
 DEFAULT_GATE = "the default regression tolerance; change it with --regression-tolerance"
 _ALL_METRICS = tuple(dict.fromkeys(m for names in TASK_METRICS.values() for m in names))
+LOWER_IS_BETTER = classification.LOWER_IS_BETTER | {"ece"}
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 # The values a metric can take: a threshold outside them can never be met (or always is).
 _RANGES: dict[str, tuple[float, float]] = {metric: (0.0, 1.0) for metric in _ALL_METRICS}
 _RANGES["log_loss"] = (0.0, math.inf)
+_PESSIMISTIC = {">=": 0, ">": 0, "<=": 1, "<": 1}  # a threshold's side of an interval that must hold (strict)
 _THRESHOLD = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)\s*$")
 _REGRESSION = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>\S+)\s*$")
 
@@ -102,14 +122,22 @@ class Threshold:
         """False for an undefined (NaN) measurement: nothing is known to hold."""
         return not math.isnan(measured) and _OPERATORS[self.op](measured, self.value)
 
+    def pessimistic(self, interval: list[float | None] | tuple[float | None, float | None]) -> float:
+        """The bound of the metric's interval that the threshold must hold on under `strict`: the lower
+        for `>=`/`>`, the upper for `<=`/`<`; NaN when undefined."""
+        bound = interval[_PESSIMISTIC[self.op]]
+        return float("nan") if bound is None else float(bound)
+
     def __str__(self) -> str:
         return f"{self.metric}{self.op}{self.value:g}"
 
 
-def parse_tolerance(text: str | float | None) -> float | None:
-    """`--regression-tolerance`: an amount >= 0, or `off` (None: no default gate)."""
+def parse_tolerance(text: str | float | None) -> float | str | None:
+    """`--regression-tolerance`: an amount >= 0, `off` (None: no default gate) or `auto` (the gate rule's default)."""
     if text is None or (isinstance(text, str) and text.strip().lower() in ("off", "none")):
         return None
+    if isinstance(text, str) and text.strip().lower() == AUTO_TOLERANCE:
+        return AUTO_TOLERANCE
     value = _number(str(text), "regression tolerance", str(text))
     if value < 0:
         raise ConfigError(f"regression tolerance {text!r} must be >= 0 (or 'off')")
@@ -140,9 +168,16 @@ class Regression:
 
     def worsening(self, candidate: float, baseline: float) -> float:
         """How much worse the candidate is (positive = worse): lower is worse except for losses."""
-        if self.metric in classification.LOWER_IS_BETTER:
+        if self.metric in LOWER_IS_BETTER:
             return candidate - baseline
         return baseline - candidate
+
+    def worst_worsening(self, delta_interval: list[float | None] | tuple[float | None, float | None]) -> float:
+        """The largest worsening the 95% interval of candidate − baseline allows (NaN when undefined):
+        −low for a metric where higher is better, high for a loss."""
+        low, high = delta_interval
+        bound = high if self.metric in LOWER_IS_BETTER else (None if low is None else -low)
+        return float("nan") if bound is None else float(bound)
 
     def __str__(self) -> str:
         return f"{self.metric}={self.max_regression:g}"
@@ -165,6 +200,9 @@ class EvaluatorConfig:
     its own metrics. `baseline` None: thresholds only (regression checks are skipped and noted).
     `memory_mb`: the activations budget of one model call; `batch_size` None sizes the batch from it
     (`core.batch_memory`), an explicit one is checked against it before scoring starts.
+    `gate`: one of GATE_RULES. `regression_tolerance`: an amount, None (no default gate) or "auto" (the
+    rule's DEFAULT_TOLERANCES entry, resolved here to a number). `bootstrap_resamples`, `bootstrap_seed`: the
+    bootstrap of the 95% intervals (intervals.py); 0 resamples computes none, which only `point` allows.
     """
 
     model: str
@@ -177,7 +215,10 @@ class EvaluatorConfig:
     slice_by: tuple[str, ...] = ()
     batch_size: int | None = None
     memory_mb: float = DEFAULT_BUDGET_MB
-    regression_tolerance: float | None = DEFAULT_REGRESSION_TOLERANCE  # None: no default gate
+    regression_tolerance: float | str | None = AUTO_TOLERANCE  # None: no default gate
+    gate: str = DEFAULT_GATE_RULE
+    bootstrap_resamples: int = DEFAULT_RESAMPLES
+    bootstrap_seed: int = DEFAULT_SEED
 
     def __post_init__(self) -> None:
         # Accept "accuracy>=0.9" strings for convenience; store the parsed objects.
@@ -193,15 +234,35 @@ class EvaluatorConfig:
         require_positive("memory_mb", self.memory_mb, "megabytes")
         if not self.split:
             raise ConfigError(f"split must be a split name such as 'eval', got {self.split!r}")
+        self._check_gate()
         tolerance = self.regression_tolerance
+        if tolerance == AUTO_TOLERANCE:
+            tolerance = DEFAULT_TOLERANCES[self.gate]
+            object.__setattr__(self, "regression_tolerance", tolerance)
         if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
                                       or not math.isfinite(tolerance) or tolerance < 0):
-            raise ConfigError(f"regression_tolerance must be a finite number >= 0 or None (off), got {tolerance!r}")
+            raise ConfigError(f"regression_tolerance must be a finite number >= 0, None (off) or 'auto', "
+                              f"got {tolerance!r}")
         named = [r.metric for r in self.max_regressions]
         repeated = sorted({m for m in named if named.count(m) > 1})
         if repeated:
             raise ConfigError(f"max regression given more than once for {repeated}")
         require_apart(self.output, examples=self.examples, model=self.model, baseline=self.baseline)
+
+    def _check_gate(self) -> None:
+        if self.gate not in GATE_RULES:
+            raise ConfigError(f"gate must be one of {', '.join(GATE_RULES)}, got {self.gate!r}")
+        for name in ("bootstrap_resamples", "bootstrap_seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be an integer >= 0, got {value!r}")
+        resamples = self.bootstrap_resamples
+        if 0 < resamples < MIN_RESAMPLES:
+            raise ConfigError(f"bootstrap_resamples {resamples} is too few for a 95% interval: give at least "
+                              f"{MIN_RESAMPLES} (default {DEFAULT_RESAMPLES}), or 0 for no intervals")
+        if resamples == 0 and self.gate != "point":
+            raise ConfigError(f"gate {self.gate!r} decides on 95% intervals: bootstrap_resamples must be >= "
+                              f"{MIN_RESAMPLES}, not 0 (or use gate 'point')")
 
     def regressions(self) -> tuple[Regression, ...]:
         """The regression checks that apply with a baseline: every explicit one, and the default gate on

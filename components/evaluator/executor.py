@@ -7,11 +7,11 @@
 >>> outcome.blessing.blessed, outcome.metrics["overall"]["accuracy"]                        # doctest: +SKIP
 (True, 0.953)
 
-Outputs in `config.output` (a local path or an s3:// / gs:// URI): metrics.json,
-confusion_matrix.png, blessing.json, the canaries (the first examples scored, serialized, in
-canaries.tfrecord, and the model's probabilities for them in canary_predictions.npy: what infra
-validation replays against the served model) and, last, BLESSED or NOT_BLESSED (one reason per line) — the
-completion marker of the one output life cycle (`OutputDir`). A run first removes the markers, then
+Outputs in `config.output` (a local path or an s3:// / gs:// URI): metrics.json (with 95% bootstrap
+intervals, intervals.py), confusion_matrix.png, reliability_diagram.png (classifiers), blessing.json,
+the canaries (the first examples scored, serialized, in canaries.tfrecord, and the model's
+probabilities for them in canary_predictions.npy: what infra validation replays against the served
+model) and, last, BLESSED or NOT_BLESSED (one reason per line) — the completion marker of the one output life cycle (`OutputDir`). A run first removes the markers, then
 the previous run's outputs, and publishes its own before the marker: an interrupted or failed run
 leaves no marker, so nobody mistakes an old or partial result for this run's verdict.
 """
@@ -32,14 +32,16 @@ from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.output_dir import OutputDir
 from ..core.tfrecord import frame
 from .blessing import Blessing, bless
-from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, METRICS, NOT_BLESSED, PLOT, EvaluatorConfig,
-                     check_metric_names)
+from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, METRICS, NOT_BLESSED, PLOT, RELIABILITY_PLOT,
+                     EvaluatorConfig, check_metric_names)
+from .intervals import bootstrap_intervals, slice_intervals
 from .loaded_model import LoadedModel, check_same_labels, load_model
-from .plot import confusion_matrix_png
+from .plot import confusion_matrix_png, reliability_png
 from .report import deltas, json_safe, model_report
 from .scorer import ScoreResult, plan_scoring, score, size_scoring_batch
+from .slicing import Scores
 
-PUBLISHED = (METRICS, PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS)
+PUBLISHED = (METRICS, PLOT, RELIABILITY_PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS)
 # The canaries: the first examples scored, bounded in bytes whatever the split's size. The Evaluator runs
 # on every rerun, so they are new bytes each time: 256 224-px JPEGs would be ~5 MB, 3 % of a 2k-photo run.
 CANARY_EXAMPLES = 256  # at most this many,
@@ -64,12 +66,34 @@ def _invalidate(out: OutputDir) -> None:
         storage.remove(storage.join(out.root, name))
 
 
+def _example_arrays(scores: Scores) -> dict[str, Any]:
+    return {"cells": scores.example_cells(), "losses": scores.example_losses(),
+            "confidences": scores.example_confidences()}
+
+
+def _intervals(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult) -> dict[str, Any] | None:
+    """The 95% bootstrap intervals of every overall metric, and of the paired differences; None with 0 resamples."""
+    if config.bootstrap_resamples == 0:
+        return None
+    started = time.perf_counter()
+    baseline = result.scores.get("baseline")
+    task, classes, scores = candidate.info.task, candidate.info.num_classes, result.scores["candidate"]
+    arrays = (_example_arrays(scores), _example_arrays(baseline) if baseline is not None else None)
+    draws = (config.bootstrap_resamples, config.bootstrap_seed)
+    intervals = bootstrap_intervals(task, classes, *arrays, *draws)
+    intervals["slices"] = {column: slice_intervals(task, classes, scores.example_slices(column)[1],
+                                                   scores.example_slices(column)[0], *arrays, *draws)
+                           for column in config.slice_by}
+    return {**intervals, "seconds": round(time.perf_counter() - started, 3)}
+
+
 def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, sizing: BatchSizing,
              started: float) -> dict[str, Any]:
     info = candidate.info
     report = model_report(info.task, result.scores["candidate"], info.class_names, info.label_vocabulary)
     baseline = (model_report(info.task, result.scores["baseline"], info.class_names, info.label_vocabulary)
                 if "baseline" in result.scores else None)
+    intervals = _intervals(config, candidate, result)
     return {
         "component": "evaluator", "shardflow_version": __version__, "task": info.task,
         "model": config.model, "baseline_model": config.baseline, "examples": config.examples,
@@ -77,10 +101,13 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
         **report,
         "baseline": baseline,
         "deltas": deltas(report, baseline) if baseline else None,
+        "intervals": intervals,
+        "gate": {"rule": config.gate, "regression_tolerance": config.regression_tolerance},
         "batching": sizing.to_json(),
         "timing": {"batch_size": sizing.batch_size, "scoring_seconds": round(result.seconds, 3),
                    "examples_per_second": round(result.examples / result.seconds, 1) if result.seconds else None,
-                   "models": len(result.scores), "total_seconds": round(time.time() - started, 3)},
+                   "models": len(result.scores), "intervals_seconds": intervals["seconds"] if intervals else None,
+                   "total_seconds": round(time.time() - started, 3)},
     }
 
 
@@ -129,6 +156,11 @@ def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canarie
     confusion = np.asarray(metrics["confusion_matrix"])[np.ix_(shown, shown)]  # hidden rows/columns are all 0
     png = confusion_matrix_png(confusion, [metrics["class_names"][i] for i in shown], title)
     storage.write_bytes(out.staged(PLOT), png)
+    if metrics.get("calibration"):
+        ece = metrics["calibration"]["ece"]
+        storage.write_bytes(out.staged(RELIABILITY_PLOT), reliability_png(
+            metrics["calibration"]["bins"], f"{storage.basename(metrics['model'])} on {metrics['split']}: "
+                                            f"ECE {ece:.3f} ({len(metrics['calibration']['bins'])} bins)"))
     storage.write_json(out.staged(BLESSING), verdict.to_json())
     canaries.write(out)
     out.publish(PUBLISHED)
@@ -171,9 +203,9 @@ def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Cal
                    sizing.batch_size, echo)
     metrics = _metrics(config, models["candidate"], result, sizing, started)
     verdict = bless(config.thresholds, config.regressions(), metrics["overall"],
-                    metrics["baseline"]["overall"] if metrics["baseline"] else None)
+                    metrics["baseline"]["overall"] if metrics["baseline"] else None, metrics["intervals"], config.gate)
     _publish(out, metrics, verdict, canaries)
     echo(f"evaluate: {result.examples:,} examples in {result.seconds:.1f} s "
-         f"({metrics['timing']['examples_per_second']:,.0f}/s); "
+         f"({metrics['timing']['examples_per_second']:,.0f}/s); {config.gate} gate: "
          f"{'BLESSED' if verdict.blessed else 'NOT BLESSED'}: {'; '.join(verdict.reasons)}")
     return Evaluation(metrics, verdict)

@@ -1,4 +1,5 @@
-"""The confusion matrix as a PNG a person reads at a glance: colour = share of the true class, text = counts.
+"""The confusion matrix as a PNG a person reads at a glance: colour = share of the true class, text = counts;
+and a classifier's reliability diagram (`reliability_png`).
 
     png = confusion_matrix_png(np.array([[50, 2], [5, 43]]), ["cat", "dog"], "model on eval: accuracy 0.930")
     Path("confusion_matrix.png").write_bytes(png)
@@ -59,6 +60,36 @@ def confusion_matrix_png(confusion: np.ndarray, class_names: list[str], title: s
     if classes <= MAX_ANNOTATED_CLASSES:
         _annotate(axes, confusion, shares)
     figure.colorbar(image, ax=axes, label="share of the true class", fraction=0.05, pad=0.03)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
+def reliability_png(bins: list[dict], title: str) -> bytes:
+    """PNG bytes of a reliability diagram from `calibration.reliability_table` rows: per confidence bin,
+    the accuracy (blue bar) against the mean confidence (red: the gap; the diagonal is perfect
+    calibration), and each bin's share of the examples (narrow gray bar, same 0-1 scale: where the gaps
+    weigh in ECE). One axes, no layout engine: ~0.09 s (two axes and hatching took twice as long)."""
+    figure = Figure(figsize=(5.0, 5.0))
+    FigureCanvasAgg(figure)
+    axes = figure.add_axes((0.13, 0.1, 0.82, 0.8))
+    filled = [row for row in bins if row["examples"]]
+    width = (bins[0]["high"] - bins[0]["low"]) * 0.95
+    centres = [(row["low"] + row["high"]) / 2 for row in filled]
+    accuracy = [row["accuracy"] for row in filled]
+    total = sum(row["examples"] for row in bins) or 1
+    axes.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1, label="perfect calibration")
+    axes.bar(centres, accuracy, width=width, color="#4C72B0", label="accuracy")
+    axes.bar(centres, [row["confidence"] - a for row, a in zip(filled, accuracy)], bottom=accuracy, width=width,
+             color="#C44E52", alpha=0.45, label="gap to the mean confidence")
+    axes.bar(centres, [row["examples"] / total for row in filled], width=width / 3, color="#555555",
+             label="share of the examples")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("confidence (probability of the predicted class)")
+    axes.set_ylabel("accuracy")
+    axes.set_title(title, fontsize=10)
+    axes.legend(loc="upper left", fontsize=8)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()

@@ -2,6 +2,7 @@
 
     report = model_report("classification", scores, class_names)
     report["overall"]["accuracy"], report["slices"]["site"]["a"]["overall"]["accuracy"]
+    report["overall"]["ece"], report["calibration"]["bins"]     # classifiers: calibration, overall only
     deltas(report, baseline_report)["overall"]["accuracy"]       # candidate − baseline
 
 Undefined values (the IoU of a class nobody uses) are NaN in memory and null in the JSON.
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .calibration import correct_of, expected_calibration_error, reliability_table
 from .classification import classification_report
 from .segmentation import segmentation_report
 from .slicing import Scores, Tally
@@ -62,6 +64,11 @@ def model_report(task: str, scores: Scores, class_names: list[str],
     hidden = [class_names[i] for i in unused_oov_classes(label_vocabulary, scores.overall.confusion)]
     report = _without(group_report(task, scores.overall, class_names), hidden)
     report["hidden_classes"] = hidden
+    confidences = scores.example_confidences()
+    if task == "classification" and confidences is not None:  # calibration: overall only
+        correct = correct_of(scores.example_cells(), scores.num_classes)
+        report["overall"]["ece"] = expected_calibration_error(confidences, correct)
+        report["calibration"] = {"ece": report["overall"]["ece"], "bins": reliability_table(confidences, correct)}
     report["slices"] = {
         column: {key: _without(group_report(task, tallies[key], class_names), hidden)
                  for key in sorted(tallies, key=_slice_order)}
@@ -71,7 +78,7 @@ def model_report(task: str, scores: Scores, class_names: list[str],
 
 
 def _difference(candidate: dict[str, float], baseline: dict[str, float]) -> dict[str, float]:
-    return {name: candidate[name] - baseline[name] for name in candidate}
+    return {name: candidate[name] - baseline[name] for name in candidate if name in baseline}
 
 
 def deltas(candidate: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:

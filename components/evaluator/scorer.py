@@ -159,7 +159,7 @@ def _pixel_counts(labels: np.ndarray, predicted: np.ndarray, num_classes: int) -
 
 
 def score_batch(model: LoadedModel, records: tf.Tensor, labels: np.ndarray) -> dict[str, np.ndarray]:
-    """One signature call on the serialized batch → per-example confusion cells (and log losses).
+    """One signature call on the serialized batch → per-example confusion cells (and log losses, confidences).
 
     The signature is called as it is (a graph already: nothing to trace); the counting is a few
     numpy operations on [N] or [N, H, W] integers, cheap next to the model.
@@ -179,7 +179,10 @@ def score_batch(model: LoadedModel, records: tf.Tensor, labels: np.ndarray) -> d
     truth = probabilities[np.arange(len(labels)), labels]
     # scikit-learn's log loss: probabilities clipped to [eps, 1 - eps] of float32
     losses = -np.log(np.clip(truth, _EPSILON, 1.0 - _EPSILON).astype(np.float64))
-    return {"cells": labels * info.num_classes + predicted, "losses": losses}
+    # The probability of the predicted class: what calibration (ECE, the reliability diagram) compares
+    # with being right. 4 bytes an example.
+    confidences = probabilities[np.arange(len(labels)), predicted].astype(np.float32)
+    return {"cells": labels * info.num_classes + predicted, "losses": losses, "confidences": confidences}
 
 
 def _check_label_range(labels: np.ndarray, plan: ScoringPlan, first: int) -> None:
@@ -224,7 +227,7 @@ def score(plan: ScoringPlan, models: dict[str, LoadedModel], batch_size: int,
             except tf.errors.OpError as err:
                 raise EvaluationError(f"{role} {model.path} could not score examples {seen}.. of split "
                                       f"{plan.split!r} ({type(err).__name__}): {err.message}") from err
-            scores[role].add(out["cells"], out.get("losses"), groups)
+            scores[role].add(out["cells"], out.get("losses"), groups, out.get("confidences"))
         seen += len(labels)
         if time.perf_counter() >= next_report:
             echo(f"evaluate: {seen:,} of {plan.num_examples:,} examples scored")

@@ -4,7 +4,7 @@ Each scored batch arrives as per-example confusion "cells": one cell index `labe
 per example (classification), or one row of C*C pixel counts per example (segmentation), plus a
 per-example log loss (classification). Overall, each example's own counts are kept, small and
 lossless for every metric (what intervals resampling examples need): a classification example's
-cell and log loss, a mask's per-class true positives, false positives and false negatives
+cell, log loss and confidence (16 bytes), a mask's per-class true positives, false positives and false negatives
 (3 × C numbers, not C², and never its pixels).
 
 >>> tally = Tally(num_classes=2)
@@ -94,33 +94,60 @@ def mask_counts(pixel_counts: np.ndarray, num_classes: int) -> np.ndarray:
 
 @dataclass
 class Scores:
-    """One model's tallies: overall and per value of each slice column, and each example's own counts."""
+    """One model's tallies: overall and per value of each slice column, and each example's own arrays.
+
+    Per example, in split order, kept in `_examples[name]` as a list of per-batch arrays: "cells"
+    (int32 cell, or int32 [3, C] mask counts), "losses" (float64) and "confidences" (float32: the
+    probability the model gave its predicted class) for classifiers, and "slice:<column>" (int32: the
+    index of its value among `slices[column]`). Another per-example array (say, class probabilities)
+    is one more name kept with `_keep`.
+    """
 
     num_classes: int
     slice_by: tuple[str, ...] = ()
     overall: Tally = field(init=False)
     slices: dict[str, dict[str, Tally]] = field(init=False)
-    _cells: list[np.ndarray] = field(init=False, repr=False)
-    _losses: list[np.ndarray] = field(init=False, repr=False)
+    _examples: dict[str, list[np.ndarray]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.overall = Tally(self.num_classes)
         self.slices = {column: {} for column in self.slice_by}
-        self._cells, self._losses = [], []
+        self._examples = {}
+
+    def example_array(self, name: str) -> np.ndarray | None:
+        """The per-example array kept under `name`, in split order; None when none was kept."""
+        parts = self._examples.get(name)
+        return np.concatenate(parts) if parts else None
 
     def example_cells(self) -> np.ndarray:
         """Per example in split order: int32 [N] cells (label * C + prediction) or [N, 3, C] mask counts."""
-        return np.concatenate(self._cells) if self._cells else np.zeros(0, np.int32)
+        cells = self.example_array("cells")
+        return np.zeros(0, np.int32) if cells is None else cells
 
     def example_losses(self) -> np.ndarray | None:
         """float64 [N] per-example log losses (classification), None for masks."""
-        return np.concatenate(self._losses) if self._losses else None
+        return self.example_array("losses")
 
-    def add(self, cells: np.ndarray, losses: np.ndarray | None, groups: SliceGroups) -> None:
+    def example_confidences(self) -> np.ndarray | None:
+        """float32 [N] probability of each example's predicted class (classification), None for masks."""
+        return self.example_array("confidences")
+
+    def example_slices(self, column: str) -> tuple[list[str], np.ndarray]:
+        """A slice column's values (the keys of `slices[column]`, in order) and each example's index in them."""
+        ids = self.example_array(f"slice:{column}")
+        return list(self.slices[column]), np.zeros(0, np.int32) if ids is None else ids
+
+    def _keep(self, name: str, values: np.ndarray) -> None:
+        self._examples.setdefault(name, []).append(values)
+
+    def add(self, cells: np.ndarray, losses: np.ndarray | None, groups: SliceGroups,
+            confidences: np.ndarray | None = None) -> None:
         self.overall.add(cells, losses)
-        self._cells.append(cells.astype(np.int32) if cells.ndim == 1 else mask_counts(cells, self.num_classes))
+        self._keep("cells", cells.astype(np.int32) if cells.ndim == 1 else mask_counts(cells, self.num_classes))
         if losses is not None:
-            self._losses.append(np.asarray(losses, np.float64))
+            self._keep("losses", np.asarray(losses, np.float64))
+        if confidences is not None:
+            self._keep("confidences", np.asarray(confidences, np.float32))
         for column, (keys, inverse) in groups.items():
             tallies = self.slices[column]
             for index, key in enumerate(keys):
@@ -131,3 +158,5 @@ class Scores:
                                               f"values: slice by a column with fewer values")
                     tallies[key] = Tally(self.num_classes)
                 tallies[key].add(cells[chosen], None if losses is None else losses[chosen])
+            position = {key: i for i, key in enumerate(tallies)}  # insertion order: stable across batches
+            self._keep(f"slice:{column}", np.array([position[k] for k in keys], np.int32)[inverse])

@@ -150,6 +150,10 @@ def test_segmentation_end_to_end_per_class_iou_and_dice(tmp_path: Path, segments
                             predicted[sites == value])
         assert metrics["slices"]["site"][value]["num_examples"] == SEG_ROWS // 2
     assert (tmp_path / "eout" / "BLESSED").read_text().startswith("mean_iou = ")
+    intervals = metrics["intervals"]["candidate"]  # images resampled, never pixels
+    assert sorted(intervals) == sorted(metrics["overall"])
+    assert all(low <= metrics["overall"][m] <= high for m, (low, high) in intervals.items())
+    assert "calibration" not in metrics and not (tmp_path / "eout" / "reliability_diagram.png").exists()
 
 
 def _verdict(out: Path) -> tuple[dict, str]:
@@ -198,7 +202,7 @@ def test_not_blessed_when_a_threshold_fails_but_exit_code_is_zero(tmp_path: Path
 
 def test_not_blessed_on_a_regression_against_a_better_baseline(tmp_path: Path, bands: Path, models: dict) -> None:
     metrics = _evaluate(tmp_path, models["weak"][0], bands, baseline=str(models["good"][0]),
-                        thresholds=("accuracy>=0.3",), max_regressions=("accuracy=0.01", "log_loss=5"))
+                        thresholds=("accuracy>=0.3",), max_regressions=("accuracy=0.01", "log_loss=5"), gate="point")
     blessing, marker = _verdict(tmp_path / "eout")
     ours, theirs = metrics["overall"]["accuracy"], metrics["baseline"]["overall"]["accuracy"]
     assert theirs - ours > 0.05
@@ -215,10 +219,12 @@ def test_the_default_gate_refuses_a_worse_candidate_that_passes_its_threshold(tm
                         thresholds=("accuracy>=0.3",))
     blessing, marker = _verdict(tmp_path / "eout")
     ours, theirs = metrics["overall"]["accuracy"], metrics["baseline"]["overall"]["accuracy"]
-    assert marker == "NOT_BLESSED"
+    low, high = blessing["checks"][1]["delta_interval"]
+    assert marker == "NOT_BLESSED" and low <= ours - theirs <= high
     assert blessing["reasons"] == [f"accuracy is {theirs - ours:.6g} worse than the baseline ({ours:.6g} vs "
-                                   f"{theirs:.6g}), more than the allowed 0.01 (the default regression tolerance; "
-                                   "change it with --regression-tolerance)"]
+                                   f"{theirs:.6g}); at 95% confidence at most {-low:.6g} worse (interval of the "
+                                   f"difference [{low:.4g}, {high:.4g}], non-inferiority gate), more than the allowed "
+                                   "0.03 (the default regression tolerance; change it with --regression-tolerance)"]
     threshold = blessing["checks"][0]
     assert (threshold["candidate"], threshold["baseline"]) == (pytest.approx(ours), pytest.approx(theirs))
     assert threshold["delta"] == pytest.approx(ours - theirs)
@@ -304,3 +310,68 @@ def test_options_are_parsed_and_bad_values_named(bands: Path, tmp_path: Path) ->
 def test_metric_of_the_other_task_is_a_config_error(tmp_path: Path, bands: Path, models: dict) -> None:
     with pytest.raises(ConfigError, match="'mean_iou' is not a classification metric .*accuracy, log_loss"):
         _evaluate(tmp_path, models["good"][0], bands, thresholds=("mean_iou>0.5",))
+
+
+def _independent_ece(probabilities: np.ndarray, truth: np.ndarray) -> float:
+    """ECE over 15 equal-width bins, written out bin by bin (not the Evaluator's bincount)."""
+    confidence, right = probabilities.max(axis=1).astype(np.float64), probabilities.argmax(axis=1) == truth
+    total = 0.0
+    for b in range(15):
+        chosen = (confidence > b / 15) & (confidence <= (b + 1) / 15) if b else confidence <= 1 / 15
+        if chosen.any():
+            total += chosen.sum() / len(truth) * abs(right[chosen].mean() - confidence[chosen].mean())
+    return total
+
+
+def test_intervals_and_calibration_of_a_real_comparison(tmp_path: Path, bands: Path, models: dict) -> None:
+    path, model = models["good"]
+    data = _read(bands)
+    ece = _independent_ece(_predict(model, data["x"]), data["y"])
+    metrics = _evaluate(tmp_path, path, bands, baseline=str(models["weak"][0]),
+                        thresholds=(f"ece<={ece + 0.01:.4f}",), max_regressions=("accuracy=0.05",),
+                        regression_tolerance=None, slice_by=("site",))
+    assert metrics["overall"]["ece"] == pytest.approx(ece, abs=1e-6)
+    intervals = metrics["intervals"]
+    assert (intervals["resamples"], intervals["seed"], intervals["confidence"]) == (1000, 0, 0.95)
+    for role, report in (("candidate", metrics["overall"]), ("baseline", metrics["baseline"]["overall"]),
+                         ("delta", metrics["deltas"]["overall"])):
+        assert sorted(intervals[role]) == sorted(report), role  # every metric, ECE included
+        for name, (low, high) in intervals[role].items():
+            assert low <= report[name] <= high, (role, name)
+    assert intervals["delta"]["accuracy"][0] > 0  # the good model is demonstrably better than the weak one
+    for site, group in metrics["slices"]["site"].items():  # per slice value: its own examples resampled
+        found = intervals["slices"]["site"][site]
+        for role, report in (("candidate", group["overall"]), ("delta", metrics["deltas"]["slices"]["site"][site])):
+            assert sorted(found[role]) == sorted(report)
+            assert all(low <= report[name] <= high for name, (low, high) in found[role].items()), (site, role)
+    assert (tmp_path / "eout" / "reliability_diagram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sum(row["examples"] for row in metrics["calibration"]["bins"]) == ROWS
+    blessing, marker = _verdict(tmp_path / "eout")
+    assert marker == "BLESSED" and blessing["checks"][0]["candidate_interval"] == intervals["candidate"]["ece"]
+    # The same run with an ECE threshold it misses; with the model as its own baseline, Δ = [0, 0].
+    assert ece > 0.002
+    missed = Threshold.parse(f"ece<{ece / 2:.4f}")
+    _evaluate(tmp_path, path, bands, baseline=str(path), thresholds=(missed,))
+    blessing, marker = _verdict(tmp_path / "eout")
+    assert marker == "NOT_BLESSED"
+    assert blessing["reasons"] == [f"ece = {metrics['overall']['ece']:.6g} fails threshold {missed}"]
+    assert blessing["checks"][1]["delta_interval"] == [0.0, 0.0] and blessing["checks"][1]["passed"] is True
+
+
+def test_the_gate_rule_decides_differently_on_a_real_regression(tmp_path: Path, bands: Path, models: dict) -> None:
+    """The weak model against the good one, with a tolerance just over the point regression: the point rule
+    passes it, non-inferiority refuses it (its interval reaches further), and the CLI takes the rule."""
+    common = {"baseline": str(models["good"][0]), "thresholds": ("accuracy>=0.3",)}
+    metrics = _evaluate(tmp_path, models["weak"][0], bands, gate="point", regression_tolerance=0.0, **common)
+    worse = metrics["baseline"]["overall"]["accuracy"] - metrics["overall"]["accuracy"]
+    tolerance = f"{worse + 0.005:.4f}"
+    decided = {}
+    for rule in ("point", "non-inferiority"):
+        out = tmp_path / rule
+        assert _cli(["--model", str(models["weak"][0]), "--examples", str(bands), "--output", str(out), "--baseline",
+                     common["baseline"], "--threshold", "accuracy>=0.3", "--regression-tolerance", tolerance,
+                     "--gate", rule, "--bootstrap-seed", "3"]) == 0
+        decided[rule] = _verdict(out)[0]
+    assert decided["point"]["blessed"] is True and decided["non-inferiority"]["blessed"] is False
+    check = decided["non-inferiority"]["checks"][1]
+    assert check["gate"] == "non-inferiority" and -check["delta_interval"][0] > float(tolerance)

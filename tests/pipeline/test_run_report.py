@@ -26,11 +26,12 @@ def _examples(root: Path, missing: int) -> Path:
     return out
 
 
-def _evaluation(candidate: float, baseline: float | None) -> dict:
-    config = EvaluatorConfig(model="m", examples="e", output="o", thresholds=("accuracy>=0.3",))
+def _evaluation(candidate: float, baseline: float | None, intervals: dict | None = None) -> dict:
+    rule = "non-inferiority" if intervals else "point"
+    config = EvaluatorConfig(model="m", examples="e", output="o", thresholds=("accuracy>=0.3",), gate=rule)
     verdict = bless(config.thresholds, config.regressions(), {"accuracy": candidate},
-                    None if baseline is None else {"accuracy": baseline})
-    return {"blessing": verdict.to_json(), "metrics": {"overall": {"accuracy": candidate},
+                    None if baseline is None else {"accuracy": baseline}, intervals, rule)
+    return {"blessing": verdict.to_json(), "metrics": {"overall": {"accuracy": candidate}, "intervals": intervals,
                                                        "baseline_model": None if baseline is None else "serving/1"}}
 
 
@@ -55,3 +56,13 @@ def test_the_report_of_a_first_run_without_rejects(tmp_path: Path) -> None:
     assert "**Blessed: yes**" in text and "Baseline: none (nothing served yet)" in text
     assert "| regression accuracy=0.01 | accuracy | 0.9500 | — | — | skipped |" in text
     assert "Rejected rows: 0" in text and "rejects.jsonl" not in text
+
+
+def test_the_report_shows_each_value_with_its_interval_and_the_rule(tmp_path: Path) -> None:
+    intervals = {"method": "percentile bootstrap", "resamples": 1000, "seed": 0,
+                 "candidate": {"accuracy": [0.69, 0.75]}, "baseline": {"accuracy": [0.89, 0.93]},
+                 "delta": {"accuracy": [-0.22, -0.16]}}
+    text = run_report(str(_examples(tmp_path, missing=0)), {}, _evaluation(0.721, 0.911, intervals))
+    assert "Gate: non-inferiority (95% intervals: percentile bootstrap, 1,000 resamples, seed 0)" in text
+    assert ("| regression accuracy=0.03 | accuracy | 0.7210 [0.6900, 0.7500] | 0.9110 [0.8900, 0.9300] | "
+            "-0.1900 [-0.2200, -0.1600] | **no** |") in text

@@ -105,6 +105,7 @@ def test_a_valid_run_is_not_refused(masks: Path, labels: Path, tmp_path: Path) -
     (["--validate-args", "--no-drfit site"],
      ["--drift-threshold/--validation-schema/--validate-args", "unknown option --no-drfit", "--no-drift?"]),
     (["--regression-tolerance", "-0.1"], ["regression tolerance '-0.1' must be >= 0 (or 'off')"]),
+    (["--bootstrap-resamples", "20"], ["--bootstrap-resamples", "bootstrap_resamples 20 is too few"]),
     (["--no-cache", "evaluate"], ["no_cache 'evaluate' is not a cached step"]),
 ])
 def test_a_mistake_fails_before_the_first_step_in_one_line(masks: Path, tmp_path: Path, flags: list[str],
@@ -127,7 +128,8 @@ def test_compile_checks_what_it_bakes_and_bakes_the_tasks_default(masks: Path, t
     where = {"index": json.dumps([f"train={masks}"]), "data_root": str(masks.parent)}
     ir = yaml.safe_load(Path(compile_pipeline(tmp_path / "p.yaml", GOLDEN_IMAGE, params=where)).read_text())
     assert ir["root"]["inputDefinitions"]["parameters"]["eval_thresholds"]["defaultValue"] == ["mean_iou>=0.5"]
-    with pytest.raises(ConfigError, match=r"^eval_thresholds/max_regressions/regression_tolerance/slice_by: threshold 'accuracy>=0.5'"):
+    with pytest.raises(ConfigError, match=r"^eval_thresholds/max_regressions/regression_tolerance/slice_by/eval_gate/"
+                                          r"bootstrap_resamples/bootstrap_seed: threshold 'accuracy>=0.5'"):
         compile_pipeline(tmp_path / "q.yaml", GOLDEN_IMAGE, params={**where, "eval_thresholds": '["accuracy>=0.5"]'})
     # Without an index readable here (a cluster's paths), the step options are still checked.
     with pytest.raises(ConfigError, match=r"^train_options: shardflow train: error: unknown option --epohcs"):

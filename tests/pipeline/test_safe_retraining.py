@@ -26,13 +26,18 @@ def test_the_reason_is_one_line_of_the_output_and_in_the_report(quadrant_history
     runs = quadrant_history["runs"]
     candidate = runs["worse"]["metrics"]["overall"]["accuracy"]
     baseline = runs["first"]["metrics"]["overall"]["accuracy"]
-    assert candidate < baseline - 0.01
+    assert candidate < baseline - 0.03
     said = "\n".join(runs["worse"]["printed"])
     refused = [line for line in said.splitlines() if line.startswith("not pushed: ")]
+    low, high = runs["worse"]["metrics"]["intervals"]["delta"]["accuracy"]  # paired, on the same eval examples
+    assert low <= candidate - baseline <= high
     assert refused == [f"not pushed: accuracy is {baseline - candidate:.6g} worse than the baseline "
-                       f"({candidate:.6g} vs {baseline:.6g}), more than the allowed 0.01 (the default regression "
-                       "tolerance; change it with --regression-tolerance)"], said
+                       f"({candidate:.6g} vs {baseline:.6g}); at 95% confidence at most {-low:.6g} worse (interval of "
+                       f"the difference [{low:.4g}, {high:.4g}], non-inferiority gate), more than the allowed 0.03 (the "
+                       "default regression tolerance; change it with --regression-tolerance)"], said
     report = runs["worse"]["report"]
-    assert re.search(rf"\| regression accuracy=0.01 \| accuracy \| {candidate:.4f} \| {baseline:.4f} \| "
-                     rf"{candidate - baseline:+.4f} \| \*\*no\*\* \|", report), report
+    assert re.search(rf"\| regression accuracy=0.03 \| accuracy \| {candidate:.4f} \[[0-9.]+, [0-9.]+\] \| "
+                     rf"{baseline:.4f} \[[0-9.]+, [0-9.]+\] \| {candidate - baseline:+.4f} \[{low:+.4f}, {high:+.4f}\] \| "
+                     rf"\*\*no\*\* \|", report), report
+    assert "Gate: non-inferiority (95% intervals: " in report
     assert f"Baseline: {runs['first']['serving_pointer']['model']}" in report
