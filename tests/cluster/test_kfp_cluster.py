@@ -91,7 +91,7 @@ def test_without_cluster_options_the_ir_has_no_platform_spec(tmp_path: Path) -> 
     (["--toleration", "nvidia.com/gpu"], "--toleration 'nvidia.com/gpu': expected KEY[=VALUE]:EFFECT"),
     (["--toleration", "nvidia.com/gpu:Never"], "effect 'Never' is not one of NoSchedule, PreferNoSchedule"),
     (["--toleration", "=x:NoSchedule"], "--toleration '=x:NoSchedule': '' is not a valid label key"),
-    (["--param", "epochs=5"], "no parameter epochs; its parameters: baseline_model, beam_args, data_root"),
+    (["--param", "epochs=5"], "no parameter epochs; its parameters: baseline_model, beam_args, bootstrap_resamples, bootstrap_seed, data_root"),
     (["--param", "drift_threshold=high"], "drift_threshold='high': the pipeline declares drift_threshold as "
                                           "NUMBER_DOUBLE"),
     (["--param", "index=train.csv"], "index='train.csv': the pipeline declares index as LIST (JSON"),
