@@ -37,7 +37,7 @@ from .export import export_model
 from .features import RawToModel
 from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt_shards_named
 from .hyperparameters import apply_hyperparameters
-from .model_builder import build_model, needs_autograph
+from .model_builder import build_model
 from .training_loop import CHECKPOINTS, TENSORBOARD, fit_phases
 from .progress import StepProgress
 from .reports import plot_curves, probe_input_rate, write_input_report, write_rate_scalars
@@ -129,7 +129,7 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
             to_model: RawToModel, timer: TrainTimer, history: HistoryFile, probe: tuple[float, int], started: float,
             echo: Callable[[str], None], steps: int) -> dict:
     info = _model_info(config, task, placement, steps)
-    export_model(model, to_model, task, info, out.staged("model"), placement.is_chief, needs_autograph(config))
+    export_model(model, to_model, task, info, out.staged("model"), placement.is_chief)
     digest = weights_digest(model)
     storage.write_json(storage.join(out.root, "workers", f"worker-{placement.worker_index}.json"),
                        {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})

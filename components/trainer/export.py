@@ -77,22 +77,10 @@ def class_name_outputs(names: tf.Tensor, probabilities: tf.Tensor, class_ids: tf
 
 
 def export_model(model: keras.Model, to_model: RawToModel, task: TrainingTask, info: ModelInfo,
-                 model_dir: str | os.PathLike, is_chief: bool, autograph: bool = True) -> None:
+                 model_dir: str | os.PathLike, is_chief: bool) -> None:
     """Saves on every worker (saving is collective under MultiWorkerMirroredStrategy); only the chief keeps it.
 
-    `autograph=False` (a model with no Python branch on a tensor, model_builder.needs_autograph): saved
-    as written. Keras' save traces the model's call for its default signature and every layer's call
-    with autograph; for a LeNet on digits that was 6 of the Trainer's 13.6 s.
-    """
-    if not autograph:
-        tf.autograph.experimental.do_not_convert(_export)(model, to_model, task, info, model_dir, is_chief)
-    else:
-        _export(model, to_model, task, info, model_dir, is_chief)
-
-
-def _export(model: keras.Model, to_model: RawToModel, task: TrainingTask, info: ModelInfo,
-            model_dir: str | os.PathLike, is_chief: bool) -> None:
-    """The chief writes `model_dir` (a local path or a URI) from scratch; other workers save to a local
+    The chief writes `model_dir` (a local path or a URI) from scratch; other workers save to a local
     scratch directory of their own that is deleted right away (they share nothing but the outputs).
     """
     model.raw_to_model = to_model  # tracked, so the transform graph's assets and tables are saved with it

@@ -37,14 +37,12 @@ def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
         warm_start(model, config.warm_start)
     if not model.optimizer:
         compile_model(model, task, config, config.learning_rate)
-    if not needs_autograph(config):
+    if not _is_user_model(config):
         trace_without_autograph(model)
     return model
 
 
-def needs_autograph(config: TrainerConfig) -> bool:
-    """True for a user's model (`--model file.py:fn`), whose layers may branch on tensors; the built-in
-    models and the backbones are functional Keras that never does, so they are traced as written."""
+def _is_user_model(config: TrainerConfig) -> bool:
     return config.model not in ("auto", "lenet", "unet") and not config.is_backbone
 
 
