@@ -17,6 +17,7 @@ setup(
         "shardflow.transform",
         "shardflow.trainer",
         "shardflow.tuner",
+        "shardflow.label_finder",
         "shardflow.evaluator",
         "shardflow.validation",
         "shardflow.pusher",

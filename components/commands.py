@@ -15,6 +15,7 @@ from types import ModuleType
 from .evaluator import cli as evaluator_cli
 from .example_gen import cli as example_gen_cli
 from .infra_validator import cli as infra_validator_cli
+from .label_finder import cli as label_finder_cli
 from .predict import cli as predict_cli
 from .pusher import cli as pusher_cli
 from .trainer import cli as trainer_cli
@@ -47,4 +48,6 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
     Command("push", "copy a blessed model to a serving directory and repoint CURRENT.json", pusher_cli),
     Command("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",
             predict_cli, True),
+    Command("find-label-issues", "rank the train split's likely label errors: K fold models' out-of-fold "
+            "probabilities, confident learning", label_finder_cli),
 )}

@@ -5,7 +5,9 @@ GZIP-compressed, and each feature's dtype, shape and storage (raw bytes, PNG, JP
 value). Records move between tf.data steps in chunks and are parsed a whole chunk at a time, so the
 per-record cost stays in TensorFlow kernels. Raw pixels and small PNG/JPEG images are decoded per
 chunk too; large PNG/JPEG images (photos) one record per call of a parallel map, so that every core
-decodes (`core.image_decode` holds the decoders). These two are the only core modules that import TensorFlow.
+decodes (`core.image_decode` holds the decoders; `core.record_stream` the read step: shards → chunks of
+serialized records, window shuffle, fold selection). These three are the only core modules that import
+TensorFlow.
 
 Usage (Transform, Trainer and Evaluator read ExampleGen's output this way):
 
@@ -35,15 +37,11 @@ from . import storage
 from .cloud_env import enable_tensorflow_filesystems
 from .image_decode import CODED, TF_DTYPES, decode_many, decode_one
 from .errors import ConfigError
+from .folds import FoldSelection
 from .manifest import Manifest, MissingShardError, ShardMismatchError, read_manifest
+# The read step's names, used here and by the benchmarks through this module.
+from .record_stream import PARALLEL_FILES, READ_CHUNK, as_written, record_chunks, window_shuffled  # noqa: F401
 
-# Files read at once when order does not have to be the shards' order.
-PARALLEL_FILES = 4
-# Serialized records per chunk read from a shard, then parsed and decoded together: tf.data's own
-# cost per element and step (~1-2 us here) is paid per chunk, not per record.
-READ_CHUNK = 256
-# Chunks shuffled (at most) before the window shuffle.
-CHUNK_SHUFFLE = 8
 # Bytes per value of each stored dtype (a raw pixel's uncompressed size).
 _ITEM_BYTES = {"uint8": 1, "uint16": 2, "int64": 8, "float32": 4, "string": 1}
 # PNG/JPEG images of at least this many pixels (H x W) are decoded one record per map call. Measured
@@ -51,17 +49,6 @@ _ITEM_BYTES = {"uint8": 1, "uint16": 2, "int64": 8, "float32": 4, "string": 1}
 # call decodes 256 images); 28x28 PNG per record +15 % CPU per example (tf.data's ~6 us per record
 # beside a ~35 us decode). The threshold lies between the two measured sizes.
 PER_RECORD_PIXELS = 128 * 128
-
-
-def as_written(function: Callable) -> Callable:
-    """`function` for a tf.data map, traced as written: autograph does not rewrite it first.
-
-    tf.data runs autograph over every map function and, recursively, over all it calls: the trainer's
-    preprocessing and the tf.Transform layer's Keras call (~1,000 functions converted per Trainer run).
-    Ours branch only on Python values (tensor branches are tf.cond), so nothing needs converting; a
-    `python -m cProfile` of a digits Trainer run (10 epochs) put ~2/3 of its time in the conversion.
-    """
-    return tf.autograph.experimental.do_not_convert(function)
 
 
 def feature_spec(manifest: Manifest, features: list[str] | None = None) -> dict[str, tf.io.FixedLenFeature]:
@@ -86,10 +73,11 @@ def decodes_per_record(manifest: Manifest) -> bool:
                for f in manifest.features.values())
 
 
-def count_examples(manifest: Manifest, split: str) -> int:
-    """Examples in `split`, as the manifest records them."""
+def count_examples(manifest: Manifest, split: str, folds: FoldSelection | None = None) -> int:
+    """Examples in `split` (of its `folds` only, when given), as the manifest records them."""
     _check_split(manifest, split)
-    return manifest.splits[split].num_examples
+    total = manifest.splits[split].num_examples
+    return total if folds is None else folds.size(total)
 
 
 def shard_files(output_dir: str | os.PathLike, manifest: Manifest, split: str) -> list[str]:
@@ -164,7 +152,8 @@ def shuffle_window(manifest: Manifest, split: str, shuffle_bytes: int) -> int:
 def make_dataset(output_dir: str | os.PathLike, split: str, *, batch_size: int, shuffle_bytes: int = 0,
                  seed: int | None = None, deterministic: bool = True, drop_remainder: bool = False,
                  repeat: bool = False, features: list[str] | None = None, decode: bool | Collection[str] = True,
-                 per_example: Callable[[dict[str, tf.Tensor]], Any] | None = None) -> tf.data.Dataset:
+                 per_example: Callable[[dict[str, tf.Tensor]], Any] | None = None,
+                 folds: FoldSelection | None = None) -> tf.data.Dataset:
     """Batches of decoded features (dicts of tensors) of `split` in `output_dir`.
 
     The stream's order, here and nowhere else: shards → serialized records → shuffle window of
@@ -179,7 +168,9 @@ def make_dataset(output_dir: str | os.PathLike, split: str, *, batch_size: int, 
     keeps only the named features (less to parse and decode). `decode`: True decodes every file
     feature, False none (files stay their stored bytes: what a tf.Transform graph takes as input),
     or the names of the features to decode. `per_example` runs on each parsed, decoded record in a
-    parallel map before batching; it may return any structure. Raises `IncompleteOutputError` when
+    parallel map before batching; it may return any structure. `folds` keeps only the examples
+    of those folds (`core.folds`: by position in the split, chosen as the shards are read, before
+    any shuffle; `count_examples(..., folds)` counts them). Raises `IncompleteOutputError` when
     the directory has no manifest and FileNotFoundError when a listed shard is missing.
     """
     _check_positive("batch_size", batch_size)
@@ -194,9 +185,10 @@ def make_dataset(output_dir: str | os.PathLike, split: str, *, batch_size: int, 
     decoded = Manifest({n: manifest.features[n] for n in names}, manifest.splits, manifest.compression)
 
     window = shuffle_window(manifest, split, shuffle_bytes)
-    records = record_chunks(files, manifest.compression, window, seed, deterministic)
+    records = record_chunks(files, manifest.compression, window, seed, deterministic, folds=folds,
+                            shard_sizes=[shard.num_examples for shard in manifest.splits[split].shards])
     if window:
-        records = _window_shuffled(records, window, seed)
+        records = window_shuffled(records, window, seed)
     if repeat:
         records = records.repeat()
     parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": deterministic}
@@ -217,56 +209,6 @@ def make_dataset(output_dir: str | os.PathLike, split: str, *, batch_size: int, 
 def _decoded(parsed: dict[str, tf.Tensor], decoded: Manifest, decoder: Callable) -> dict[str, tf.Tensor]:
     return {name: decoder(tensor, decoded.features[name]) if name in decoded.features else tensor
             for name, tensor in parsed.items()}
-
-
-def record_chunks(files: list[str], compression: str, window: int, seed: int | None,
-                  deterministic: bool) -> tf.data.Dataset:
-    """Serialized records in chunks of up to READ_CHUNK (`make_dataset`'s read step; the benchmark times it alone).
-
-    One shard after another when order matters; with a shuffle window of `window` records the shard
-    order is shuffled, several shards are read at once, and up to CHUNK_SHUFFLE chunks (never more
-    records than the window) are shuffled. The file names stay the pipeline's only source dataset,
-    so multi-worker FILE auto-sharding can split them between workers.
-    """
-    names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
-    if window and len(files) > 1:
-        names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    in_order = deterministic and not window
-    if in_order or len(files) == 1:
-        # One stream of records, chunked outside the reader: a `batch` inside the function of a
-        # flat_map/interleave costs ~1 us more per record here.
-        chunks = tf.data.TFRecordDataset(names, compression).batch(READ_CHUNK)
-    else:
-        chunks = names.interleave(lambda path: tf.data.TFRecordDataset(path, compression).batch(READ_CHUNK),
-                                  cycle_length=min(PARALLEL_FILES, len(files)), block_length=1,
-                                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-    if window // READ_CHUNK >= 2:
-        # A few chunks reshuffled every epoch, so that windows do not always hold the same chunks.
-        chunks = chunks.shuffle(min(CHUNK_SHUFFLE, window // READ_CHUNK), seed=seed, reshuffle_each_iteration=True)
-    return chunks
-
-
-def _window_shuffled(chunks: tf.data.Dataset, window: int, seed: int | None) -> tf.data.Dataset:
-    """Each run of `window` consecutive serialized records permuted as a whole, by a new permutation every time.
-
-    Serialized records are the compact form (a JPEG photo ~20 KB, not 150 KB of pixels), and a
-    permutation of a whole window costs one gather instead of tf.data's per-record shuffle steps.
-    The map is sequential and one permuted window is prefetched: at most the window being filled,
-    the one being permuted and its copy, and the one being decoded are in memory. The seeds come from a `tf.random.Generator`: its state outlives an iteration (a
-    second pass gets new permutations) and is set by `seed`; drawn in that sequential step, so the
-    stream order, not thread timing, decides who gets which. A generator, unlike a second source
-    dataset, keeps FILE auto-sharding possible.
-    """
-    generator = (tf.random.Generator.from_seed(seed) if seed is not None
-                 else tf.random.Generator.from_non_deterministic_state())
-
-    def permuted(records: tf.Tensor) -> tf.Tensor:
-        order = tf.random.experimental.stateless_shuffle(tf.range(tf.shape(records)[0]),
-                                                         seed=generator.make_seeds(1)[:, 0])
-        return tf.gather(records, order)
-
-    # The next window is read and permuted while this one is decoded (a stall at every window otherwise).
-    return chunks.rebatch(window).map(as_written(permuted)).prefetch(1).rebatch(READ_CHUNK)
 
 
 def _selected(manifest: Manifest, features: list[str] | None) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..core import storage
 from ..core.batch_memory import DEFAULT_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
+from ..core.folds import FoldSelection
 from ..core.config_values import require_locations, require_positive
 from ..core.input_checks import check_examples
 from ..core.model_info import MODEL_INFO_NAME
@@ -51,6 +52,8 @@ class PredictConfig:
     memory_mb: float = DEFAULT_BUDGET_MB
     rows_per_chunk: int | None = None  # None: chosen from the row count, as ExampleGen does
     beam_args: tuple[str, ...] = ()
+    # With examples: only these folds of the split (core/folds.py); `shardflow find-label-issues` sets it, no flag.
+    folds: FoldSelection | None = None
 
     def __post_init__(self) -> None:
         require_locations(self, "model", "output")
@@ -69,6 +72,8 @@ class PredictConfig:
         if not self.max_batch_mb > 0:
             raise ConfigError(f"max_batch_mb must be > 0, got {self.max_batch_mb!r}")
         require_positive("memory_mb", self.memory_mb, "megabytes")
+        if self.folds is not None and (self.examples is None or not isinstance(self.folds, FoldSelection)):
+            raise ConfigError(f"folds selects examples of a split: give examples and a FoldSelection, got {self.folds!r}")
         if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
             raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
 

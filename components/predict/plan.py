@@ -102,10 +102,16 @@ def plan_examples(config: PredictConfig) -> Inputs:
         raise ConfigError(f"split {split!r} is not in {examples} (has {sorted(manifest.splits)})")
     info = manifest.splits[split]
     paths = manifest.shard_paths(examples, split)
-    shards = [Shard(i, path, manifest.compression, batching(config)) for i, path in enumerate(paths)]
-    rows = info.num_examples
-    return Inputs(shards, read_shard, rows, tuple(s.path for s in info.shards),
-                  {"examples": examples, "split": split},
+    keep = None if config.folds is None else config.folds.mask(info.num_examples)
+    starts = [sum(s.num_examples for s in info.shards[:i]) for i in range(len(info.shards))]
+    shards = [Shard(i, path, manifest.compression, batching(config),
+                    None if keep is None else keep[start:start + shard.num_examples])
+              for i, (path, start, shard) in enumerate(zip(paths, starts, info.shards))]
+    shards = [shard for shard in shards if shard.keep is None or shard.keep.any()]
+    rows = int(info.num_examples if keep is None else keep.sum())
+    describe = {"examples": examples, "split": split,
+                **({} if config.folds is None else {"folds": config.folds.to_json()})}
+    return Inputs(shards, read_shard, rows, tuple(s.path for s in info.shards), describe,
                   counts=lambda: [{"rows": rows, "rejected": {}}])
 
 

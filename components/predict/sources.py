@@ -13,10 +13,11 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import apache_beam as beam
+import numpy as np
 
 from ..core import storage
 from ..core.tfrecord import iter_records
@@ -123,11 +124,13 @@ class Shard:
     path: str
     compression: str  # "" or "GZIP"
     batching: Batching
+    keep: np.ndarray | None = field(default=None, compare=False)  # bool per record: a fold selection's
 
 
 def read_shard(shard: Shard) -> Iterator[Batch]:
-    """Every record of one ExampleGen shard in batches, keyed by (shard id, record number, "")."""
+    """The records of one ExampleGen shard (those `keep` marks) in batches, keyed by (shard id, record number, "")."""
     with storage.open_read(shard.path) as raw:
         stream = gzip.GzipFile(fileobj=raw) if shard.compression == "GZIP" else raw
         records = enumerate(iter_records(stream, shard.path), 1)  # type: ignore[arg-type]
-        yield from batched((((shard.source_id, number, ""), record) for number, record in records), shard.batching)
+        kept = (pair for pair in records if shard.keep is None or shard.keep[pair[0] - 1])
+        yield from batched((((shard.source_id, number, ""), record) for number, record in kept), shard.batching)

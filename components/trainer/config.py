@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..core.errors import ConfigError
 from ..core.config_values import require_locations
+from ..core.folds import FoldSelection
 from ..core.input_checks import check_examples
 
 BUILTIN_MODELS = ("auto", "lenet", "unet")
@@ -65,6 +66,8 @@ class TrainerConfig:
     fine_tune_learning_rate: float | None = None  # phase two's (None: learning_rate / 10)
     class_weight: str | None = None  # "balanced" or "CLASS=WEIGHT,..." (class_weights.py)
     hyperparameters: str | None = None  # a best_hyperparameters.json whose values replace these (run() reads it)
+    # Only these folds of train_split are trained on (core/folds.py); `shardflow find-label-issues` sets it, no flag.
+    train_folds: FoldSelection | None = None
 
     @property
     def is_backbone(self) -> bool:
@@ -111,6 +114,8 @@ class TrainerConfig:
             raise ConfigError(f"learning_rate must be in (0, 10), got {self.learning_rate!r}")
         if self.eval_split is not None and self.eval_split == self.train_split:
             raise ConfigError(f"eval_split must differ from train_split, both are {self.train_split!r}")
+        if self.train_folds is not None and not isinstance(self.train_folds, FoldSelection):
+            raise ConfigError(f"train_folds must be a FoldSelection, got {self.train_folds!r}")
         self._check_backbone_options()
 
     def _check_backbone_options(self) -> None:

@@ -28,6 +28,7 @@ import tf_keras as keras
 from .. import __version__
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.folds import FoldSelection
 from ..core.model_info import ModelInfo
 from ..core.output_dir import OutputDir
 from .callbacks import HistoryFile, TrainTimer
@@ -108,13 +109,18 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
         probe = probe_input_rate(streams.probe, config.input_probe_batches, global_batch)  # (rate, batches read)
     echo(f"train: {task.kind} of {task.target!r} from {task.input_name!r}, {task.num_classes} classes, "
-         f"{streams.train_examples} examples, {streams.steps_per_epoch} steps/epoch of {global_batch} "
+         f"{streams.train_examples} examples{_folds_note(config)}, {streams.steps_per_epoch} steps/epoch of {global_batch} "
          f"({placement.kind}, {placement.replicas} replica(s)); input alone {probe[0]:,.0f} ex/s")
     timer = TrainTimer(global_batch)
     history = HistoryFile(storage.join(out.root, HISTORY_NAME), write=placement.is_chief)
     progress = StepProgress(streams.steps_per_epoch, config.steps, global_batch, echo)
     steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress))
     return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps)
+
+
+def _folds_note(config: TrainerConfig) -> str:
+    folds = config.train_folds
+    return "" if folds is None else f" (folds {','.join(map(str, folds.folds))} of {folds.count})"
 
 
 def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
@@ -155,7 +161,8 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
 
 
 def _model_info(config: TrainerConfig, task: TrainingTask, placement: Placement, steps: int) -> ModelInfo:
-    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(config).items()}
+    options = {k: (list(v) if isinstance(v, tuple) else v.to_json() if isinstance(v, FoldSelection) else v)
+               for k, v in vars(config).items()}
     return ModelInfo(task=task.kind, label=task.target, num_classes=task.num_classes,
                      class_names=task.class_names, label_vocabulary=task.label_vocabulary, extra={
                          "component": "trainer", "shardflow_version": __version__, "input": task.input_name,

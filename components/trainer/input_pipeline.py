@@ -27,7 +27,7 @@ from ..core.errors import ShardflowError
 from ..core import storage
 from ..core.image_decode import decode_crop_resize
 from ..core.manifest import Manifest
-from ..core.reader import as_written, decodes_per_record, make_dataset, shard_files
+from ..core.reader import as_written, count_examples, decodes_per_record, make_dataset, shard_files
 from ..core.tfrecord import CorruptRecordError, iter_records
 from .augment import augment_batch, crop_windows
 from .config import TrainerConfig
@@ -58,7 +58,7 @@ class Streams:
 def build_streams(task: TrainingTask, config: TrainerConfig, global_batch: int, num_workers: int,
                   to_model: RawToModel) -> Streams:
     train_files = check_enough_shards(task, config.train_split, num_workers)
-    train_examples = task.train_manifest.splits[config.train_split].num_examples
+    train_examples = count_examples(task.train_manifest, config.train_split, config.train_folds)
     train = _stream(task, config, config.train_split, global_batch, to_model, training=True)
     eval_stream, eval_files, eval_examples = None, [], 0
     if config.eval_split is not None:
@@ -99,7 +99,8 @@ def _stream(task: TrainingTask, config: TrainerConfig, split: str, batch: int, t
     fused = augmenting and fused_crop_applies(task, config, to_model)
     reading = {"batch_size": batch, "features": [task.input_name, task.target], "repeat": training,
                "shuffle_bytes": config.shuffle_bytes if training and shuffle else 0, "seed": config.seed,
-               "deterministic": config.deterministic or not training}
+               "deterministic": config.deterministic or not training,
+               "folds": config.train_folds if split == config.train_split else None}
     if fused:
         dataset = _fused_crop(make_dataset(task.train_dir, split, decode=False, **reading), task, config, to_model, batch)
     elif per_record_model_step(task):

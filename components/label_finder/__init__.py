@@ -1,0 +1,19 @@
+"""find-label-issues: the train split's label issues from K fold models' out-of-fold probabilities; see `executor.run`.
+
+    from shardflow.label_finder import LabelFinderConfig, run
+    run(LabelFinderConfig(train=TrainerConfig(examples="runs/examples", output="runs/issues", epochs=10),
+                          output="runs/issues", folds=3))
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import LabelFinderConfig
+
+__all__ = ["LabelFinderConfig", "run"]
+
+
+def run(config: LabelFinderConfig, **kwargs: Any) -> dict:
+    from .executor import run as find  # TensorFlow and Beam are imported only when the search runs
+
+    return find(config, **kwargs)
