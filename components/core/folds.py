@@ -69,6 +69,7 @@ class FoldSelection:
     @classmethod
     def training(cls, count: int, held_out: int, seed: int = 0) -> "FoldSelection":
         """Every fold but `held_out`: what the model that must not see `held_out` trains on."""
+        _check_folds(count)
         if isinstance(held_out, bool) or not isinstance(held_out, int) or not 0 <= held_out < count:
             raise ConfigError(f"held_out must be a fold id in 0..{count - 1}, got {held_out!r}")
         return cls(count, tuple(f for f in range(count) if f != held_out), seed)

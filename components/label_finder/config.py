@@ -51,7 +51,7 @@ class LabelFinderConfig:
         require_locations(self, "output")
         if not isinstance(self.train, TrainerConfig):
             raise ConfigError(f"train must be a TrainerConfig, got {self.train!r}")
-        FoldSelection.training(self.folds, 0)  # folds: an integer >= 2
+        self.training_folds(0)  # folds: an integer >= 2
         if self.rule not in RULES:
             raise ConfigError(f"rule must be one of {RULES}, got {self.rule!r}")
         require_positive("memory_mb", self.memory_mb, "megabytes")

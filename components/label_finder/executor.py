@@ -9,8 +9,9 @@ every example gets class probabilities from a model that never saw it, and confi
 Outputs in `config.output` (an `OutputDir`; the summary is written last):
 `label_issues.jsonl` (the issues, most likely first), `label_issues.json` (the summary), and with
 `keep_models` `folds/<k>/` (`train/`: the fold's Trainer output, its model in `train/model`;
-`predictions/`: predict's output). Without it the fold work lives in the staging area, one fold at
-a time: disk holds one fold model, never K.
+`predictions/`: predict's output), written in place as each fold finishes (each whole under its own
+marker, so a failed run leaves the folds it finished; a rerun removes them first). Without it the
+fold work lives in the staging area, one fold at a time: disk holds one fold model, never K.
 
     from shardflow.label_finder import LabelFinderConfig, run
     summary = run(LabelFinderConfig(train=TrainerConfig(examples="runs/examples", output="x", epochs=10),
@@ -41,7 +42,7 @@ Echo = Callable[[str], None]
 
 def output_location(root: str) -> OutputDir:
     """find-label-issues' output: `label_issues.json` marks it complete."""
-    return OutputDir(root, marker=SUMMARY_NAME, owned=(ISSUES_NAME, FOLDS_DIR))
+    return OutputDir(root, marker=SUMMARY_NAME, owned=(ISSUES_NAME,), unstaged=(FOLDS_DIR,))
 
 
 def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
@@ -55,7 +56,8 @@ def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
     _check_labels(labels, examples, task)
     out = output_location(config.output)
     with out.staged_run() as staging:
-        work = out.staged(FOLDS_DIR) if config.keep_models else storage.join(staging, FOLDS_DIR)
+        # Kept fold runs are written in place (each whole under its own marker; a rerun removes them first).
+        work = storage.join(out.root if config.keep_models else staging, FOLDS_DIR)
         probabilities = np.zeros((examples, task.num_classes))
         fold_of = np.full(examples, -1, np.int64)
         folds = [_fold(config, task, fold, storage.join(work, str(fold)), probabilities, fold_of, labels, echo)
@@ -70,7 +72,7 @@ def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
         write_jsonl(out.staged(ISSUES_NAME), records)
         accuracy = float(np.mean(probabilities.argmax(axis=1) == labels))
         summary = _summary(config, task, examples, folds, accuracy, len(records), provenance, started)
-        out.complete([ISSUES_NAME] + ([FOLDS_DIR] if config.keep_models else []), summary)
+        out.complete([ISSUES_NAME], summary)
     echo(f"find-label-issues: {len(records):,} label issues among {examples:,} {split} examples "
          f"(out-of-fold accuracy {accuracy:.4f}, {config.folds} folds, rule {config.rule}); "
          f"{storage.join(config.output, ISSUES_NAME)}")
@@ -113,7 +115,7 @@ def _fold(config: LabelFinderConfig, task: TrainingTask, fold: int, folder: str,
     return {"fold": fold, "trained_on": config.training_folds(fold).size(len(probabilities)),
             "held_out": len(positions), "held_out_accuracy": round(accuracy, 6),
             "optimizer_steps": training["optimizer_steps"], "last_epoch": last,
-            "model": storage.join(config.output, FOLDS_DIR, str(fold), "train", "model") if config.keep_models else None}
+            "model": training["model"] if config.keep_models else None}
 
 
 def _summary(config: LabelFinderConfig, task: TrainingTask, examples: int, folds: list[dict[str, Any]],

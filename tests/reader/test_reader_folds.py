@@ -112,3 +112,19 @@ def test_a_shuffled_interleaved_stream_yields_the_same_fold(numbered: Path, monk
     repeated = collect(make_dataset(numbered, "train", batch_size=30, features=["rid"], folds=training, repeat=True,
                                     shuffle_bytes=budget_for(numbered, 10), seed=5).take(4))["rid"]
     assert set(repeated.tolist()) == set(in_order)  # epochs after the first keep to the same folds
+
+
+def test_predict_reads_the_same_fold_as_the_trainers_reader(numbered: Path) -> None:
+    """predict's shard reader (Beam's work units) and the tf.data reader select one fold alike."""
+    import tensorflow as tf
+
+    from shardflow.predict import PredictConfig
+    from shardflow.predict.plan import plan_examples
+
+    held_out = FoldSelection.held_out(3, 0, seed=2)
+    inputs = plan_examples(PredictConfig(model="m", output="o", examples=str(numbered), split="train",
+                                         folds=held_out))
+    read = [tf.train.Example.FromString(record).features.feature["rid"].int64_list.value[0]
+            for unit in inputs.units for batch in inputs.prepare(unit) for _, record in batch]
+    assert inputs.rows == len(read) == 15 and inputs.describe["folds"] == held_out.to_json()
+    assert read == _ids(numbered, folds=held_out)
