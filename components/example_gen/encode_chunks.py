@@ -5,7 +5,9 @@ paid once per few thousand rows. Records go straight to disk; what the DoFn emit
 (`ChunkResult`); the values statistics need (labels, metadata, payload sizes — never pixels) go
 to a small Arrow file per chunk and split, which the launcher turns into TFDV statistics, and the
 content hashes of the leakage check to a digest file per chunk and split, which the launcher
-checks in bounded memory (and, likewise, the perceptual hashes of the near-duplicate check). Only O(1) metadata per chunk travels through Beam, whatever the rows.
+checks in bounded memory (and, likewise, the perceptual hashes of the near-duplicate check). Through Beam
+travel O(1) metadata per chunk and the chunk's row provenance (provenance.py: a bit per row and split,
+and the image paths gzip-compressed, ~10 bytes per example).
 Workers never import TensorFlow, which keeps their start-up short. Every file a worker writes goes
 through `storage` into the staging location (a local folder or an object-store prefix): workers
 need nothing but that storage, never the launcher's disk.
@@ -27,6 +29,7 @@ from .column_files import write_column_file
 from .columns import ColumnSpec
 from .csv_index import Chunk, read_chunk
 from .leakage import digest_table
+from .provenance import chunk_rows
 from .rows import Encoded, Reject, RowEncoder
 from .splitting import SplitAssigner
 
@@ -75,6 +78,8 @@ class ChunkResult:
     parts: dict[str, Part] = field(default_factory=dict)
     label_counts: dict[str, dict[str, Counter]] = field(default_factory=dict)
     reject_codes: Counter = field(default_factory=Counter)
+    # split → (bitmap of the chunk's rows it accepted, gzip of their paths): see provenance.py
+    provenance: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
 
     @property
     def rejected(self) -> int:
@@ -90,11 +95,15 @@ class _SplitBuffer:
         self.labels: dict[str, Counter] = {c.name: Counter() for c in columns if c.role == "label"}
         self.digests: list[int] = []
         self.digest_rows: list[int] = []
+        self.rows: list[int] = []  # accepted rows in write order, and their paths: the provenance
+        self.paths: list[str] = []
         self.phashes: dict[str, tuple[list[int], list[int]]] = {"dct": ([], []), "tone": ([], [])}
         self.pending: list[tuple[np.ndarray, np.ndarray, int]] = []  # hash inputs not hashed yet, with their rows
 
     def add(self, encoded: Encoded) -> None:
         self.writer.write(encoded.example, encoded.payload_bytes)
+        self.rows.append(encoded.row)
+        self.paths.append(encoded.path)
         for name, value in encoded.values.items():
             self.values[name].append(value)
             if name in self.labels:
@@ -160,6 +169,7 @@ class EncodeChunkFn(beam.DoFn):
         for split, buffer in sorted(buffers.items()):
             result.parts[split] = buffer.writer.close()
             result.label_counts[split] = buffer.labels
+            result.provenance[split] = chunk_rows(chunk.first_row, chunk.num_rows, buffer.rows, buffer.paths)
             storage.write_bytes(self.plan.digest_file(split, chunk), digest_table(buffer.digests, buffer.digest_rows),
                                durable=False)
             write_column_file(self.plan.column_file(split, chunk), self.plan.columns, buffer.values)

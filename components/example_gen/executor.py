@@ -21,6 +21,7 @@ from .. import __version__
 from ..core import storage
 from ..core.beam_setup import (close_dask_client, describe_runner, make_pipeline, pipeline_options,
                                runs_outside_the_launcher)
+from ..core.example_rows import PROVENANCE_DIR, PROVENANCE_KEY
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
@@ -31,13 +32,14 @@ from .encode_chunks import ChunkResult, IngestPlan
 from .leakage import find_leaks, locate_rows
 from .near_duplicates import PAIRS_FILE, near_duplicates_report
 from .pipeline import RESULT_NAME, IngestChunks
+from .provenance import write_provenance
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
 from ..core.statistics_io import write_schema
 from .data_root import open_data_root
 from .work_estimate import WorkEstimate, estimate_work
 
-OWNED = ("Split-*", "statistics")  # schema.pbtxt is rewritten by every run
+OWNED = ("Split-*", "statistics", PROVENANCE_DIR)  # schema.pbtxt is rewritten by every run
 # Written in place before the manifest, read without one when the run fails (too many rejects, or
 # --near-duplicates fail): removed when a run starts, so what a failed run leaves is its own.
 UNSTAGED = ("rejects.jsonl", PAIRS_FILE)
@@ -206,6 +208,8 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
+    provenance = write_provenance(list(splits), chunks, results, [i.path for i in config.indexes],
+                                  out.staged(PROVENANCE_DIR))
     _publish_with_statistics(config, columns, splits, column_files, out)
     marks["statistics"] = time.time()
     manifest = Manifest(
@@ -218,6 +222,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             "rows": rows, "accepted": rows - rejected, "rejected": rejected,
             "rejected_by_reason": dict(sorted(reasons.items())),
             "rejects_file": "rejects.jsonl",
+            PROVENANCE_KEY: provenance,
             "inputs": [{"path": i.path, "split": i.split, "sha256": sha256_of(i.path)} for i in config.indexes],
             "options": options_json(config),
             "ingest_ops": ingest_ops(columns),
@@ -249,7 +254,7 @@ def _publish_with_statistics(config: ExampleGenConfig, columns: list[ColumnSpec]
     from .statistics import infer_schema, write_statistics
 
     write_statistics(column_files, tuple(columns), out.staged("statistics"))
-    out.publish([f"Split-{s}" for s in config.split_names] + ["statistics"])
+    out.publish([f"Split-{s}" for s in config.split_names] + ["statistics", PROVENANCE_DIR])
     schema_path = storage.join(out.root, "schema.pbtxt")
     storage.remove(schema_path)
     train = "train" if "train" in splits else next(iter(splits))

@@ -40,6 +40,7 @@ class Encoded:
     example: bytes
     payload_bytes: int
     values: dict[str, Any]  # column → parsed value (labels, metadata) or payload size (files)
+    path: str = ""  # the row's first image cell (its provenance); "" without an image column
     digests: list[int] = field(default_factory=list)  # content hashes of image-role files
     # perceptual hashes of image-role pixels, (dct, tone or None) each: the near-duplicate check
     phashes: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # hash_input per image: hashed in batches
@@ -104,7 +105,8 @@ class RowEncoder:
             except BadCell as err:
                 path = cell if column.is_file and cell else None
                 return Reject(record.row, split, column.name, path, err.code, err.reason)
-        return Encoded(record.row, split, encode_example(features), payload, values, digests, phashes)
+        path = record.cells[self.primary.position] if self.primary is not None else ""
+        return Encoded(record.row, split, encode_example(features), payload, values, path, digests, phashes)
 
     def _check_mask(self, column: ColumnSpec, mask_hw: tuple[int, int], image_hw: tuple[int, int]) -> None:
         """Sizes as the files are, before --resize: resizing both would hide a mask saved at another scale."""

@@ -23,6 +23,7 @@ from typing import Callable
 
 from ..core import storage, uri
 from ..core.errors import ConfigError
+from ..core.example_rows import PROVENANCE_KEY
 from ..core.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest
 from .config import ExampleGenConfig
 from .report import options_json
@@ -95,7 +96,11 @@ def union_manifest(manifests: list[Manifest], entries: list[dict]) -> Manifest:
         splits[name] = SplitInfo(sum(s.num_examples for s in shards), shards, counts)
     for manifest, entry in zip(manifests, entries):
         entry["examples"] = {s: i.num_examples for s, i in manifest.splits.items()}
-    extra = {k: v for k, v in manifests[-1].extra.items() if k not in ("statistics", "schema", "rejects_file", "seconds")}
+    extra = {k: v for k, v in manifests[-1].extra.items()
+             if k not in ("statistics", "schema", "rejects_file", "seconds", PROVENANCE_KEY)}
+    provenance = _union_provenance(manifests, entries, list(splits))
+    if provenance is not None:
+        extra[PROVENANCE_KEY] = provenance
     near = extra.get("near_duplicates") or {}
     if near.get("file"):  # the newest span's pair list stays in its own directory: name it in full
         extra["near_duplicates"] = {**near, "file": storage.join(entries[-1]["dir"], near["file"])}
@@ -104,3 +109,18 @@ def union_manifest(manifests: list[Manifest], entries: list[dict]) -> Manifest:
                   "accepted": sum(m.extra.get("accepted", 0) for m in manifests),
                   "rejected": sum(m.extra.get("rejected", 0) for m in manifests)})
     return Manifest(features=dict(first.features), splits=splits, compression=first.compression, extra=extra)
+
+
+def _union_provenance(manifests: list[Manifest], entries: list[dict], splits: list[str]) -> dict | None:
+    """Each split's provenance pieces, span after span as the shards are, named by absolute location
+    (each piece names its own span's index files); None when a span predates provenance."""
+    if any(PROVENANCE_KEY not in m.extra for m in manifests):
+        return None
+    union: dict[str, list[dict]] = {split: [] for split in splits}
+    for manifest, entry in zip(manifests, entries):
+        for split in splits:
+            for piece in manifest.extra[PROVENANCE_KEY].get(split, []):
+                file = piece["file"]
+                absolute = file if uri.is_remote(file) or os.path.isabs(file) else storage.join(entry["dir"], file)
+                union[split].append({**piece, "file": absolute})
+    return union

@@ -22,6 +22,7 @@ from .. import __version__
 from ..core import storage
 from ..core.beam_setup import describe_runner, make_pipeline, pipeline_options
 from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.example_rows import PROVENANCE_DIR, PROVENANCE_KEY, copy_example_rows
 from ..core.manifest import MANIFEST_NAME, FeatureSpec, IncompleteOutputError, Manifest, SplitInfo, read_manifest
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
@@ -122,7 +123,7 @@ def run(config: TransformConfig, echo: Callable[[str], None] = print) -> Manifes
 
 def output_location(root: str) -> OutputDir:
     """Transform's output directory and the items it owns there."""
-    return OutputDir(root, owned=("Split-*", "statistics", TRANSFORM_GRAPH))
+    return OutputDir(root, owned=("Split-*", "statistics", TRANSFORM_GRAPH, PROVENANCE_DIR))
 
 
 def _finish(config: TransformConfig, out: OutputDir, plan: TransformPlan, features: dict[str, FeatureSpec],
@@ -137,12 +138,17 @@ def _finish(config: TransformConfig, out: OutputDir, plan: TransformPlan, featur
     if unseen and config.unseen_labels == "fail":
         raise UnseenLabelsError(unseen_message(unseen, plan.analyze_split) + "; unseen_labels=fail, no manifest written")
     masks = mask_classes(staged_graph, [n for n, f in features.items() if f.role == "mask"])
+    # Examples keep their input's order: the input's row provenance holds for them as it is.
+    provenance = copy_example_rows(config.examples, plan.source, plan.splits, out.staged(PROVENANCE_DIR))
+    if provenance is not None:
+        run_facts[PROVENANCE_KEY] = provenance
     manifest = _manifest(config, plan, features, splits, run_facts.pop("source_sha256"), {
         "vocabularies": vocabularies, "unseen_labels": unseen, "mask_classes": masks, **run_facts,
         "size": output_size(plan.source, splits), "seconds": round(time.time() - started, 3),
     })
     # Splits and statistics (as ExampleGen), then the transform graph; the manifest last.
-    out.complete([f"Split-{s}" for s in plan.splits] + ["statistics", TRANSFORM_GRAPH], manifest.to_json())
+    out.complete([f"Split-{s}" for s in plan.splits] + ["statistics", TRANSFORM_GRAPH, PROVENANCE_DIR],
+                 manifest.to_json())
     echo(summary_text(manifest, time.time() - started))
     return manifest
 

@@ -22,6 +22,8 @@ from helpers_images import png_bytes, random_pixels, write_csv, write_png
 from helpers_s3 import get_bytes, list_keys, put_bytes, upload_tree
 from s3_server import ACCESS_KEY, SECRET_KEY
 from shardflow.cli import main as shardflow_main
+from shardflow.core.example_rows import read_example_rows
+from shardflow.core.manifest import Manifest
 from shardflow.core.tfrecord import iter_records
 
 SHARDFLOW = str(Path(sys.executable).with_name("shardflow"))
@@ -105,8 +107,13 @@ def test_example_gen_all_on_s3_equals_local_run(s3_server, s3_bucket, tmp_path, 
     assert manifest["inputs"][0]["sha256"] == local["inputs"][0]["sha256"]
     assert get_bytes(s3_server, f"{out}/schema.pbtxt") == (local_out / "schema.pbtxt").read_bytes()
     assert sorted(k for k in list_keys(s3_server, out) if not k.startswith("Split-")) == [
-        "manifest.json", "near_duplicates.jsonl", "rejects.jsonl", "schema.pbtxt", "statistics/eval.pb",
-        "statistics/train.pb"]
+        "manifest.json", "near_duplicates.jsonl", "provenance/eval.npz", "provenance/train.npz", "rejects.jsonl",
+        "schema.pbtxt", "statistics/eval.pb", "statistics/train.pb"]
+    for split in ("train", "eval"):  # the example rows read from S3 are the local run's
+        remote = read_example_rows(out, Manifest.from_json(manifest), split)
+        there = read_example_rows(local_out, Manifest.from_json(local), split)
+        assert remote.row.tolist() == there.row.tolist() and list(remote.paths) == list(there.paths)
+        assert remote.indexes == (f"{root}/all.csv",) and len(remote) == manifest["splits"][split]["num_examples"]
     _assert_listed_equals_stored(s3_server, out, manifest, 40)
 
 

@@ -16,6 +16,7 @@ import tensorflow_transform as tft
 
 from shardflow.cli import main as cli_main
 from shardflow.core import storage
+from shardflow.core.example_rows import read_example_rows
 from shardflow.core.manifest import read_manifest
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
@@ -124,6 +125,10 @@ def test_transform_on_s3_equals_the_local_run(s3_examples: str, s3_transformed: 
     assert sorted(graph.transformed_feature_spec()) == ["image", "label", "mask"]
     assert sorted(v.decode() for v in graph.vocabulary_by_name("vocab_label")) == ["cat", "dog"]
     assert storage.read_text(storage.join(transformed, manifest.extra["vocabularies"]["label"]["file"])).split()
+    for split in manifest.splits:  # the input's example rows, copied from bucket to bucket
+        assert f"transform/provenance/{split}.npz" in keys
+        rows, source = (read_example_rows(d, read_manifest(d), split) for d in (transformed, s3_examples))
+        assert rows.row.tolist() == source.row.tolist() and list(rows.paths) == list(source.paths)
 
 
 def test_rerun_with_a_module_from_s3_replaces_every_split(s3_examples: str, s3_transformed: tuple[str, list[str]],

@@ -1,4 +1,4 @@
-"""Confident learning (evaluator/label_issues.py) on planted label flips: which rows it lists, and how well.
+"""Confident learning (core/label_issues.py) on planted label flips: which rows it lists, and how well.
 
 The probabilities are a simulated model's (a softmax over noisy logits, ~98 % accurate against the true
 labels); 5 % of the given labels are flipped at random to another class, as the issue's target states.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shardflow.evaluator.label_issues import PROBABILITY_BINS, MaskRejections, find_label_issues
+from shardflow.core.label_issues import PROBABILITY_BINS, MaskRejections, find_label_issues
 
 pytestmark = pytest.mark.unit  # numpy only: make test-fast runs it
 

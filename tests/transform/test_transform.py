@@ -17,6 +17,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from shardflow.cli import main as cli_main
+from shardflow.core.example_rows import read_example_rows
 from shardflow.core.manifest import FeatureSpec, IncompleteOutputError, read_manifest
 from shardflow.core.pixel_codec import decode_pixels
 from shardflow.core.reader import feature_spec, make_dataset, shard_files
@@ -187,6 +188,21 @@ def test_user_preprocessing_fn_on_multi_process_runner(rgb: Path, user_out: Path
         raw, out = _read(rgb, split), _read(user_out, split)  # input order kept across batches and shards
         np.testing.assert_allclose(out["x01"], (raw["x"] - low) / (high - low), atol=1e-6)
         np.testing.assert_array_equal(out["y_shift"], raw["y"] + 100)
+
+
+def test_the_transformed_examples_keep_their_rows(rgb: Path, user_out: Path) -> None:
+    """Transform copies its input's row provenance: each transformed example (batches of 5 over 2
+    processes, 2 shards) is named by the CSV row whose label and site it holds."""
+    manifest = read_manifest(user_out)
+    assert manifest.extra["provenance"]["eval"] == [{"file": "provenance/eval.npz", "examples": EVAL}]
+    for split in ("train", "eval"):
+        rows, out = read_example_rows(user_out, manifest, split), _read(user_out, split)
+        number = np.array([int(path[4:-4]) for path in rows.paths])  # img/<i>.png
+        np.testing.assert_array_equal(out["y_shift"], number % 4 + 100)
+        assert out["site"].tolist() == [f"site-{'ab'[i % 2]}".encode() for i in number]
+        assert rows.indexes == tuple(i["path"] for i in read_manifest(rgb).extra["inputs"])
+        assert {rows.indexes[i] for i in rows.index_id}.pop().endswith(f"{split}.csv")
+        assert rows.row.tolist() == list(range(1, len(rows) + 1))
 
 
 def test_string_labels_get_a_vocabulary_and_unseen_labels_are_reported(words: Path, words_out: tuple) -> None:
