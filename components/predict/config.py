@@ -73,7 +73,8 @@ class PredictConfig:
             raise ConfigError(f"max_batch_mb must be > 0, got {self.max_batch_mb!r}")
         require_positive("memory_mb", self.memory_mb, "megabytes")
         if self.folds is not None and (self.examples is None or not isinstance(self.folds, FoldSelection)):
-            raise ConfigError(f"folds selects examples of a split: give examples and a FoldSelection, got {self.folds!r}")
+            raise ConfigError(f"folds selects examples of a split: give examples and a FoldSelection, "
+                              f"got {self.folds!r}")
         if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
             raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
 

@@ -109,7 +109,8 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
         probe = probe_input_rate(streams.probe, config.input_probe_batches, global_batch)  # (rate, batches read)
     echo(f"train: {task.kind} of {task.target!r} from {task.input_name!r}, {task.num_classes} classes, "
-         f"{streams.train_examples} examples{_folds_note(config)}, {streams.steps_per_epoch} steps/epoch of {global_batch} "
+         f"{streams.train_examples} examples{_folds_note(config)}, "
+         f"{streams.steps_per_epoch} steps/epoch of {global_batch} "
          f"({placement.kind}, {placement.replicas} replica(s)); input alone {probe[0]:,.0f} ex/s")
     timer = TrainTimer(global_batch)
     history = HistoryFile(storage.join(out.root, HISTORY_NAME), write=placement.is_chief)

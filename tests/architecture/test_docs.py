@@ -17,7 +17,7 @@ from shardflow.pipelines.diagram import mermaid
 REPO = doc_checks.REPO
 DOCS = doc_checks.doc_files()
 TOPICS = ("example-gen", "validation", "transform", "trainer", "evaluator", "push", "infra-validation", "predict",
-          "near-duplicates", "tuning", "photos", "photo-models", "serving", "storage", "pipeline", "retraining",
+          "near-duplicates", "label-issues", "tuning", "photos", "photo-models", "serving", "storage", "pipeline", "retraining",
           "tfx", "cluster", "errors", "benchmarks", "architecture")
 
 
@@ -32,7 +32,7 @@ def test_the_docs_show_commands_of_every_component() -> None:
     """Guards the extraction itself: it finds the commands the pages are about."""
     found = {command.split()[1] for path in DOCS for command in doc_checks.commands_in(path.read_text())}
     assert {"example-gen", "validate", "transform", "train", "tune", "evaluate", "infra-validate", "push", "predict",
-            "compile", "run", "schedule", "submit", "demo-data"} <= found
+            "find-label-issues", "compile", "run", "schedule", "submit", "demo-data"} <= found
 
 
 def test_a_flag_renamed_in_the_cli_and_not_in_the_docs_fails(monkeypatch: pytest.MonkeyPatch) -> None:

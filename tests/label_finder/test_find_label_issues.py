@@ -1,6 +1,6 @@
 """`shardflow find-label-issues` on the digits with 5 % of the train labels flipped at known CSV rows.
 
-One run (3 folds, LeNet, 10 epochs, --keep-models) per module; the tests read what it wrote: the
+One run (3 folds, LeNet, 10 epochs of batch 32, --keep-models) per module; the tests read what it wrote: the
 ranked list names the flipped rows (precision and recall asserted), each fold model trained on the
 other two folds only (its step count says so), and each issue's fold is the one the assignment gives.
 """
@@ -21,8 +21,9 @@ from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 
 FLIPPED_FRACTION = 0.05
-EPOCHS, BATCH = 10, 64
-# Measured on this set: precision 0.91, recall 0.88 (issue 32's targets: 0.8 and 0.7).
+EPOCHS, BATCH = 10, 32
+# Measured on this set (flip draw 5, --deterministic): precision 0.91, recall 0.83 (66 listed); at batch 64
+# precision was 0.85. Issue 32's targets: 0.8 and 0.7.
 MIN_PRECISION, MIN_RECALL = 0.8, 0.7
 
 
@@ -53,7 +54,7 @@ def found(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
                 echo=lambda _: None)
     assert main(["find-label-issues", "--examples", str(examples), "--output", str(out), "--folds", "3",
                  "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--input-probe-batches", "1",
-                 "--keep-models"]) == 0
+                 "--deterministic", "--keep-models"]) == 0  # one reading order: the figures below repeat
     issues = [json.loads(line) for line in (out / "label_issues.jsonl").read_text().splitlines()]
     return {"out": out, "index": str(folder / "train.csv"), "flipped": flipped, "issues": issues,
             "summary": json.loads((out / "label_issues.json").read_text())}
@@ -101,3 +102,16 @@ def test_each_fold_model_trained_on_the_other_folds_only(found: dict[str, Any]) 
         assert options["train_folds"] == {"count": 3, "folds": [f for f in range(3) if f != run["fold"]], "seed": 0}
         predicted = json.loads((folder / "predictions" / "predict.json").read_text())
         assert predicted["predicted"] == run["held_out"]
+
+
+def test_a_rerun_into_the_output_replaces_it_and_drops_the_kept_models(found: dict[str, Any]) -> None:
+    """Runs last in this module (it rewrites the shared output): 2 folds, a few steps, no --keep-models."""
+    out = found["out"]
+    examples = found["summary"]["examples"]
+    assert main(["find-label-issues", "--examples", examples, "--output", str(out), "--folds", "2", "--steps", "3",
+                 "--input-probe-batches", "1", "--eval-split", ""]) == 0
+    summary = json.loads((out / "label_issues.json").read_text())
+    assert summary["folds"] == 2 and len(summary["examples_per_fold"]) == 2 and summary["models"] is None
+    assert sorted(p.name for p in out.iterdir()) == ["label_issues.json", "label_issues.jsonl"]
+    lines = (out / "label_issues.jsonl").read_text().splitlines()
+    assert len(lines) == summary["issues"] and all(json.loads(line)["fold"] in (0, 1) for line in lines)
