@@ -26,12 +26,14 @@ from .validation import cli as validation_cli
 
 @dataclass(frozen=True)
 class Command:
-    """`shardflow NAME`: its help line, its adapter module, and whether Beam's own options pass through."""
+    """`shardflow NAME`: its help line, its adapter module, whether Beam's own options pass through, and
+    whether a pipeline step runs it (an on-demand command, such as find-label-issues, is run by hand)."""
 
     name: str
     help: str
     cli: ModuleType
     passes_beam_options: bool = False
+    pipeline_step: bool = True
 
 
 # In the order `shardflow --help` lists them.
@@ -49,5 +51,5 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
     Command("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",
             predict_cli, True),
     Command("find-label-issues", "rank the train split's likely label errors: K fold models' out-of-fold "
-            "probabilities, confident learning", label_finder_cli),
+            "probabilities, confident learning", label_finder_cli, pipeline_step=False),
 )}
