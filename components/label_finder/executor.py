@@ -63,15 +63,16 @@ def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
         folds = [_fold(config, task, fold, storage.join(work, str(fold)), probabilities, fold_of, labels, echo)
                  for fold in range(config.folds)]
         issues = find_label_issues(labels, probabilities, rule=config.rule)
-        rows, provenance = row_descriptions(task.raw_dir, task.raw_manifest, split, issues.rows)
+        rows, note = row_descriptions(task.raw_dir, task.raw_manifest, split, issues.rows)
         names = task.class_names
-        records = [{**row, "given": names[labels[p]], "suggested": names[s], "score": round(float(score), 6),
-                    "fold": int(fold_of[p]), "given_id": int(labels[p]), "suggested_id": int(s), "position": int(p)}
-                   for row, p, s, score in zip(rows, issues.rows.tolist(), issues.suggested.tolist(),
-                                               issues.self_confidence.tolist())]
+        # The Evaluator's list's fields (evaluator/label_list.py), and the fold whose model judged the row.
+        records = [{"rank": rank, **row, "position": p, "given": names[labels[p]], "given_id": int(labels[p]),
+                    "suggested": names[s], "suggested_id": s, "score": round(score, 6), "fold": int(fold_of[p])}
+                   for rank, (row, p, s, score) in enumerate(zip(rows, issues.rows.tolist(), issues.suggested.tolist(),
+                                                                 issues.self_confidence.tolist()), 1)]
         write_jsonl(out.staged(ISSUES_NAME), records)
         accuracy = float(np.mean(probabilities.argmax(axis=1) == labels))
-        summary = _summary(config, task, examples, folds, accuracy, len(records), provenance, started)
+        summary = _summary(config, task, examples, folds, accuracy, len(records), note, started)
         out.complete([ISSUES_NAME], summary)
     echo(f"find-label-issues: {len(records):,} label issues among {examples:,} {split} examples "
          f"(out-of-fold accuracy {accuracy:.4f}, {config.folds} folds, rule {config.rule}); "
@@ -119,11 +120,11 @@ def _fold(config: LabelFinderConfig, task: TrainingTask, fold: int, folder: str,
 
 
 def _summary(config: LabelFinderConfig, task: TrainingTask, examples: int, folds: list[dict[str, Any]],
-             accuracy: float, issues: int, provenance: bool, started: float) -> dict[str, Any]:
+             accuracy: float, issues: int, note: str | None, started: float) -> dict[str, Any]:
     return {"component": "label_finder", "shardflow_version": __version__, "examples": config.train.examples,
             "raw_examples": task.raw_dir, "split": config.train.train_split, "split_examples": examples,
             "label": task.target, "class_names": task.class_names, "folds": config.folds, "fold_seed": config.seed,
             "examples_per_fold": [f["held_out"] for f in folds], "out_of_fold_accuracy": round(accuracy, 6),
             "rule": config.rule, "issues": issues, "issue_fraction": round(issues / max(examples, 1), 6),
-            "issues_file": ISSUES_NAME, "rows_are_csv_rows": provenance, "fold_runs": folds,
+            "issues_file": ISSUES_NAME, "rows_named": note is None, "note": note, "fold_runs": folds,
             "models": FOLDS_DIR + "/" if config.keep_models else None, "seconds": round(time.time() - started, 1)}

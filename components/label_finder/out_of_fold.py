@@ -31,11 +31,8 @@ class OutOfFoldError(ShardflowError, RuntimeError):
 
 def shard_starts(split: SplitInfo) -> dict[str, int]:
     """Each shard's (as the manifest names it) first position in the split."""
-    return {shard.path: int(start) for shard, start in zip(split.shards, _starts(split))}
-
-
-def _starts(split: SplitInfo) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum([s.num_examples for s in split.shards])[:-1]]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum([s.num_examples for s in split.shards])[:-1]]).astype(np.int64)
+    return {shard.path: int(start) for shard, start in zip(split.shards, starts)}
 
 
 def read_predictions(predict_dir: str, starts: dict[str, int], num_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -77,19 +74,15 @@ def given_labels(raw_dir: str, split: str, label: str, vocabulary: Sequence[str]
 
 
 def row_descriptions(raw_dir: str, manifest: Manifest, split: str,
-                     positions: np.ndarray) -> tuple[list[dict[str, Any]], bool]:
-    """Each position's {"split", "index", "row", "path"}, and whether they are CSV rows.
-
-    From ExampleGen's row provenance; an output written before provenance names each example's shard and
-    record number instead (index: the shard, row: the 1-based record, path: ""), as predict does."""
+                     positions: np.ndarray) -> tuple[list[dict[str, Any]], str | None]:
+    """Each position's {"split", "index", "row", "path"} from ExampleGen's row provenance, and None; for an
+    output written before provenance, index, row and path null (as the Evaluator's list has them) and a note."""
     try:
-        return read_example_rows(raw_dir, manifest, split).describe(positions), True
-    except NoProvenanceError:
-        info = manifest.splits[split]
-        starts = _starts(info)
-        shard = np.searchsorted(starts, positions, side="right") - 1
-        return [{"split": split, "index": info.shards[s].path, "row": int(p - starts[s] + 1), "path": ""}
-                for s, p in zip(shard.tolist(), np.asarray(positions).tolist())], False
+        return read_example_rows(raw_dir, manifest, split).describe(positions), None
+    except NoProvenanceError as err:
+        blank = {"split": split, "index": None, "row": None, "path": None}
+        return [dict(blank) for _ in range(len(positions))], \
+            f"issues are listed by position only (index, row and path null): {err}"
 
 
 def write_jsonl(path: str, records: list[dict[str, Any]]) -> None:

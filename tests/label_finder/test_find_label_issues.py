@@ -62,7 +62,8 @@ def found(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 
 def test_the_flipped_rows_are_listed_by_csv_row(found: dict[str, Any]) -> None:
     issues, flipped = found["issues"], found["flipped"]
-    assert found["summary"]["rows_are_csv_rows"] is True
+    assert found["summary"]["rows_named"] is True and found["summary"]["note"] is None
+    assert [issue["rank"] for issue in issues] == list(range(1, len(issues) + 1))
     assert {issue["index"] for issue in issues} == {found["index"]}
     listed = {issue["row"] for issue in issues}
     hits = listed & set(flipped)
