@@ -4,7 +4,8 @@ It says whether the model was blessed and why; whether it loads and answers as s
 validation, with latency per batch size); for every blessing check the candidate's value, the
 baseline's (the served model, when there was one) and the difference, each with its 95% interval
 (the difference's paired), and the gate rule that decided; the examples per split; the
-first rejected rows with their file and reason (and where the rest are); the training rate.
+first rejected rows with their file and reason (and where the rest are); the near-duplicate pairs
+and the likely label errors, each counted with the file that lists them; the training rate.
 
     text = run_report(examples_manifest_dir, training_summary, evaluation)
 """
@@ -38,6 +39,7 @@ def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str
         "",
         *_rejects(examples_dir, manifest.extra),
         *_near_duplicates(examples_dir, manifest.extra.get("near_duplicates") or {}),
+        *_label_issues(metrics),
         f"Training: {training.get('optimizer_steps')} optimizer steps, "
         f"{rates.get('training_examples_per_second')} examples/s (input alone "
         f"{rates.get('input_examples_per_second')}: {rates.get('verdict')})",
@@ -102,6 +104,16 @@ def _near_duplicates(examples_dir: str, report: dict[str, Any]) -> list[str]:
              else "examples under near_duplicates in manifest.json")
     return [f"Near-duplicate image pairs across splits: {report['count']} (perceptual hashes within "
             f"{report['distance']} bits; {where})", ""]
+
+
+def _label_issues(metrics: dict[str, Any]) -> list[str]:
+    """The Evaluator's label-issue count in one line, naming its files (beside metrics.json)."""
+    issues = metrics.get("label_issues")
+    if not issues:  # an evaluation written before the list existed
+        return []
+    named = "by CSV row" if issues.get("rows_named") else "by example position (the examples predate row provenance)"
+    return [f"Likely label errors in split {metrics.get('split')}: {issues['count']} (ranked {named} in the "
+            f"evaluation's {issues['file']}; the top 16 in {issues['sheet']})", ""]
 
 
 def _beside(examples_dir: str, name: str) -> str:

@@ -61,8 +61,9 @@ Argv = Callable[[Mapping[str, Any], Places], "list[str] | None"]
 class Step:
     """One task of the pipeline. `name`: the KFP task name; `argv`: the command's flags from the pipeline's
     parameters, for the up-front check (None: the run has no such step, e.g. no tune_options);
-    `outputs`: (artifact, the name the run summary lists it under); `takes_options_of`: another step
-    whose options `argv` also takes, checked first so that a bad option is named by its own flag;
+    `outputs`: (artifact, or a file in one, and the name the run summary lists it under);
+    `takes_options_of`: another step whose options `argv` also takes, checked first so that a bad option
+    is named by its own flag;
     `imports`: what the warm step worker imports for it once, before forking it (step_worker.py)."""
 
     name: str
@@ -153,7 +154,9 @@ STEPS: tuple[Step, ...] = (
          Labels("--threshold/--max-regression/--regression-tolerance/--slice-by/--gate/--bootstrap-resamples/"
                 "--bootstrap-seed", "eval_thresholds/max_regressions/regression_tolerance/slice_by/eval_gate/"
                 "bootstrap_resamples/bootstrap_seed"),
-         figure=figures.evaluation, outputs=(("evaluation", "evaluation"),), imports=(_TF,)),
+         figure=figures.evaluation, imports=(_TF,),
+         # The eval split's likely label errors by CSV row (a file of the evaluation artifact).
+         outputs=(("evaluation", "evaluation"), ("evaluation/label_issues.jsonl", "label_issues"))),
     # Cached: on one machine its key holds the canaries' bytes, not the Evaluator's new URI (local_cache.py).
     Step("infra-validate", Resources("2", "4Gi"), COMMANDS["infra-validate"], _infra_validate,
          Labels("--infra-validate-args", "infra_validation_options"), cacheable=True,

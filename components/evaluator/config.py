@@ -38,6 +38,7 @@ METRICS, PLOT, BLESSING = "metrics.json", "confusion_matrix.png", "blessing.json
 RELIABILITY_PLOT = "reliability_diagram.png"  # classifiers only
 BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"  # the verdict: exactly one of them, written last
 CANARIES, CANARY_PREDICTIONS = "canaries.tfrecord", "canary_predictions.npy"  # what infra validation replays
+LABEL_ISSUES, LABEL_ISSUES_SHEET = "label_issues.jsonl", "label_issues.png"  # the split's likely label errors
 
 # The top-level ("overall") metrics a threshold or a regression may name, per model task.
 TASK_METRICS: dict[str, tuple[str, ...]] = {

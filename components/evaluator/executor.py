@@ -11,7 +11,9 @@ Outputs in `config.output` (a local path or an s3:// / gs:// URI): metrics.json 
 intervals, intervals.py), confusion_matrix.png, reliability_diagram.png (classifiers), blessing.json,
 the canaries (the first examples scored, serialized, in canaries.tfrecord, and the model's
 probabilities for them in canary_predictions.npy: what infra validation replays against the served
-model) and, last, BLESSED or NOT_BLESSED (one reason per line) — the completion marker of the one output life cycle (`OutputDir`). A run first removes the markers, then
+model), the split's likely label errors (label_issues.jsonl, ranked, by CSV row; label_issues.png, the
+top 16: label_list.py) and, last, BLESSED or NOT_BLESSED (one reason per line) — the completion marker
+of the one output life cycle (`OutputDir`). A run first removes the markers, then
 the previous run's outputs, and publishes its own before the marker: an interrupted or failed run
 leaves no marker, so nobody mistakes an old or partial result for this run's verdict.
 """
@@ -32,16 +34,17 @@ from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.output_dir import OutputDir
 from ..core.tfrecord import frame
 from .blessing import Blessing, bless
-from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, METRICS, NOT_BLESSED, PLOT, RELIABILITY_PLOT,
-                     EvaluatorConfig, check_metric_names)
+from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, LABEL_ISSUES, LABEL_ISSUES_SHEET, METRICS,
+                     NOT_BLESSED, PLOT, RELIABILITY_PLOT, EvaluatorConfig, check_metric_names)
 from .intervals import bootstrap_intervals, slice_intervals
+from .label_list import SHEET_ISSUES, IssueOutputs, label_issue_outputs
 from .loaded_model import LoadedModel, check_same_labels, load_model
 from .plot import confusion_matrix_png, reliability_png
 from .report import deltas, json_safe, model_report
 from .scorer import ScoreResult, plan_scoring, score, size_scoring_batch
 from .slicing import Scores
 
-PUBLISHED = (METRICS, PLOT, RELIABILITY_PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS)
+PUBLISHED = (METRICS, PLOT, RELIABILITY_PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS, LABEL_ISSUES, LABEL_ISSUES_SHEET)
 # The canaries: the first examples scored, bounded in bytes whatever the split's size. The Evaluator runs
 # on every rerun, so they are new bytes each time: 256 224-px JPEGs would be ~5 MB, 3 % of a 2k-photo run.
 CANARY_EXAMPLES = 256  # at most this many,
@@ -88,7 +91,7 @@ def _intervals(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreRes
 
 
 def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, sizing: BatchSizing,
-             started: float) -> dict[str, Any]:
+             issues: IssueOutputs, started: float) -> dict[str, Any]:
     info = candidate.info
     report = model_report(info.task, result.scores["candidate"], info.class_names, info.label_vocabulary)
     baseline = (model_report(info.task, result.scores["baseline"], info.class_names, info.label_vocabulary)
@@ -102,11 +105,13 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
         "baseline": baseline,
         "deltas": deltas(report, baseline) if baseline else None,
         "intervals": intervals,
+        "label_issues": issues.summary,
         "gate": {"rule": config.gate, "regression_tolerance": config.regression_tolerance},
         "batching": sizing.to_json(),
         "timing": {"batch_size": sizing.batch_size, "scoring_seconds": round(result.seconds, 3),
                    "examples_per_second": round(result.examples / result.seconds, 1) if result.seconds else None,
                    "models": len(result.scores), "intervals_seconds": intervals["seconds"] if intervals else None,
+                   "label_issues_seconds": issues.summary["seconds"],
                    "total_seconds": round(time.time() - started, 3)},
     }
 
@@ -144,7 +149,8 @@ class _CanaryRecorder:
         storage.write_bytes(out.staged(CANARY_PREDICTIONS), buffer.getvalue())
 
 
-def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canaries: _CanaryRecorder) -> None:
+def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canaries: _CanaryRecorder,
+             issues: IssueOutputs) -> None:
     # Not sorted: classes stay in class-id order and slices in value order.
     storage.write_text(out.staged(METRICS), json.dumps(json_safe(metrics), indent=2) + "\n")
     overall = metrics["overall"]
@@ -163,6 +169,8 @@ def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canarie
                                             f"ECE {ece:.3f} ({len(metrics['calibration']['bins'])} bins)"))
     storage.write_json(out.staged(BLESSING), verdict.to_json())
     canaries.write(out)
+    storage.write_bytes(out.staged(LABEL_ISSUES), issues.lines)
+    storage.write_bytes(out.staged(LABEL_ISSUES_SHEET), issues.sheet)
     out.publish(PUBLISHED)
     out.mark_complete(verdict.marker_text(), BLESSED if verdict.blessed else NOT_BLESSED)
 
@@ -201,10 +209,13 @@ def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Cal
     canaries = _CanaryRecorder(models["candidate"].signature)
     result = score(plan, {**models, "candidate": replace(models["candidate"], signature=canaries)},
                    sizing.batch_size, echo)
-    metrics = _metrics(config, models["candidate"], result, sizing, started)
+    issues = label_issue_outputs(plan, result.scores["candidate"], echo)
+    metrics = _metrics(config, models["candidate"], result, sizing, issues, started)
     verdict = bless(config.thresholds, config.regressions(), metrics["overall"],
                     metrics["baseline"]["overall"] if metrics["baseline"] else None, metrics["intervals"], config.gate)
-    _publish(out, metrics, verdict, canaries)
+    _publish(out, metrics, verdict, canaries, issues)
+    echo(f"evaluate: {issues.summary['count']:,} likely label errors in split {config.split!r}, ranked by row in "
+         f"{storage.join(out.root, LABEL_ISSUES)} (the top {SHEET_ISSUES}: {LABEL_ISSUES_SHEET})")
     echo(f"evaluate: {result.examples:,} examples in {result.seconds:.1f} s "
          f"({metrics['timing']['examples_per_second']:,.0f}/s); {config.gate} gate: "
          f"{'BLESSED' if verdict.blessed else 'NOT BLESSED'}: {'; '.join(verdict.reasons)}")

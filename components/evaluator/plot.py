@@ -1,5 +1,6 @@
 """The confusion matrix as a PNG a person reads at a glance: colour = share of the true class, text = counts;
-and a classifier's reliability diagram (`reliability_png`).
+a classifier's reliability diagram (`reliability_png`); the label-issue contact sheet
+(`contact_sheet_png`).
 
     png = confusion_matrix_png(np.array([[50, 2], [5, 43]]), ["cat", "dog"], "model on eval: accuracy 0.930")
     Path("confusion_matrix.png").write_bytes(png)
@@ -90,6 +91,45 @@ def reliability_png(bins: list[dict], title: str) -> bytes:
     axes.set_ylabel("accuracy")
     axes.set_title(title, fontsize=10)
     axes.legend(loc="upper left", fontsize=8)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
+def _displayable(pixels: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """Pixels as imshow shows them: gray [H, W] with a gray map, colour [H, W, 3], others scaled to [0, 1]."""
+    shown = pixels[..., 0] if pixels.shape[-1] == 1 else pixels[..., :3]
+    if shown.dtype != np.uint8:
+        low, high = float(shown.min()), float(shown.max())
+        shown = (shown.astype(np.float64) - low) / ((high - low) or 1.0)
+    return shown, "gray" if shown.ndim == 2 else None
+
+
+def contact_sheet_png(panels: list[tuple[np.ndarray | None, np.ndarray | None]], captions: list[str],
+                      title: str) -> bytes:
+    """PNG bytes of up to 16 thumbnails in a 4-column grid, each captioned ("given → suggested"); a mask,
+    when given, is drawn over its image in translucent colours (class ids). No panels: the title alone."""
+    columns = 4
+    rows = max(1, -(-len(panels) // columns))
+    figure = Figure(figsize=(2.2 * columns, 2.4 * rows + 0.5))
+    FigureCanvasAgg(figure)
+    figure.suptitle(title, fontsize=10)
+    top = 1 - 0.5 / (2.4 * rows + 0.5)
+    for number, ((pixels, mask), caption) in enumerate(zip(panels, captions)):
+        row, column = divmod(number, columns)
+        axes = figure.add_axes((column / columns + 0.01, top - (row + 1) * top / rows + 0.02,
+                                1 / columns - 0.02, top / rows - 0.07))
+        if pixels is not None:
+            shown, cmap = _displayable(pixels)
+            top_value = 255 if shown.dtype == np.uint8 else 1.0
+            axes.imshow(shown, cmap=cmap, vmin=0, vmax=top_value, interpolation="nearest")
+        if mask is not None:
+            axes.imshow(mask, cmap="tab10", vmin=0, vmax=9, alpha=0.45, interpolation="nearest")
+        axes.set_xticks([])
+        axes.set_yticks([])
+        axes.set_title(caption, fontsize=8)
+    if not panels:
+        figure.text(0.5, 0.4, "no likely label errors found", ha="center", fontsize=10)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()

@@ -11,7 +11,8 @@ model's vocabulary, unknown strings to the OOV id; masks [H, W, 1] to ids [H, W]
 batch itself goes to each model's `serving_default`, which parses and preprocesses the examples
 its own way. Both models score the same batch; per-example confusion cells and log losses are
 added to running tallies, and only each example's few counts are kept (`slicing.Scores`), so
-memory grows by bytes per example, never by pixels. The batch is sized
+memory grows by bytes per example, never by pixels: the candidate's class probabilities for label
+issues (4 × C bytes a classified example; a mask's C × 64 histogram counts) included. The batch is sized
 in bytes (`core.batch_memory`): each model is measured on the split's first examples, and a batch
 holds as many examples as the activations budget allows.
 """
@@ -170,19 +171,20 @@ def score_batch(model: LoadedModel, records: tf.Tensor, labels: np.ndarray) -> d
     if predicted.shape != labels.shape:
         raise EvaluationError(f"model {model.path}: class_ids of shape {predicted.shape} for labels of shape "
                               f"{labels.shape}")
-    if info.task == "segmentation":
-        return {"cells": _pixel_counts(labels, predicted, info.num_classes)}
     probabilities = result["probabilities"].numpy()
-    if probabilities.shape != (len(labels), info.num_classes):
+    if probabilities.shape != labels.shape + (info.num_classes,):
         raise EvaluationError(f"model {model.path}: probabilities of shape {probabilities.shape} for "
-                              f"{len(labels)} examples of {info.num_classes} classes")
+                              f"labels of shape {labels.shape} and {info.num_classes} classes")
+    if info.task == "segmentation":
+        return {"cells": _pixel_counts(labels, predicted, info.num_classes), "probabilities": probabilities}
     truth = probabilities[np.arange(len(labels)), labels]
     # scikit-learn's log loss: probabilities clipped to [eps, 1 - eps] of float32
     losses = -np.log(np.clip(truth, _EPSILON, 1.0 - _EPSILON).astype(np.float64))
     # The probability of the predicted class: what calibration (ECE, the reliability diagram) compares
     # with being right. 4 bytes an example.
     confidences = probabilities[np.arange(len(labels)), predicted].astype(np.float32)
-    return {"cells": labels * info.num_classes + predicted, "losses": losses, "confidences": confidences}
+    return {"cells": labels * info.num_classes + predicted, "losses": losses, "confidences": confidences,
+            "probabilities": probabilities}
 
 
 def _check_label_range(labels: np.ndarray, plan: ScoringPlan, first: int) -> None:
@@ -228,6 +230,8 @@ def score(plan: ScoringPlan, models: dict[str, LoadedModel], batch_size: int,
                 raise EvaluationError(f"{role} {model.path} could not score examples {seen}.. of split "
                                       f"{plan.split!r} ({type(err).__name__}): {err.message}") from err
             scores[role].add(out["cells"], out.get("losses"), groups, out.get("confidences"))
+            if role == "candidate":  # label issues: the candidate's probabilities (slicing.Scores)
+                scores[role].add_probabilities(labels, out["probabilities"])
         seen += len(labels)
         if time.perf_counter() >= next_report:
             echo(f"evaluate: {seen:,} of {plan.num_examples:,} examples scored")

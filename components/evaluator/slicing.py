@@ -27,11 +27,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.label_issues import MaskRejections
 from .config import EvaluationError
 
 # Distinct values one slice column may have: a column like a file id would otherwise make
 # thousands of confusion matrices nobody reads (and unbounded memory).
 MAX_SLICE_VALUES = 1000
+# Mask pixels folded into the label-issue histograms per step: MaskRejections' temporaries take ~45 + 4 × C
+# bytes a pixel (~32 MB with 4 classes), whatever the scoring batch (which is sized to the model's activations).
+MASK_SLICE_PIXELS = 1 << 19
 
 
 @dataclass
@@ -99,8 +103,9 @@ class Scores:
     Per example, in split order, kept in `_examples[name]` as a list of per-batch arrays: "cells"
     (int32 cell, or int32 [3, C] mask counts), "losses" (float64) and "confidences" (float32: the
     probability the model gave its predicted class) for classifiers, and "slice:<column>" (int32: the
-    index of its value among `slices[column]`). Another per-example array (say, class probabilities)
-    is one more name kept with `_keep`.
+    index of its value among `slices[column]`). `add_probabilities` keeps what label issues need (the
+    candidate's only): a classifier's class probabilities ("probabilities", float32 [C]: 4 × C bytes an
+    example), or for masks the per-image histograms of `MaskRejections` (never per-pixel probabilities).
     """
 
     num_classes: int
@@ -108,11 +113,28 @@ class Scores:
     overall: Tally = field(init=False)
     slices: dict[str, dict[str, Tally]] = field(init=False)
     _examples: dict[str, list[np.ndarray]] = field(init=False, repr=False)
+    rejections: MaskRejections | None = field(init=False, default=None)  # masks, with add_probabilities
 
     def __post_init__(self) -> None:
         self.overall = Tally(self.num_classes)
         self.slices = {column: {} for column in self.slice_by}
         self._examples = {}
+
+    def add_probabilities(self, labels: np.ndarray, probabilities: np.ndarray) -> None:
+        """A batch's class probabilities: [N, C] kept as they are, or [N, H, W, C] (masks [N, H, W])
+        folded into `rejections` a few images at a time (its temporaries stay ~MASK_SLICE_PIXELS × C)."""
+        if labels.ndim == 1:
+            self._keep("probabilities", np.asarray(probabilities, np.float32))
+            return
+        if self.rejections is None:
+            self.rejections = MaskRejections(self.num_classes)
+        step = max(1, MASK_SLICE_PIXELS // max(1, int(np.prod(labels.shape[1:]))))
+        for start in range(0, len(labels), step):
+            self.rejections.add(labels[start:start + step], probabilities[start:start + step])
+
+    def example_probabilities(self) -> np.ndarray | None:
+        """float32 [N, C] class probabilities (classification, after add_probabilities), None otherwise."""
+        return self.example_array("probabilities")
 
     def example_array(self, name: str) -> np.ndarray | None:
         """The per-example array kept under `name`, in split order; None when none was kept."""

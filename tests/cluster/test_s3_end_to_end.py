@@ -7,6 +7,7 @@ options and a deterministic input order, gives the accuracy the served model mus
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -72,9 +73,15 @@ def test_whole_chain_on_s3_matches_local_and_writes_nothing_locally(
     keys = list_keys(s3_server, f"s3://{s3_bucket}/run")
     for expected in ("examples/manifest.json", "validation/anomalies.json", "transform/manifest.json",
                      "train/training.json", "train/model/saved_model.pb", "evaluation/BLESSED",
-                     "serving/CURRENT.json", "serving/1/saved_model.pb"):
+                     "serving/CURRENT.json", "serving/1/saved_model.pb", "examples/provenance/eval.npz",
+                     "transform/provenance/train.npz", "evaluation/label_issues.jsonl", "evaluation/label_issues.png"):
         assert expected in keys, f"{expected} missing from the bucket"
     assert not [k for k in keys if "/.staging/" in k or ".tmp-" in k], "staging or temporary objects left behind"
+    # The likely label errors, named by the eval CSV's rows on S3 (the examples' row provenance).
+    issues = [json.loads(line) for line in storage.read_text(f"s3://{s3_bucket}/run/evaluation/label_issues.jsonl")
+              .splitlines()]
+    assert len(issues) == remote["metrics"]["label_issues"]["count"] and remote["metrics"]["label_issues"]["rows_named"]
+    assert all(i["index"] == f"{data}/eval.csv" and i["row"] >= 1 and i["path"].endswith(".png") for i in issues)
     assert os.environ["AWS_SECRET_ACCESS_KEY"] not in "".join(
         storage.read_text(f"s3://{s3_bucket}/run/{name}") for name in
         ("examples/manifest.json", "transform/manifest.json", "train/training.json", "evaluation/metrics.json"))

@@ -137,7 +137,8 @@ def test_evaluate_and_push_on_s3(trained: tuple[str, dict, Path], s3_examples: s
                                        thresholds=("accuracy>=0",)), echo=lambda _: None)
     assert outcome.blessing.blessed and outcome.metrics["num_examples"] == EVAL
     assert _keys(s3_server, blessed) == ["BLESSED", "blessing.json", "canaries.tfrecord", "canary_predictions.npy",
-                                         "confusion_matrix.png", "metrics.json", "reliability_diagram.png"]
+                                         "confusion_matrix.png", "label_issues.jsonl", "label_issues.png",
+                                         "metrics.json", "reliability_diagram.png"]
     never_met = ("log_loss<=0",)  # a valid threshold no softmax reaches (accuracy>1 is refused as impossible)
     evaluate(EvaluatorConfig(model=model, examples=s3_examples, output=rejected, thresholds=never_met),
              echo=lambda _: None)

@@ -89,7 +89,12 @@ def span_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, lis
 def test_a_local_run_goes_through_every_step_and_its_artifacts_agree(span_runs: tuple[Path, Path, list[dict]]) -> None:
     out, _, (summary, _, _) = span_runs
     outputs = summary["outputs"]
-    assert set(outputs) == {"examples", "validation", "transformed", "model", "evaluation", "infra", "report", "pushed"}
+    assert set(outputs) == {"examples", "validation", "transformed", "model", "evaluation", "label_issues", "infra",
+                            "report", "pushed"}
+    # The likely label errors of the window's eval split, each named by its own span's CSV.
+    issues = [json.loads(line) for line in Path(outputs["label_issues"]).read_text().splitlines()]
+    assert len(issues) == summary["metrics"]["label_issues"]["count"] and summary["metrics"]["label_issues"]["rows_named"]
+    assert all(Path(i["index"]).name == "eval.csv" and Path(i["index"]).parent.name.startswith("span-") for i in issues)
     examples = read_manifest(outputs["examples"])
     assert summary["metrics"]["num_examples"] == examples.splits["eval"].num_examples == 24
     assert read_manifest(outputs["transformed"]).splits["train"].num_examples == examples.splits["train"].num_examples

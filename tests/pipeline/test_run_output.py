@@ -162,9 +162,12 @@ def test_the_printed_output_is_the_records_one_line_per_step_then_the_report(fin
     expected += [f"error: {record['message']}"] if record["message"] else []
     outputs = [line for line in closing if line.startswith("  ") and not line.startswith("  logs: ")]
     written = [Path(line.strip().split(": ", 1)[1]) for line in outputs]  # `  examples: RUN/example-gen/examples`
-    for path in written:  # each an output this run wrote, of a step it recorded: at most one line per step
-        assert path.parent.parent == run and path.parent.name in steps and path.exists(), path
-    assert len({path.parent.name for path in written}) == len(written)
+    artifacts = [path for path in written if path.parent.parent == run]
+    for path in artifacts:  # each an output this run wrote, of a step it recorded: at most one line per step
+        assert path.parent.name in steps and path.exists(), path
+    assert len({path.parent.name for path in artifacts}) == len(artifacts)
+    for path in set(written) - set(artifacts):  # a file of one of them (the Evaluator's label_issues.jsonl)
+        assert path.is_file() and any(path.is_relative_to(artifact) for artifact in artifacts), path
     expected += outputs + [f"  logs: {run / 'logs'}"]
     pointer = out / "serving" / "CURRENT.json"
     served = json.loads(pointer.read_text()) if pointer.is_file() else None

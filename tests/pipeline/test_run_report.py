@@ -66,3 +66,13 @@ def test_the_report_shows_each_value_with_its_interval_and_the_rule(tmp_path: Pa
     assert "Gate: non-inferiority (95% intervals: percentile bootstrap, 1,000 resamples, seed 0)" in text
     assert ("| regression accuracy=0.03 | accuracy | 0.7210 [0.6900, 0.7500] | 0.9110 [0.8900, 0.9300] | "
             "-0.1900 [-0.2200, -0.1600] | **no** |") in text
+
+
+def test_the_report_counts_the_likely_label_errors_and_names_their_files(tmp_path: Path) -> None:
+    evaluation = _evaluation(0.95, None)
+    examples = str(_examples(tmp_path, missing=0))
+    assert "label errors" not in run_report(examples, {}, evaluation)  # an evaluation older than the list
+    evaluation["metrics"].update(split="eval", label_issues={"count": 7, "file": "label_issues.jsonl",
+                                                             "sheet": "label_issues.png", "rows_named": True})
+    assert ("Likely label errors in split eval: 7 (ranked by CSV row in the evaluation's label_issues.jsonl; "
+            "the top 16 in label_issues.png)") in run_report(examples, {}, evaluation)
