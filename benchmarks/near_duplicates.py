@@ -13,7 +13,7 @@ of each other. Each original gets one copy per alteration: JPEG re-encode at qua
 0.5-1.5×, crop of up to 5 % per dimension, brightness ±3-10 %, and all four together.
 
 A pair is "near" as ExampleGen decides it: dct hashes within the distance, or both images
-near-uniform and their tone hashes within `tone_radius(distance)`.
+near-uniform and their tone hashes within the same distance (`core.tone_hash.tone_distance`).
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageEnhance
 
 from shardflow.core.hamming_search import near_pairs, popcount
-from shardflow.core.perceptual_hash import distance as hamming, image_hashes, tone_radius
+from shardflow.core.perceptual_hash import distance as hamming, image_hashes
+from shardflow.core.tone_hash import tone_distance
 
 KINDS = ("photo", "drawing", "near_uniform")
 ALTERATIONS = ("jpeg", "resize", "crop", "brightness", "combined")
@@ -141,7 +142,7 @@ def is_near(a: tuple[int, int | None], b: tuple[int, int | None], limit: int) ->
     """ExampleGen's rule (see the module docstring)."""
     if hamming(a[0], b[0]) <= limit:
         return True
-    return a[1] is not None and b[1] is not None and hamming(a[1], b[1]) <= tone_radius(limit)
+    return a[1] is not None and b[1] is not None and tone_distance(a[1], b[1], limit) <= limit
 
 
 def _overlap(a: tuple[int, ...], b: tuple[int, ...]) -> float:

@@ -134,17 +134,18 @@ def _bucket_pairs(buckets: np.ndarray, starts: np.ndarray, counts: np.ndarray, w
         if mask == 0:  # within one bucket: each position with the positions after it
             crowded = counts > 1
             left, right, sizes = starts[crowded], starts[crowded], counts[crowded]
-            pairs = _within(left, sizes)
+            pairs = within_buckets(left, sizes)
         else:  # two buckets, taken from the side with the smaller key only
             partner = buckets ^ mask
             mine = np.nonzero(buckets < partner)[0]
             other = slot[partner[mine]]
             mine, other = mine[other >= 0], other[other >= 0]
-            pairs = _across(starts[mine], counts[mine], starts[other], counts[other])
+            pairs = across_buckets(starts[mine], counts[mine], starts[other], counts[other])
         yield from pairs
 
 
-def _across(left: np.ndarray, left_sizes: np.ndarray, right: np.ndarray, right_sizes: np.ndarray):
+def across_buckets(left: np.ndarray, left_sizes: np.ndarray, right: np.ndarray, right_sizes: np.ndarray
+                   ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Every position of each left bucket with every position of its right bucket, in batches."""
     totals = left_sizes * right_sizes
     for lo, hi in _batches(totals):
@@ -154,7 +155,7 @@ def _across(left: np.ndarray, left_sizes: np.ndarray, right: np.ndarray, right_s
         yield left[each] + step // right_sizes[each], right[each] + step % right_sizes[each]
 
 
-def _within(starts: np.ndarray, sizes: np.ndarray):
+def within_buckets(starts: np.ndarray, sizes: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Every pair of positions i < j inside each bucket, in batches."""
     if len(sizes) == 0:
         return

@@ -1,17 +1,19 @@
-"""Perceptual hashes of an image's pixels: 64-bit codes whose Hamming distance is small for altered copies.
+"""Perceptual hashes of an image's pixels: 64-bit codes that stay close for altered copies.
 
-Two hashes, both from one 32×32 box-filtered RGB thumbnail (numpy + Pillow only, no TensorFlow):
+Both hashes come from one 32×32 box-filtered RGB thumbnail (numpy + Pillow only, no TensorFlow):
 
 - `dct`: the classic DCT pHash. The 64 lowest-frequency AC coefficients of the 32×32 luma's 2-D
   DCT (the 8×8 block without DC, plus coefficient (8, 0)), one bit each: above their median or
   not. Exactly 32 bits are set, so distances between two dct hashes are even. Robust to JPEG
-  re-encoding, resizing, brightness and small crops on images with structure.
-- `tone`: for near-uniform images (flat colours, smooth gradients, noise), whose low-frequency
-  coefficients are mostly noise, so the dct bits of two copies are unrelated. 16 bits say which of
-  8 low coefficients is clearly positive or clearly negative (a dead zone keeps noise at 0), and
-  48 bits code the mean luma, blue and red chroma as thermometers (16 levels each: one bit per
-  level crossed, so the distance grows with the colour difference). Computed only for images
-  `is_near_uniform` picks: on textured images mean colour is no evidence of a copy.
+  re-encoding, resizing, brightness and small crops on images with structure. Compared by Hamming
+  distance.
+- `tone` (`core.tone_hash`): for near-uniform images only, whose low-frequency coefficients are
+  mostly noise, so the dct bits of two copies are unrelated. It holds the mean colour and the linear
+  gradient of each channel; its distance asks whether one brightness factor maps one image's onto
+  the other's. An image is near-uniform when a plane (a mean plus a linear ramp) describes the
+  low-frequency part of its luma to within `NEAR_UNIFORM_RESIDUAL` grey levels: then the tone is all
+  there is to the image, and two images with the same tone look alike. On an image with structure
+  the mean colour is no evidence of a copy, so it gets no tone hash.
 
 Not flip- or rotation-invariant: a mirrored copy is a different image to these hashes.
 
@@ -21,14 +23,18 @@ Not flip- or rotation-invariant: a mirrored copy is a different image to these h
 >>> copy, other = a.resize((200, 150)), a.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
 >>> distance(image_hashes(a)[0], image_hashes(copy)[0]), distance(image_hashes(a)[0], image_hashes(other)[0]) > 10
 (2, True)
->>> flat = thumbnail(Image.new("RGB", (50, 50), (30, 200, 40)))
->>> is_near_uniform(flat), tone_hash(flat) == tone_hash(thumbnail(Image.new("RGB", (80, 60), (30, 200, 40))))
+>>> image_hashes(a)[1] is None, is_near_uniform(thumbnail(Image.new("RGB", (50, 50), (30, 200, 40))))
 (True, True)
+>>> flat, larger = (image_hashes(Image.new("RGB", size, (30, 200, 40)))[1] for size in ((50, 50), (80, 60)))
+>>> flat == larger
+True
 """
 from __future__ import annotations
 
 import numpy as np
 from PIL import Image
+
+from .tone_hash import tone_values
 
 SIDE = 32
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -44,21 +50,24 @@ def _dct_matrix(size: int) -> np.ndarray:
 
 _DCT = _dct_matrix(SIDE)
 _LOW = _DCT[:9]  # frequencies 0-8: the 8×8 block and the extra coefficient (8, 0)
-# Low-frequency coefficients the tone hash reads, in zigzag order; a coefficient counts as clearly
-# signed beyond _DEAD_ZONE (in the orthonormal DCT's units: a mean-luma step of 8 over the image).
-_TONE_COEFFICIENTS = ((0, 1), (1, 0), (2, 0), (1, 1), (0, 2), (0, 3), (1, 2), (2, 1))
-_DEAD_ZONE = 8.0 * SIDE / 8
 # Precomputed once: these run on every image ExampleGen ingests, where numpy's per-call cost dominates.
 _AC_INDEX = np.append(np.arange(1, 64) // 8 * 9 + np.arange(1, 64) % 8, 8 * 9)  # 8×8 block without DC, then (8, 0)
-_TONE_INDEX = np.array([i * 9 + j for i, j in _TONE_COEFFICIENTS])
-_LEVELS = (np.arange(16) + 0.5) / 16
-_TONE_LOW = np.array([0.0, -112.0, -112.0])[:, None]
-_TONE_SPAN = np.array([255.0, 224.0, 224.0])[:, None]
-_CHROMA = np.array([0.564, 0.713])
-_MEAN_WEIGHTS = np.full(SIDE * SIDE, 1.0 / (SIDE * SIDE), dtype=np.float32)  # a mean as one BLAS call
+_QUADRANTS = np.kron(np.eye(4, dtype=np.float32).reshape(4, 2, 2), np.full((1, SIDE // 2, SIDE // 2), 4.0 / SIDE ** 2,
+                                                                           dtype=np.float32)).reshape(4, SIDE * SIDE)
 _LUMA_SUM = np.float32(_LUMA.sum())
-_NEAR_UNIFORM_ENERGY = 2.0  # RMS of the low-frequency AC image below which nothing but tone is left
-_NEAR_UNIFORM_TIES = 0.4  # fraction of coefficients within 2 % of the spread of the median: dct bits are noise
+NEAR_UNIFORM_RESIDUAL = 2.0  # grey levels (RMS) of low-frequency luma a plane leaves unexplained
+
+
+def _off_plane() -> np.ndarray:
+    """The 81×81 projection of the 9×9 low-frequency DCT coefficients onto what no plane
+    (mean + x ramp + y ramp) produces: the low-frequency structure of an image beyond its tone."""
+    ramp = (np.arange(SIDE) - (SIDE - 1) / 2) / SIDE
+    planes = np.stack([np.ones((SIDE, SIDE)), np.tile(ramp, (SIDE, 1)), np.tile(ramp[:, None], (1, SIDE))])
+    basis = np.einsum("ai,kij,bj->kab", _LOW, planes, _LOW).reshape(3, 81)
+    return (np.eye(81) - np.linalg.pinv(basis) @ basis).astype(np.float32)
+
+
+_OFF_PLANE = _off_plane()
 
 
 def thumbnail(image: Image.Image | np.ndarray) -> np.ndarray:
@@ -88,57 +97,41 @@ def _thumbnail_array(pixels: np.ndarray) -> np.ndarray:
 
 
 def is_near_uniform(thumb: np.ndarray) -> bool:
-    """True when the dct bits are mostly noise (little low-frequency energy, or most coefficients tied
-    with the median): only then does an image get a tone hash."""
-    luma = thumb @ _LUMA
-    return hashes_of(luma[None], (_MEAN_WEIGHTS @ thumb.reshape(-1, 3))[None])[0][1] is not None
-
-
-def tone_hash(thumb: np.ndarray) -> int:
-    luma = thumb @ _LUMA
-    coefficients = (_LOW @ luma @ _LOW.T).reshape(1, -1)
-    return int(_tones(coefficients, luma.mean()[None], thumb.reshape(-1, 3).mean(axis=0)[None])[0])
+    """True when a plane describes the thumbnail's low-frequency luma to within NEAR_UNIFORM_RESIDUAL grey
+    levels: its dct bits are then mostly noise, and its tone is what identifies it."""
+    return hashes_of((thumb @ _LUMA)[None], (_QUADRANTS @ thumb.reshape(-1, 3)).reshape(1, 2, 2, 3))[0][1] is not None
 
 
 def image_hashes(image: Image.Image | np.ndarray) -> tuple[int, int | None]:
     """(dct hash, tone hash or None when the image has structure): what ExampleGen stores per image."""
-    luma, means = hash_input(image)
-    return hashes_of(luma[None], means[None])[0]
+    luma, quadrants = hash_input(image)
+    return hashes_of(luma[None], quadrants[None])[0]
 
 
 def hash_input(image: Image.Image | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """What the hashes need of one image, 4 KB whatever its size: the 32×32 luma thumbnail and the mean
-    R, G, B. ExampleGen keeps these per image and hashes them in batches (`hashes_of`)."""
+    R, G, B of each quadrant (2×2×3). ExampleGen keeps these per image and hashes them in batches (`hashes_of`)."""
     if isinstance(image, Image.Image) and image.mode == "L":  # gray: the luma is the thumbnail itself
         small = np.asarray(image.resize((SIDE, SIDE), Image.Resampling.BOX, reducing_gap=1.0), dtype=np.float32)
-        luma = small * _LUMA_SUM
-        return luma, np.repeat(_MEAN_WEIGHTS @ small.reshape(-1, 1), 3)
+        return small * _LUMA_SUM, np.repeat(_QUADRANTS @ small.reshape(-1, 1), 3, axis=1).reshape(2, 2, 3)
     thumb = thumbnail(image)
-    return thumb @ _LUMA, _MEAN_WEIGHTS @ thumb.reshape(-1, 3)
+    return thumb @ _LUMA, (_QUADRANTS @ thumb.reshape(-1, 3)).reshape(2, 2, 3)
 
 
-def hashes_of(lumas: np.ndarray, means: np.ndarray) -> list[tuple[int, int | None]]:
-    """`image_hashes` of N images from their `hash_input`s ([N, 32, 32], [N, 3]), vectorized: per image,
-    numpy's per-call cost would be most of ingest's time on small images."""
+def hashes_of(lumas: np.ndarray, quadrants: np.ndarray) -> list[tuple[int, int | None]]:
+    """`image_hashes` of N images from their `hash_input`s ([N, 32, 32], [N, 2, 2, 3]), vectorized: per
+    image, numpy's per-call cost would be most of ingest's time on small images."""
     coefficients = (_LOW @ lumas @ _LOW.T).reshape(len(lumas), -1)  # [N, 81]: frequencies 0-8 squared
     values = coefficients[:, _AC_INDEX]
     ordered = np.sort(values, axis=1)
     medians = (ordered[:, 31] + ordered[:, 32]) / 2
     dct = _packed(values > medians[:, None])
-    spread = np.abs(values - medians[:, None])
-    uniform = (np.sqrt(np.einsum("ij,ij->i", values, values)) / SIDE < _NEAR_UNIFORM_ENERGY) | (
-        np.count_nonzero(spread < 0.02 * spread.max(axis=1, keepdims=True), axis=1) > _NEAR_UNIFORM_TIES * 64)
-    tone = _tones(coefficients, lumas.mean(axis=(1, 2)), means)
+    structure = coefficients @ _OFF_PLANE
+    uniform = np.sqrt(np.einsum("ij,ij->i", structure, structure)) / SIDE < NEAR_UNIFORM_RESIDUAL
+    tone = np.zeros(len(lumas), dtype=np.int64)
+    if uniform.any():
+        tone[uniform] = tone_values(quadrants[uniform])
     return [(int(d), int(t) if u else None) for d, t, u in zip(dct, tone, uniform)]
-
-
-def _tones(coefficients: np.ndarray, mean_luma: np.ndarray, means: np.ndarray) -> np.ndarray:
-    low = coefficients[:, _TONE_INDEX]
-    signs = np.stack([low > _DEAD_ZONE, low < -_DEAD_ZONE], axis=2).reshape(len(low), 16)
-    chroma = _CHROMA * (means[:, [2, 0]] - mean_luma[:, None])  # YCbCr blue and red chroma, centred on 0
-    tones = np.concatenate([mean_luma[:, None], chroma], axis=1)
-    levels = tones[:, :, None] > (_TONE_LOW + _TONE_SPAN * _LEVELS)[None]  # thermometers: [N, 3, 16]
-    return _packed(np.concatenate([signs, levels.reshape(len(low), 48)], axis=1))
 
 
 def _packed(bits: np.ndarray) -> np.ndarray:
@@ -149,8 +142,3 @@ def _packed(bits: np.ndarray) -> np.ndarray:
 def distance(a: int, b: int) -> int:
     """Hamming distance between two 64-bit hashes (signed or not)."""
     return bin((a ^ b) & 0xFFFF_FFFF_FFFF_FFFF).count("1")
-
-
-def tone_radius(distance_limit: int) -> int:
-    """The tone hash's radius for a dct distance limit: 2 at the default 10 (measured), scaled with it."""
-    return round(distance_limit / 5)

@@ -34,7 +34,6 @@ import numpy as np
 
 from ..core import storage
 from ..core.errors import ShardflowError
-from ..core.perceptual_hash import tone_radius
 from .columns import ColumnSpec
 from .config import ExampleGenConfig
 from .csv_index import Chunk
@@ -109,7 +108,8 @@ def describe_pair(example: dict[str, Any]) -> str:
 
 
 def find_near_duplicates(files: list[tuple[str, int, str, str]], distance: int) -> NearDuplicates:
-    """Rows grouped by their hashes, with the pairs within `distance` (tone hashes: within `tone_radius`)."""
+    """Rows grouped by their hashes, with the pairs within `distance` (Hamming bits for dct hashes, the tone
+    distance for tone hashes)."""
     splits = sorted({split for split, _, _, _ in files})
     images = {}
     for number, kind in enumerate(KINDS):
@@ -120,8 +120,8 @@ def find_near_duplicates(files: list[tuple[str, int, str, str]], distance: int) 
     rows, owner = distinct_rows(keys)
     cut = len(images["dct"])
     hashed = {"dct": (images["dct"][:, 0], owner[:cut]), "tone": (images["tone"][:, 0], owner[cut:])}
-    groups = group_rows(hashed, rows[:, 0], len(splits), distance, tone_radius(distance))
-    return NearDuplicates(splits, rows, groups, cut, distance, tone_radius(distance))
+    groups = group_rows(hashed, rows[:, 0], len(splits), distance, distance)
+    return NearDuplicates(splits, rows, groups, cut, distance, distance)
 
 
 def _load(files: list[tuple[str, int, str]], splits: list[str]) -> np.ndarray:

@@ -4,8 +4,9 @@ A row's *signature* is the set of its images' hashes (dct, and tone for near-uni
 with one signature are copies of each other (distance 0) and near the same other rows, so they are
 counted together: n rows of a signature in one split make n·(n−1)/2 pairs there, and n_a·n_b pairs
 between two splits, none of them enumerated. Pairs of distinct signatures come from the Hamming
-search over the distinct hash values (few, however many exact copies), each with the smallest
-distance over its hash pairs, dct before tone. Only pairs across splits are listed row by row
+search over the distinct hash values (few, however many exact copies: a Hamming search for dct
+hashes, `core.tone_hash.tone_pairs` for tone hashes), each with the smallest distance over its hash
+pairs, dct before tone. Only pairs across splits are listed row by row
 (`cross_pairs`), in batches, closest first.
 
 >>> hashes = {"dct": (np.array([7, 7, 7, 6, 1 << 40]), np.array([0, 1, 2, 3, 4])), "tone": (np.empty(0, int), np.empty(0, int))}
@@ -18,13 +19,15 @@ distance over its hash pairs, dct before tone. Only pairs across splits are list
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
 from ..core.hamming_search import near_pairs
+from ..core.tone_hash import tone_pairs
 
 KINDS = ("dct", "tone")
+SEARCHES = (near_pairs, tone_pairs)  # per kind: every pair of distinct values within a distance
 MAX_HASH_PAIRS = 2_000_000  # pairs of distinct hash values per kind: ~50 MB of pair arrays at most
 MAX_SIGNATURE_PAIRS = 4_000_000  # pairs of distinct signatures (only rows with several images make more)
 BATCH = 1 << 20  # row pairs listed at a time
@@ -141,16 +144,16 @@ def _slices(sizes: np.ndarray) -> Iterator[tuple[int, int]]:
         lo = hi
 
 
-def group_rows(images: Images, split: np.ndarray, splits: int, radius: int, tone_radius: int = 0) -> RowGroups:
+def group_rows(images: Images, split: np.ndarray, splits: int, radius: int, tone_limit: int = 0) -> RowGroups:
     """Rows 0..len(split)-1 (split numbers < `splits`) grouped by signature, and the signature pairs
-    within `radius` (dct hashes) or `tone_radius` (tone hashes)."""
+    within `radius` (dct hashes, Hamming bits) or `tone_limit` (tone hashes, tone distance)."""
     signature = _signatures(images, len(split))
     signatures = int(signature.max(initial=-1)) + 1
     counts = np.bincount(signature * splits + split, minlength=signatures * splits).reshape(signatures, splits)
     found, truncated = [], False
-    for number, (kind, limit) in enumerate(zip(KINDS, (radius, tone_radius))):
+    for number, (kind, limit) in enumerate(zip(KINDS, (radius, tone_limit))):
         hashes, owners = images[kind]
-        pairs, stopped = _signature_pairs(hashes, signature[owners], limit)
+        pairs, stopped = _signature_pairs(hashes, signature[owners], limit, SEARCHES[number])
         found.append(np.concatenate([pairs, np.full((len(pairs), 1), number)], axis=1))
         truncated |= stopped
     pairs = _closest_once(np.concatenate(found))
@@ -179,13 +182,15 @@ def _signatures(images: Images, rows: int) -> np.ndarray:
     return renumber[inverse]
 
 
-def _signature_pairs(hashes: np.ndarray, signatures: np.ndarray, radius: int) -> tuple[np.ndarray, bool]:
-    """(a, b, distance) of signatures holding hashes within `radius` (a shared hash: distance 0), a ≠ b."""
+def _signature_pairs(hashes: np.ndarray, signatures: np.ndarray, radius: int,
+                     search: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, bool]]) -> tuple[np.ndarray, bool]:
+    """(a, b, distance) of signatures holding hashes `search` finds within `radius` (a shared hash:
+    distance 0), a ≠ b."""
     if not len(hashes):
         return np.empty((0, 3), dtype=np.int64), False
     table, _ = distinct_rows(np.stack([hashes, signatures], axis=1))  # each (hash, signature) once
     values, starts, sizes = np.unique(table[:, 0], return_index=True, return_counts=True)
-    first, second, bits, truncated = near_pairs(values, radius, MAX_HASH_PAIRS)
+    first, second, bits, truncated = search(values, radius, MAX_HASH_PAIRS)
     shared = np.nonzero(sizes > 1)[0]  # one hash in several signatures: every two of them, distance 0
     near, cut = _product(starts[first], sizes[first], starts[second], sizes[second], bits)
     same, cut_same = _product(starts[shared], sizes[shared], starts[shared], sizes[shared], np.zeros(len(shared), np.int64))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from shardflow.core.perceptual_hash import distance
+from shardflow.core.tone_hash import tone_distance, tone_values
 from shardflow.example_gen import near_groups
 from shardflow.example_gen.near_groups import KINDS, group_rows
 
@@ -26,8 +27,11 @@ def _random_rows(rng: np.random.Generator, rows: int, columns: int) -> tuple[dic
             dct[i] ^= np.int64(1 << int(bit)) if bit < 63 else np.int64(-(1 << 63))
     owners = np.repeat(np.arange(rows), columns)
     uniform = rng.random(len(dct)) < 0.3
-    tones = rng.integers(0, 64, size=int(uniform.sum())) * 3  # small values: tone pairs within 2 bits happen
-    images = {"dct": (dct, owners), "tone": (tones.astype(np.int64), owners[uniform])}
+    colours = rng.choice([40.0, 120.0, 200.0], size=(int(uniform.sum()), 1, 1, 3))  # few colours: tone pairs happen
+    brightness = rng.uniform(0.8, 1.2, (len(colours), 1, 1, 1))
+    brightness[rng.random(len(colours)) < 0.5] = 1.0
+    tones = tone_values(np.broadcast_to(colours * brightness, (len(colours), 2, 2, 3)))
+    images = {"dct": (dct, owners), "tone": (tones, owners[uniform])}
     return images, rng.integers(3, size=rows)
 
 
@@ -39,8 +43,9 @@ def _brute_force(images: dict, split: np.ndarray, radius: int, tone: int) -> dic
             per_row.setdefault(row, []).append((number, value))
     found = {}
     for a, b in itertools.combinations(range(len(split)), 2):
-        near = [(distance(x, y), k) for k, x in per_row.get(a, []) for j, y in per_row.get(b, [])
-                if k == j and distance(x, y) <= (radius, tone)[k]]
+        measure = (distance, lambda x, y: tone_distance(x, y, tone))
+        near = [(measure[k](x, y), k) for k, x in per_row.get(a, []) for j, y in per_row.get(b, [])
+                if k == j and measure[k](x, y) <= (radius, tone)[k]]
         if near:
             found[(a, b)] = min(near)
     return found
@@ -50,8 +55,9 @@ def _brute_force(images: dict, split: np.ndarray, radius: int, tone: int) -> dic
 def test_counts_and_cross_split_list_equal_brute_force(columns: int) -> None:
     rng = np.random.default_rng(columns)
     images, split = _random_rows(rng, 160, columns)
-    groups = group_rows(images, split, 3, radius=10, tone_radius=2)
-    expected = _brute_force(images, split, 10, 2)
+    groups = group_rows(images, split, 3, radius=10, tone_limit=10)
+    expected = _brute_force(images, split, 10, 10)
+    assert any(kind == 1 for _, kind in expected.values())  # tone pairs among them
     cross = {pair: found for pair, found in expected.items() if split[pair[0]] != split[pair[1]]}
     within = [sum(split[a] == s == split[b] for a, b in expected) for s in range(3)]
     assert len(cross) > 100 and min(within) > 20  # copies and altered copies in and across splits
@@ -67,9 +73,9 @@ def test_counts_and_cross_split_list_equal_brute_force(columns: int) -> None:
 
 def test_the_list_comes_in_batches_closest_first(monkeypatch: pytest.MonkeyPatch) -> None:
     images, split = _random_rows(np.random.default_rng(9), 120, 1)
-    whole = [np.concatenate(parts) for parts in zip(*group_rows(images, split, 3, 10, 2).cross_pairs())]
+    whole = [np.concatenate(parts) for parts in zip(*group_rows(images, split, 3, 10, 10).cross_pairs())]
     monkeypatch.setattr(near_groups, "BATCH", 7)
-    batches = list(group_rows(images, split, 3, 10, 2).cross_pairs())
+    batches = list(group_rows(images, split, 3, 10, 10).cross_pairs())
     assert len(batches) > 10 and all(len(b[0]) <= 7 or len(set(b[2].tolist())) == 1 for b in batches)
     for got, want in zip((np.concatenate(parts) for parts in zip(*batches)), whole):
         np.testing.assert_array_equal(got, want)
@@ -85,7 +91,7 @@ def test_exact_copies_are_counted_by_combinatorics_over_distinct_hashes() -> Non
     split = (np.arange(rows) % 10 == 9).astype(np.int64)  # one row in ten in split 1
     images = {"dct": (distinct[copies], np.arange(rows)), "tone": (np.empty(0, np.int64), np.empty(0, np.int64))}
     started = time.perf_counter()
-    groups = group_rows(images, split, 2, radius=10, tone_radius=2)
+    groups = group_rows(images, split, 2, radius=10, tone_limit=10)
     within, cross = groups.within_split(), groups.cross_count()
     seconds = time.perf_counter() - started
     n = np.stack([np.bincount(copies[split == s], minlength=len(distinct)) for s in (0, 1)], axis=1)
