@@ -77,7 +77,14 @@ $(TFX_STAMP): $(TFX_LOCK) setup.py
 test-tfx: tfx-setup
 	$(TFX_BIN)/python -m pytest -q --durations=15 tests_tfx
 
-bench: setup
+# cleanlab (AGPL-3.0) is the label-issue benchmark's contender, never a dependency of shardflow: it is installed
+# apart, in .bench-deps/, which only benchmarks/label_issues_bench.py puts on its path.
+BENCH_DEPS := .bench-deps
+$(BENCH_DEPS)/.installed: requirements/bench.txt
+	uv pip install --quiet --python $(BIN)/python --no-deps --target $(BENCH_DEPS) -r requirements/bench.txt
+	@touch $@
+
+bench: setup $(BENCH_DEPS)/.installed
 	$(BIN)/python -m benchmarks.run_all --publish $(BENCH_ARGS)
 
 # The golden compiled pipeline the tests compare with; regenerate after a deliberate pipeline change.
@@ -96,4 +103,4 @@ tfx-lock:
 	    requirements/tfx.in -o $(TFX_LOCK)
 
 clean:
-	rm -rf $(VENV) $(TFX_VENV) runs $(DEMO) build *.egg-info .coverage-data
+	rm -rf $(VENV) $(TFX_VENV) $(BENCH_DEPS) runs $(DEMO) build *.egg-info .coverage-data
