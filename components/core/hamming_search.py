@@ -100,12 +100,13 @@ def near_pairs(hashes: np.ndarray, radius: int, max_pairs: int = 10_000_000
                 found.append((np.minimum(first, second)[keep], np.maximum(first, second)[keep], popcount(diff[keep])))
                 total += int(keep.sum())
                 if total >= max_pairs:
-                    return _joined(found, max_pairs) + (True,)
-    return _joined(found, max_pairs) + (False,)
+                    return joined_pairs(found, max_pairs) + (True,)
+    return joined_pairs(found, max_pairs) + (False,)
 
 
-def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]], limit: int
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def joined_pairs(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]], limit: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Batches of (first, second, distance) pairs joined, cut at `limit`, sorted by (first, second)."""
     if not found:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty

@@ -35,7 +35,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .hamming_search import across_buckets, within_buckets
+from .hamming_search import across_buckets, joined_pairs, within_buckets
 
 _KNEE = 40.0  # companding knee of the gradients, grey levels
 _CODE_MAX = 62  # gradient codes 0..62: 31 is exactly 0 (flat images decode to no gradient at all)
@@ -162,8 +162,8 @@ def tone_pairs(values: np.ndarray, limit: int, max_pairs: int = 10_000_000
             found.append((np.minimum(i, j)[keep], np.maximum(i, j)[keep], distance[keep]))
             total += int(keep.sum())
             if total >= max_pairs:
-                return _sorted(found, max_pairs) + (True,)
-    return _sorted(found, max_pairs) + (False,)
+                return joined_pairs(found, max_pairs) + (True,)
+    return joined_pairs(found, max_pairs) + (False,)
 
 
 def _cell_pairs(buckets: np.ndarray, starts: np.ndarray, counts: np.ndarray, radix: np.ndarray
@@ -181,13 +181,3 @@ def _cell_pairs(buckets: np.ndarray, starts: np.ndarray, counts: np.ndarray, rad
 
 def _take(features: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return features[0][rows], features[1][rows]
-
-
-def _sorted(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]], limit: int
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if not found:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty, empty
-    first, second, distance = (np.concatenate(parts)[:limit] for parts in zip(*found))
-    order = np.lexsort((second, first))
-    return first[order], second[order], distance[order]
