@@ -84,18 +84,6 @@ def listed_rows(jsonl: Path, index_name: str) -> set[int]:
     return rows
 
 
-def predicted_probabilities(predictions: Path, classes: int) -> np.ndarray:
-    """float [N, C] in the split's order, from `shardflow predict --top-k C`'s CSV parts."""
-    rows = []
-    for part in sorted((predictions / "predictions").glob("part-*.csv")):
-        with open(part, newline="") as source:
-            rows += list(csv.DictReader(source))
-    out = np.zeros((len(rows), classes))
-    for number, row in enumerate(rows):
-        out[number, json.loads(row["top_k_ids"])] = json.loads(row["top_k_scores"])
-    return out
-
-
 def cleanlab_rows(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, np.ndarray] | str:
     """cleanlab's lists (positions) by its two main filters, or why cleanlab could not run."""
     sys.path.insert(0, str(BENCH_DEPS))
@@ -156,8 +144,8 @@ def eval_split(data: dict[str, Any], work: Path, train_args: list[str]) -> dict[
     metrics = json.loads((evaluation / "metrics.json").read_text())
     predictions = work / "li-predict"
     shardflow("predict", "--model", str(model / "model"), "--examples", str(examples), "--split", "eval",
-              "--top-k", str(CLASSES), "--output", str(predictions), log=work / "li-predict.log")
-    probabilities = predicted_probabilities(predictions, CLASSES)
+              "--top-k", str(CLASSES), "--format", "parquet", "--output", str(predictions), log=work / "li-predict.log")
+    probabilities = split_probabilities([predictions], examples, "eval", CLASSES)
     rows = split_rows(examples, "eval")
     given = read_labels(root / "eval-noisy.csv")[rows - 1]
     true_labels = read_labels(root / "eval.csv")[rows - 1]
@@ -169,14 +157,15 @@ def eval_split(data: dict[str, Any], work: Path, train_args: list[str]) -> dict[
             "timing": metrics["timing"]}
 
 
-def out_of_fold_probabilities(found: Path, examples: Path, folds: int, classes: int) -> np.ndarray:
-    """The out-of-fold probabilities of the train split, from each kept fold's predictions."""
+def split_probabilities(predict_dirs: list[Path], examples: Path, split: str, classes: int) -> np.ndarray:
+    """float [N, C] in the split's order, from `shardflow predict --format parquet --top-k C` outputs that
+    together cover the split (one for the eval split, one per fold for the train split)."""
     from shardflow.core.manifest import read_manifest
     from shardflow.label_finder.out_of_fold import read_predictions, shard_starts
 
-    starts = shard_starts(read_manifest(examples).splits["train"])
-    parts = [read_predictions(str(found / "folds" / str(k) / "predictions"), starts, classes) for k in range(folds)]
-    out = np.full((sum(len(p) for p, _ in parts), classes), np.nan)
+    starts = shard_starts(read_manifest(examples).splits[split])
+    parts = [read_predictions(str(folder), starts, classes) for folder in predict_dirs]
+    out = np.full((sum(len(positions) for positions, _ in parts), classes), np.nan)
     for positions, probabilities in parts:
         out[positions] = probabilities
     return out
@@ -189,7 +178,8 @@ def train_split(data: dict[str, Any], work: Path, train_args: list[str], folds: 
     seconds = shardflow("find-label-issues", "--examples", str(examples), "--output", str(found), "--folds", str(folds),
                         "--keep-models", *train_args, log=work / "li-find-label-issues.log")
     summary = json.loads((found / "label_issues.json").read_text())
-    probabilities = out_of_fold_probabilities(found, examples, folds, CLASSES)
+    probabilities = split_probabilities([found / "folds" / str(k) / "predictions" for k in range(folds)], examples,
+                                        "train", CLASSES)
     rows = split_rows(examples, "train")
     given = read_labels(root / "train-noisy.csv")[rows - 1]
     true_labels = read_labels(root / "train.csv")[rows - 1]
