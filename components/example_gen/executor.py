@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
@@ -19,8 +20,7 @@ from typing import Any, Callable
 from ..core.errors import ShardflowError
 from .. import __version__
 from ..core import storage
-from ..core.beam_setup import (close_dask_client, describe_runner, make_pipeline, pipeline_options,
-                               runs_outside_the_launcher)
+from ..core.beam_options import local_pool_workers
 from ..core.example_rows import PROVENANCE_DIR, PROVENANCE_KEY
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
@@ -30,8 +30,8 @@ from .config import ConfigError, ExampleGenConfig
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
 from .encode_chunks import ChunkResult, IngestPlan
 from .leakage import find_leaks, locate_rows
+from .local_pool import describe_pool, run_on_pool
 from .near_duplicates import PAIRS_FILE, near_duplicates_report
-from .pipeline import RESULT_NAME, IngestChunks
 from .provenance import write_provenance
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
@@ -100,11 +100,38 @@ def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[Colu
 
 def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, work: WorkEstimate,
              echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    """Encodes the chunks and writes the shards on the local pool, or on Beam when the flags name a runner or mode."""
+    total_rows = sum(c.num_rows for c in chunks)
+    sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
+    workers = local_pool_workers(config.beam_args, os.cpu_count() or 1)
+    if workers is not None:
+        runner = describe_pool(workers)
+        echo(_first_line(total_rows, chunks, work, runner))
+        with contextlib.ExitStack() as threads:
+            def started() -> None:  # threads start once the workers are forked
+                threads.enter_context(ProgressReporter(storage.join(plan.staging_dir, "done"), total_rows,
+                                                       config.progress_seconds, echo))
+                if workers > 1:  # encoding in this process too: the import would stall it (see below)
+                    _import_statistics_in_background()
+
+            return run_on_pool(chunks, plan, sizing, workers, on_started=started), runner
+    return _execute_on_beam(config, chunks, plan, work, sizing, echo)
+
+
+def _first_line(total_rows: int, chunks: list[Chunk], work: WorkEstimate, runner: str) -> str:
+    return (f"example-gen: {total_rows:,} rows in {len(chunks)} chunks (~{work.seconds:,.0f} s of single-core work) "
+            f"on {runner}")
+
+
+def _execute_on_beam(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, work: WorkEstimate,
+                     sizing: ShardSizing, echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    from ..core.beam_setup import (close_dask_client, describe_runner, make_pipeline, pipeline_options,
+                                   runs_outside_the_launcher)
+    from .pipeline import RESULT_NAME, IngestChunks
+
     total_rows = sum(c.num_rows for c in chunks)
     options = pipeline_options(config.beam_args, work.seconds, num_chunks=len(chunks), gil_free=work.gil_free)
-    sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
-    echo(f"example-gen: {total_rows:,} rows in {len(chunks)} chunks (~{work.seconds:,.0f} s of single-core work) "
-         f"on {describe_runner(options)}")
+    echo(_first_line(total_rows, chunks, work, describe_runner(options)))
     if runs_outside_the_launcher(options):
         _import_statistics_in_background()
     with ProgressReporter(storage.join(plan.staging_dir, "done"), total_rows, config.progress_seconds, echo):
@@ -115,7 +142,7 @@ def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, wo
 
 
 def _import_statistics_in_background() -> None:
-    """Starts importing TFDV and TensorFlow (~8 s, needed only after the rows) while others encode.
+    """Starts importing TFDV and TensorFlow (~6 s of CPU, needed only after the rows) while others encode.
 
     Only when the rows are encoded in other processes: this one is idle then, and the import no
     longer adds its seconds to the single-threaded end of the run. Not beside encoding threads: the
