@@ -7,12 +7,10 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
 import os
 import pickle
 import shutil
-import threading
 import time
 from collections import Counter
 from typing import Any, Callable
@@ -33,6 +31,7 @@ from .leakage import find_leaks, locate_rows
 from .local_pool import describe_pool, run_on_pool
 from .near_duplicates import PAIRS_FILE, near_duplicates_report
 from .provenance import write_provenance
+from .statistics_process import StatisticsProcess
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
 from ..core.statistics_io import write_schema
@@ -108,11 +107,9 @@ def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, wo
         runner = describe_pool(workers)
         echo(_first_line(total_rows, chunks, work, runner))
         with contextlib.ExitStack() as threads:
-            def started() -> None:  # threads start once the workers are forked
+            def started() -> None:  # the thread starts once the workers are forked
                 threads.enter_context(ProgressReporter(storage.join(plan.staging_dir, "done"), total_rows,
                                                        config.progress_seconds, echo))
-                if workers > 1:  # encoding in this process too: the import would stall it (see below)
-                    _import_statistics_in_background()
 
             return run_on_pool(chunks, plan, sizing, workers, on_started=started), runner
     return _execute_on_beam(config, chunks, plan, work, sizing, echo)
@@ -125,32 +122,17 @@ def _first_line(total_rows: int, chunks: list[Chunk], work: WorkEstimate, runner
 
 def _execute_on_beam(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, work: WorkEstimate,
                      sizing: ShardSizing, echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
-    from ..core.beam_setup import (close_dask_client, describe_runner, make_pipeline, pipeline_options,
-                                   runs_outside_the_launcher)
+    from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
     from .pipeline import RESULT_NAME, IngestChunks
 
     total_rows = sum(c.num_rows for c in chunks)
     options = pipeline_options(config.beam_args, work.seconds, num_chunks=len(chunks), gil_free=work.gil_free)
     echo(_first_line(total_rows, chunks, work, describe_runner(options)))
-    if runs_outside_the_launcher(options):
-        _import_statistics_in_background()
     with ProgressReporter(storage.join(plan.staging_dir, "done"), total_rows, config.progress_seconds, echo):
         with make_pipeline(options) as pipeline:
             _ = pipeline | "Ingest" >> IngestChunks(chunks, plan, sizing)
     close_dask_client(pipeline)
     return pickle.loads(storage.read_bytes(storage.join(plan.staging_dir, RESULT_NAME))), describe_runner(options)
-
-
-def _import_statistics_in_background() -> None:
-    """Starts importing TFDV and TensorFlow (~6 s of CPU, needed only after the rows) while others encode.
-
-    Only when the rows are encoded in other processes: this one is idle then, and the import no
-    longer adds its seconds to the single-threaded end of the run. Not beside encoding threads: the
-    import holds the GIL for long stretches and stalled them (8k photo rows: 13.5 s → 26 s). The
-    import lock makes the later `from .statistics import ...` wait for this import to finish.
-    """
-    threading.Thread(target=importlib.import_module, args=(f"{__package__}.statistics",), daemon=True,
-                     name="import-statistics").start()
 
 
 def _merge_rejects(chunks: list[Chunk], plan: IngestPlan, root: str) -> str:
@@ -196,17 +178,18 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
 
         return run_spans(config, run, echo)
     marks = {"started": time.time()}  # phase ends, for the manifest's `phase_seconds`
-    header, chunks = _plan_indexes(config)
-    samples = _sample(chunks)
-    columns = detect_columns(header, samples, config)
-    work = estimate_work(columns, samples, open_data_root(config.data_root), sum(c.num_rows for c in chunks))
-    out = output_location(config.output)
-    with out.staged_run():
-        plan = _ingest_plan(config, header, columns, out)
-        marks["plan"] = time.time()
-        result, runner = _execute(config, chunks, plan, work, echo)
-        marks["rows_and_shards"] = time.time()
-        return _finish(config, chunks, columns, plan, result, runner, marks, echo)
+    with StatisticsProcess() as statistics:  # imports TFDV from now on, beside the plan and the rows
+        header, chunks = _plan_indexes(config)
+        samples = _sample(chunks)
+        columns = detect_columns(header, samples, config)
+        work = estimate_work(columns, samples, open_data_root(config.data_root), sum(c.num_rows for c in chunks))
+        out = output_location(config.output)
+        with out.staged_run():
+            plan = _ingest_plan(config, header, columns, out)
+            marks["plan"] = time.time()
+            result, runner = _execute(config, chunks, plan, work, echo)
+            marks["rows_and_shards"] = time.time()
+            return _finish(config, chunks, columns, plan, result, runner, marks, statistics, echo)
 
 
 def output_location(root: str) -> OutputDir:
@@ -215,7 +198,8 @@ def output_location(root: str) -> OutputDir:
 
 
 def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnSpec], plan: IngestPlan,
-            result: dict[str, Any], runner: str, marks: dict[str, float], echo: Callable[[str], None]) -> Manifest:
+            result: dict[str, Any], runner: str, marks: dict[str, float], statistics: StatisticsProcess,
+            echo: Callable[[str], None]) -> Manifest:
     out = output_location(config.output)
     results: list[ChunkResult] = sorted(result["chunks"], key=lambda r: (r.index_id, r.chunk_no))
     rows = sum(r.rows for r in results)
@@ -230,14 +214,16 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
             f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
         )
-    near_duplicates = near_duplicates_report(config, plan, chunks, results, columns, out.root)  # raises in "fail" mode
     splits = _splits(config, results, result["shards"])
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
+    train = "train" if "train" in splits else next(iter(splits))  # the split the schema is inferred on
+    statistics.request(column_files, tuple(columns), out.staged("statistics"), train)  # computed meanwhile
+    near_duplicates = near_duplicates_report(config, plan, chunks, results, columns, out.root)  # raises in "fail" mode
     provenance = write_provenance(list(splits), chunks, results, [i.path for i in config.indexes],
                                   out.staged(PROVENANCE_DIR))
-    _publish_with_statistics(config, columns, splits, column_files, out)
+    _publish_with_statistics(config, statistics, out)
     marks["statistics"] = time.time()
     manifest = Manifest(
         features={c.name: c.feature_spec() for c in columns},
@@ -273,16 +259,10 @@ def _phase_seconds(marks: dict[str, float]) -> dict[str, float]:
     return {name: round(end - start, 3) for name, start, end in zip(names[1:] + ["finish"], times, times[1:])}
 
 
-def _publish_with_statistics(config: ExampleGenConfig, columns: list[ColumnSpec], splits: dict[str, SplitInfo],
-                             column_files: dict[str, list[str]], out: OutputDir) -> None:
-    """Statistics per split from the column files, the shards and statistics published, the schema on train."""
-    # Imported here, after the rows (or by `_import_statistics_in_background`): TFDV brings TensorFlow
-    # (~8 s on 2 cores), which the encode does not need.
-    from .statistics import infer_schema, write_statistics
-
-    write_statistics(column_files, tuple(columns), out.staged("statistics"))
+def _publish_with_statistics(config: ExampleGenConfig, statistics: StatisticsProcess, out: OutputDir) -> None:
+    """The requested statistics awaited, the shards and statistics published, the schema written beside them."""
+    schema = statistics.schema()
     out.publish([f"Split-{s}" for s in config.split_names] + ["statistics", PROVENANCE_DIR])
     schema_path = storage.join(out.root, "schema.pbtxt")
     storage.remove(schema_path)
-    train = "train" if "train" in splits else next(iter(splits))
-    write_schema(infer_schema(storage.join(out.root, "statistics", f"{train}.pb"), tuple(columns)), schema_path)
+    write_schema(schema, schema_path)

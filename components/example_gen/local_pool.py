@@ -110,7 +110,7 @@ def _gather(pipes: list[Connection], processes: list[multiprocessing.Process]) -
     return [answers[number] for number in range(len(pipes))]
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: the kernel kills this worker when the launcher dies (a SIGKILL leaves no orphan writing)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -121,7 +121,7 @@ def _die_with_parent() -> None:
 
 def _worker(pipe: Connection, chunks: list[Chunk], plan: IngestPlan, next_chunk: Any, parent: int) -> None:
     """A forked worker: chunks from the shared counter until none is left, then the shards it is sent."""
-    _die_with_parent()
+    die_with_parent()
     if os.getppid() != parent:  # the launcher died before the signal was armed
         os._exit(1)
     storage.forget_clients()  # an object-store client's connections must not be shared across fork

@@ -1,4 +1,4 @@
-"""ExampleGen's default local pool: the bytes of Beam's FnApiRunner, and no worker outlives its launcher.
+"""ExampleGen's default local pool: the bytes of Beam's FnApiRunner, and no child outlives its launcher.
 
 The data has two splits by hashing, rejected rows, GZIP shards cut across part files and more
 chunks than workers, so every piece of the output (shards, rejects, provenance, statistics, schema)
@@ -80,7 +80,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_workers_die_with_a_killed_launcher(data: Path, tmp_path: Path) -> None:
-    """SIGKILL to the launcher alone: its workers must not go on writing into the staging area."""
+    """SIGKILL to the launcher alone: its workers must not go on writing into the staging area, nor its
+    statistics process go on importing TensorFlow."""
     rows = [[f"img/{i % ROWS:03d}.png", i % 4, "s"] for i in range(20_000)]
     write_csv(tmp_path / "big.csv", ["x", "label", "site"], rows)
     out = tmp_path / "out"
@@ -94,7 +95,7 @@ def test_workers_die_with_a_killed_launcher(data: Path, tmp_path: Path) -> None:
             assert launcher.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)
         children += [int(p) for p in Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split()]
-        assert len(children) == 2
+        assert len(children) == 3  # two workers and the statistics process
         launcher.kill()
         launcher.wait(timeout=30)
         deadline = time.monotonic() + 10
