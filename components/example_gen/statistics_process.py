@@ -4,8 +4,11 @@ TFDV brings TensorFlow: ~5-6 s of CPU to import, needed only after the rows. In 
 import waited for the plan and then competed with the encoding for the GIL (threads) or ran after it
 (in_memory). Here a fresh interpreter imports it from the first second of the run, beside the
 planning and the workers, on whatever core is free; the launcher itself never imports TensorFlow.
-Keras is blocked in this process: TensorFlow's `__init__` imports it eagerly (~1 s) and TFDV never
-uses it. The process dies with the launcher (Linux `PR_SET_PDEATHSIG`, and the end of its input).
+And this process does not either: TFDV's statistics and schema inference run on a stand-in
+(tensorflow_absent.py), which leaves ~3 s of CPU and ~250 MB; should anything fail under it, the
+process runs itself again with the real TensorFlow (`--with-tensorflow`, Keras blocked: TensorFlow
+imports it eagerly and TFDV never uses it). The process dies with the launcher (Linux
+`PR_SET_PDEATHSIG`, and the end of its input).
 
     with StatisticsProcess() as statistics:      # spawned: the import starts now
         ...                                      # plan, encode, write shards
@@ -22,15 +25,21 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 import traceback
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..core.errors import ShardflowError
+from . import tensorflow_absent
 
 if TYPE_CHECKING:
     from tensorflow_metadata.proto.v0 import schema_pb2
 
     from .columns import ColumnSpec
+
+
+_MODULE = __spec__.name if __spec__ is not None else __name__  # this module's name, also when run with -m
+WITH_TENSORFLOW = "--with-tensorflow"  # run with the real TensorFlow (the fallback; tests)
 
 
 class StatisticsFailed(ShardflowError, RuntimeError):
@@ -40,8 +49,8 @@ class StatisticsFailed(ShardflowError, RuntimeError):
 class StatisticsProcess:
     """A child process that imports TFDV at once and computes one run's statistics and schema on request."""
 
-    def __init__(self) -> None:
-        self._process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+    def __init__(self, *args: str) -> None:
+        self._process = subprocess.Popen([sys.executable, "-m", _MODULE, *args], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, env={**os.environ, "_SHARDFLOW_PARENT": str(os.getpid())})
 
     def __enter__(self) -> "StatisticsProcess":
@@ -85,23 +94,35 @@ class StatisticsProcess:
         return StatisticsFailed(f"the statistics process died (exit code {self._process.wait()})")
 
 
-def _serve(request: BinaryIO, reply: BinaryIO) -> None:
-    from .statistics import infer_schema, write_statistics  # the import: TFDV and TensorFlow
+def _answer(request: tuple) -> tuple[str, Any]:
+    """("schema", its bytes) or ("error", the traceback)."""
+    from .statistics import infer_schema, write_statistics
     from ..core import storage
 
-    column_files, columns, out_dir, schema_split = pickle.load(request)
+    column_files, columns, out_dir, schema_split = request
     try:
         write_statistics(column_files, columns, out_dir)
         schema = infer_schema(storage.join(out_dir, f"{schema_split}.pb"), columns)
-        answer: tuple[str, Any] = ("schema", schema.SerializeToString())
+        return "schema", schema.SerializeToString()
     except BaseException:  # noqa: BLE001  (reported to the launcher, which raises it)
-        answer = ("error", traceback.format_exc())
-    pickle.dump(answer, reply)
-    reply.flush()
+        tensorflow = "the stand-in" if isinstance(sys.modules.get("tensorflow"), tensorflow_absent.StandIn) \
+            else "TensorFlow"
+        return "error", f"(with {tensorflow}) {traceback.format_exc()}"
+
+
+def _with_tensorflow(request: bytes | None, reply: BinaryIO) -> None:
+    """Runs this process again with the real TensorFlow, the request (if read already) as its input."""
+    os.dup2(reply.fileno(), 1)  # the replies' pipe as its standard output again
+    if request is not None:
+        with tempfile.TemporaryFile() as saved:
+            saved.write(request)
+            saved.seek(0)
+            os.dup2(saved.fileno(), 0)
+    os.execv(sys.executable, [sys.executable, "-m", _MODULE, WITH_TENSORFLOW])
 
 
 def main() -> None:
-    from .local_pool import die_with_parent  # noqa: PLC0415
+    from .local_pool import die_with_parent
 
     die_with_parent()
     if os.getppid() != int(os.environ.get("_SHARDFLOW_PARENT", os.getppid())):
@@ -109,10 +130,26 @@ def main() -> None:
     reply = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints goes to stderr, not into the replies
     sys.modules["keras"] = sys.modules["tf_keras"] = None  # type: ignore[assignment]
+    stand_in = WITH_TENSORFLOW not in sys.argv
+    if stand_in:
+        tensorflow_absent.install()
     try:
-        _serve(sys.stdin.buffer, reply)
-    except EOFError:  # the launcher ended without a request (a failed run)
-        pass
+        from . import statistics  # noqa: F401  (the import this process exists for: TFDV)
+    except Exception:  # noqa: BLE001  (a TFDV that needs TensorFlow as it is imported)
+        if stand_in:
+            _with_tensorflow(None, reply)
+        raise
+    try:
+        data = sys.stdin.buffer.read()
+    except EOFError:
+        return
+    if not data:  # the launcher ended without a request (a failed run)
+        return
+    kind, payload = _answer(pickle.loads(data))
+    if kind == "error" and stand_in:
+        _with_tensorflow(data, reply)  # the statistics needed TensorFlow after all: computed again with it
+    pickle.dump((kind, payload), reply)
+    reply.flush()
 
 
 if __name__ == "__main__":
