@@ -24,7 +24,7 @@ from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
 from .columns import SAMPLE_ROWS, ColumnSpec, detect_columns
-from .config import ConfigError, ExampleGenConfig
+from .config import ConfigError, ExampleGenConfig, IndexSpec  # noqa: F401  (IndexSpec: doctest)
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
 from .encode_chunks import ChunkResult, IngestPlan
 from .leakage import find_leaks, locate_rows
@@ -48,16 +48,29 @@ class TooManyRejectsError(ShardflowError, RuntimeError):
     """More rows were rejected than `max_reject_fraction` allows; no manifest was written."""
 
 
-def _rows_per_chunk(config: ExampleGenConfig, total_rows: int) -> int:
+# Estimated single-core seconds of work per chunk at most: a worker that takes the last chunk keeps
+# the other cores idle for up to that long. 20k photos (~2.5 ms a row) made 10 chunks of 2,000 rows
+# (~5 s each) before; 28×28 PNGs (~70 µs a row) stay at the 2,000-row cap.
+CHUNK_WORK_SECONDS = 0.5
+
+
+def _rows_per_chunk(config: ExampleGenConfig, total_rows: int, row_seconds: float = 0.0) -> int:
+    """`--rows-per-chunk`, else at least 8 chunks of 64 to 2,000 rows, each ~CHUNK_WORK_SECONDS of work or less.
+
+    >>> config = ExampleGenConfig(indexes=(IndexSpec("i.csv", "train"),), data_root="d", output="o")
+    >>> [_rows_per_chunk(config, 20_000, s) for s in (0.0, 70e-6, 2.5e-3)]
+    [2000, 2000, 200]
+    """
     if config.rows_per_chunk:
         return config.rows_per_chunk
-    return min(2000, max(64, math.ceil(total_rows / 8)))
+    by_count = min(2000, max(64, math.ceil(total_rows / 8)))
+    return min(by_count, max(64, math.ceil(CHUNK_WORK_SECONDS / row_seconds))) if row_seconds > 0 else by_count
 
 
-def _plan_indexes(config: ExampleGenConfig) -> tuple[list[str], list[Chunk]]:
-    """The common header and the chunks of every index: two scans of each (count, then plan)."""
-    total = sum(count_rows(i.path) for i in config.indexes)
-    per_chunk = _rows_per_chunk(config, total)
+def _plan_indexes(config: ExampleGenConfig, per_chunk: int | None = None) -> tuple[list[str], list[Chunk]]:
+    """The common header and the chunks of every index (`per_chunk` rows each, else from the row count)."""
+    if per_chunk is None:
+        per_chunk = _rows_per_chunk(config, sum(count_rows(i.path) for i in config.indexes))
     header: list[str] | None = None
     chunks: list[Chunk] = []
     for index_id, index in enumerate(config.indexes):
@@ -182,7 +195,11 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
         header, chunks = _plan_indexes(config)
         samples = _sample(chunks)
         columns = detect_columns(header, samples, config)
-        work = estimate_work(columns, samples, open_data_root(config.data_root), sum(c.num_rows for c in chunks))
+        total_rows = sum(c.num_rows for c in chunks)
+        work = estimate_work(columns, samples, open_data_root(config.data_root), total_rows)
+        per_chunk = _rows_per_chunk(config, total_rows, work.seconds / max(total_rows, 1))
+        if per_chunk != _rows_per_chunk(config, total_rows):  # smaller chunks for costly rows: planned again
+            header, chunks = _plan_indexes(config, per_chunk)
         out = output_location(config.output)
         with out.staged_run():
             plan = _ingest_plan(config, header, columns, out)
