@@ -203,6 +203,8 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
         out = output_location(config.output)
         with out.staged_run():
             plan = _ingest_plan(config, header, columns, out)
+            statistics.prepare(list(config.split_names), tuple(columns), out.staged("statistics"),
+                               "train" if "train" in config.split_names else config.split_names[0])
             marks["plan"] = time.time()
             result, runner = _execute(config, chunks, plan, work, echo)
             marks["rows_and_shards"] = time.time()
@@ -235,8 +237,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
-    train = "train" if "train" in splits else next(iter(splits))  # the split the schema is inferred on
-    statistics.request(column_files, tuple(columns), out.staged("statistics"), train)  # computed meanwhile
+    statistics.request(column_files)  # computed meanwhile (prepared before the rows)
     near_duplicates = near_duplicates_report(config, plan, chunks, results, columns, out.root)  # raises in "fail" mode
     provenance = write_provenance(list(splits), chunks, results, [i.path for i in config.indexes],
                                   out.staged(PROVENANCE_DIR))

@@ -11,13 +11,17 @@ imports it eagerly and TFDV never uses it). The process dies with the launcher (
 `PR_SET_PDEATHSIG`, and the end of its input).
 
     with StatisticsProcess() as statistics:      # spawned: the import starts now
-        ...                                      # plan, encode, write shards
-        statistics.request(column_files, columns, staged_dir, "train")
+        ...                                      # plan
+        statistics.prepare(splits, columns, staged_dir, "train")   # it builds and starts the pipeline
+        ...                                      # encode, write shards
+        statistics.request(column_files)         # the pipeline reads them now
         ...                                      # the launcher's own checks meanwhile
         schema = statistics.schema()
 
-The process writes `<staged_dir>/<split>.pb` for every split (statistics.write_statistics); `schema()`
-waits for it and returns the schema inferred on the named split's statistics (statistics.infer_schema).
+The process writes `<staged_dir>/<split>.pb` for every split (statistics.write_statistics_when_ready);
+`schema()` waits for it and returns the schema inferred on the named split's statistics. The Beam
+pipeline of the statistics is built and started while the rows are encoded (~0.5 s of CPU that was
+after the rows): its first step waits for the column files.
 """
 from __future__ import annotations
 
@@ -65,15 +69,24 @@ class StatisticsProcess:
         self._process.wait()
         for stream in (self._process.stdin, self._process.stdout):
             if stream is not None:
-                stream.close()
+                try:
+                    stream.close()
+                except BrokenPipeError:  # unsent input of a process that died
+                    pass
 
-    def request(self, column_files: dict[str, list[str]], columns: tuple[ColumnSpec, ...], out_dir: str,
-                schema_split: str) -> None:
-        """Starts the statistics of every split (written under `out_dir`) and the schema of `schema_split`."""
+    def prepare(self, splits: list[str], columns: tuple[ColumnSpec, ...], out_dir: str, schema_split: str) -> None:
+        """What the statistics will be of: the process builds and starts their pipeline while the rows are encoded."""
+        self._send((list(splits), columns, out_dir, schema_split))
+
+    def request(self, column_files: dict[str, list[str]]) -> None:
+        """The column files of every prepared split: the statistics are computed now."""
+        self._send(column_files)
+
+    def _send(self, message: Any) -> None:
         assert self._process.stdin is not None
         try:
-            pickle.dump((column_files, columns, out_dir, schema_split), self._process.stdin)
-            self._process.stdin.close()
+            pickle.dump(message, self._process.stdin)
+            self._process.stdin.flush()
         except BrokenPipeError:
             raise self._died() from None
 
@@ -94,14 +107,37 @@ class StatisticsProcess:
         return StatisticsFailed(f"the statistics process died (exit code {self._process.wait()})")
 
 
-def _answer(request: tuple) -> tuple[str, Any]:
+class _Requests:
+    """The two messages from the launcher, read from this process's input once each and kept (for a rerun)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.prepared: tuple | None = None
+        self._files: dict[str, list[str]] | None = None
+
+    def prepare(self) -> tuple:
+        self.prepared = pickle.load(self.stream)
+        return self.prepared
+
+    def column_files(self) -> dict[str, list[str]]:
+        """Blocks until the launcher sends the column files (called inside the statistics pipeline)."""
+        if self._files is None:
+            self._files = pickle.load(self.stream)
+        return self._files
+
+    def replay(self) -> bytes:
+        """Both messages as they came, for a rerun of this process (waits for the second one)."""
+        return pickle.dumps(self.prepared) + pickle.dumps(self.column_files())
+
+
+def _answer(requests: _Requests) -> tuple[str, Any]:
     """("schema", its bytes) or ("error", the traceback)."""
-    from .statistics import infer_schema, write_statistics
+    from .statistics import infer_schema, write_statistics_when_ready
     from ..core import storage
 
-    column_files, columns, out_dir, schema_split = request
+    splits, columns, out_dir, schema_split = requests.prepared  # type: ignore[misc]
     try:
-        write_statistics(column_files, columns, out_dir)
+        write_statistics_when_ready(splits, requests.column_files, columns, out_dir)
         schema = infer_schema(storage.join(out_dir, f"{schema_split}.pb"), columns)
         return "schema", schema.SerializeToString()
     except BaseException:  # noqa: BLE001  (reported to the launcher, which raises it)
@@ -110,12 +146,12 @@ def _answer(request: tuple) -> tuple[str, Any]:
         return "error", f"(with {tensorflow}) {traceback.format_exc()}"
 
 
-def _with_tensorflow(request: bytes | None, reply: BinaryIO) -> None:
-    """Runs this process again with the real TensorFlow, the request (if read already) as its input."""
+def _with_tensorflow(requests: bytes | None, reply: BinaryIO) -> None:
+    """Runs this process again with the real TensorFlow, the requests (if read already) as its input."""
     os.dup2(reply.fileno(), 1)  # the replies' pipe as its standard output again
-    if request is not None:
+    if requests is not None:
         with tempfile.TemporaryFile() as saved:
-            saved.write(request)
+            saved.write(requests)
             saved.seek(0)
             os.dup2(saved.fileno(), 0)
     os.execv(sys.executable, [sys.executable, "-m", _MODULE, WITH_TENSORFLOW])
@@ -139,15 +175,14 @@ def main() -> None:
         if stand_in:
             _with_tensorflow(None, reply)
         raise
+    requests = _Requests(sys.stdin.buffer)
     try:
-        data = sys.stdin.buffer.read()
-    except EOFError:
+        requests.prepare()
+        kind, payload = _answer(requests)
+        if kind == "error" and stand_in:
+            _with_tensorflow(requests.replay(), reply)  # the statistics needed TensorFlow: computed again with it
+    except EOFError:  # the launcher ended without a request (a failed run)
         return
-    if not data:  # the launcher ended without a request (a failed run)
-        return
-    kind, payload = _answer(pickle.loads(data))
-    if kind == "error" and stand_in:
-        _with_tensorflow(data, reply)  # the statistics needed TensorFlow after all: computed again with it
     pickle.dump((kind, payload), reply)
     reply.flush()
 

@@ -38,7 +38,8 @@ def _column_files(folder: Path) -> dict[str, list[str]]:
 
 def _statistics(files: dict[str, list[str]], out: Path, *args: str) -> tuple[bytes, dict[str, bytes]]:
     with StatisticsProcess(*args) as process:
-        process.request(files, COLUMNS, str(out), "train")
+        process.prepare(list(files), COLUMNS, str(out), "train")
+        process.request(files)
         schema = process.schema()
     return schema.SerializeToString(), {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
@@ -55,7 +56,8 @@ def test_the_stand_in_writes_the_bytes_tensorflow_writes(tmp_path: Path) -> None
 def test_a_request_that_fails_under_the_stand_in_is_answered_with_tensorflow(tmp_path: Path) -> None:
     files = {"train": [str(tmp_path / "missing.arrow")]}
     with StatisticsProcess() as process, pytest.raises(StatisticsFailed) as failed:
-        process.request(files, COLUMNS, str(tmp_path / "out"), "train")
+        process.prepare(["train"], COLUMNS, str(tmp_path / "out"), "train")
+        process.request(files)
         process.schema()
     assert "(with TensorFlow)" in str(failed.value) and "missing.arrow" in str(failed.value)
 
@@ -64,6 +66,7 @@ def test_a_dead_statistics_process_is_an_error(tmp_path: Path) -> None:
     process = StatisticsProcess()
     process._process.kill()
     with pytest.raises(StatisticsFailed, match="died"):
-        process.request(_column_files(tmp_path), COLUMNS, str(tmp_path / "out"), "train")
+        process.prepare(["train"], COLUMNS, str(tmp_path / "out"), "train")
+        process.request(_column_files(tmp_path))
         process.schema()
     process.close()
