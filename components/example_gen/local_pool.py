@@ -8,13 +8,12 @@ mode serves every size. They run the very functions a Beam runner runs (`EncodeC
 `write_shard` per shard) with the same shard plan, so the shards are the same bytes as on any Beam
 runner (tests/example_gen/test_local_pool.py, tests/cluster/test_dask_runner.py).
 
-The launcher does no encoding: while the workers encode, it imports what the statistics need
-(TFDV and TensorFlow, ~6 s of CPU) in a thread, so the import no longer delays the end of the run.
-Workers are forked before that thread starts (forking beside a thread that holds an import lock
-would deadlock the child) and die with the launcher (`PR_SET_PDEATHSIG` on Linux): a killed run
-leaves no worker writing into a later run's staging area.
+The launcher does no encoding (the statistics process imports TFDV meanwhile:
+statistics_process.py). Workers are forked before the launcher starts any thread (forking beside a
+thread that holds a lock would deadlock the child) and die with the launcher (`PR_SET_PDEATHSIG` on
+Linux): a killed run leaves no worker writing into a later run's staging area.
 
-    result = run_on_pool(chunks, plan, sizing, workers=2, on_started=import_statistics)
+    result = run_on_pool(chunks, plan, sizing, workers=2, on_started=start_progress_reporter)
 
 Workers take chunks from a counter in shared memory and send their results when none is left, so
 the launcher is idle while they encode. A worker's error is raised in the launcher; a worker that
@@ -53,9 +52,9 @@ def run_on_pool(chunks: list[Chunk], plan: IngestPlan, sizing: ShardSizing, work
     """Encodes every chunk and writes every shard on `workers` forked processes (in this one when 1).
 
     Returns what the Beam pipeline's result file holds: {"chunks": [ChunkResult], "shards": [(split, ShardInfo)]}.
-    `on_started` runs in the launcher once the workers exist (the progress reporter, the statistics import).
-    Workers take chunks from a shared counter, so the launcher hands out nothing while they encode: a
-    dispatcher thread here would wait for the GIL behind the import (tried: ProcessPoolExecutor).
+    `on_started` runs in the launcher once the workers exist (the progress reporter's thread).
+    Workers take chunks from a shared counter, so the launcher hands out nothing while they encode
+    (a ProcessPoolExecutor, tried first, needs a dispatcher thread here).
     """
     if workers <= 1:
         on_started()

@@ -94,7 +94,7 @@ def write_statistics_when_ready(splits: list[str], column_files: Callable[[], di
                     | f"ColumnFiles[{split}]" >> beam.FlatMap(_column_files_of)
                     | f"Read[{split}]" >> beam.Map(lambda p: as_statistics_batch(read_column_file(p), columns))
                     | f"Generate[{split}]" >> tfdv.GenerateStatistics(options)
-                    | f"Write[{split}]" >> beam.Map(lambda s, path=written[split]: statistics_io.write_statistics(s, path))
+                    | f"Write[{split}]" >> beam.Map(statistics_io.write_statistics, written[split])
                 )
         paths_by_split = _WAITING[-1]()
     finally:
