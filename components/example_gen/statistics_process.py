@@ -54,9 +54,7 @@ class StatisticsProcess:
     """A child process that imports TFDV at once and computes one run's statistics and schema on request."""
 
     def __init__(self, *args: str) -> None:
-        # The launcher's module path, so the child finds shardflow (and TFDV) where the launcher did.
-        path = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")])
-        environment = {**os.environ, "_SHARDFLOW_PARENT": str(os.getpid()), "PYTHONPATH": path.rstrip(os.pathsep)}
+        environment = {**os.environ, "_SHARDFLOW_PARENT": str(os.getpid())}
         self._process = subprocess.Popen([sys.executable, "-m", _MODULE, *args], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, env=environment)
 
