@@ -9,7 +9,8 @@ Contenders (all write raw uint8 pixel bytes + an int64 label per record):
   b  the same loop over a 2-process `multiprocessing` pool (fork, TF imported before it), each
      process writing its own file;
   c  shardflow ExampleGen through its Python API, `--eg-mode auto` being its own default
-     (FnApiRunner multi_processing with one worker per core from 50k rows, in_memory below).
+     (its local pool: one forked worker per core, at every size); the other modes run Beam's
+     FnApiRunner.
 The last stdout line is a JSON report: records written, and epoch times of imports done and end
 of work (before interpreter shutdown). The parent (`example_gen_suite`) measures everything else.
 """

@@ -9,7 +9,8 @@ read (the data root's read: open + read), hash (leakage digest), decode (TurboJP
 DCT scale included), convert+resize, encode (the storage kind), example (tf.Example bytes +
 framing with CRC, written to a part file), statistics values (the per-chunk column file).
 `row_encoder` is `RowEncoder.encode` whole, the check that the stages add up. Once per run: the
-TFDV statistics pass over the column files, and the import of ExampleGen's modules in a fresh process.
+TFDV statistics pass over the column files, and, in fresh processes, the imports of ExampleGen's launcher
+and of its statistics process (TFDV on the TensorFlow stand-in, Keras blocked: statistics_process.py).
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from typing import Any, Callable
 
 SAMPLE = 1_000
 _IMPORTS = ("import shardflow.example_gen.executor",)
+_STATISTICS_IMPORTS = ("import sys", "sys.modules['keras'] = sys.modules['tf_keras'] = None",
+                       "from shardflow.example_gen import tensorflow_absent", "tensorflow_absent.install()",
+                       "import shardflow.example_gen.statistics")
 
 
 def _timed(stages: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
@@ -33,10 +37,10 @@ def _timed(stages: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
     return result
 
 
-def _import_seconds() -> float:
-    """Wall seconds to import ExampleGen's modules (Beam, TFDV, TensorFlow) in a fresh interpreter."""
+def _import_seconds(imports: tuple[str, ...] = _IMPORTS) -> float:
+    """Wall seconds to run `imports` in a fresh interpreter (the launcher's modules by default)."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "; ".join(_IMPORTS)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-c", "; ".join(imports)], check=True, capture_output=True)
     return time.perf_counter() - started
 
 
@@ -106,12 +110,16 @@ def stage_times(data_root: Path, index: Path, storage: str, rows: int) -> dict[s
     per_row["row_encoder (whole)"] = round(_row_encoder_seconds(cells, data_root, storage) / count * 1e6, 1)
     return {"storage": storage, "sample_rows": count, "run_rows": rows, "us_per_row": per_row,
             "fixed_s": {name: round(seconds, 2) for name, seconds in fixed.items()},
-            "start_up_imports_s": round(_import_seconds(), 2)}
+            "start_up_imports_s": round(_import_seconds(), 2),
+            "statistics_process_imports_s": round(_import_seconds(_STATISTICS_IMPORTS), 2)}
 
 
 def markdown(result: dict[str, Any]) -> str:
+    imports = f"launcher imports in a fresh process {result['start_up_imports_s']} s"
+    if "statistics_process_imports_s" in result:
+        imports += f", statistics process imports {result['statistics_process_imports_s']} s"
     lines = [f"ExampleGen CPU per row by stage, storage {result['storage']} ({result['sample_rows']:,} rows sampled; "
-             f"imports in a fresh process {result['start_up_imports_s']} s):", "",
+             f"{imports}):", "",
              "| stage | CPU µs/row |", "|---|---:|"]
     lines += [f"| {name} | {value:,.0f} |" for name, value in result["us_per_row"].items()]
     lines += ["", "Once per run: " + ", ".join(f"{name} {value} s CPU" for name, value in result["fixed_s"].items())]

@@ -81,6 +81,39 @@ def unknown_option_message(flag: str, command: str, known: Iterable[str], passes
     return f"unknown option {name} ({what}){hint}"
 
 
+def flag_value(args: list[str] | tuple[str, ...], name: str) -> str | None:
+    """The value of `--name=value` or `--name value` in `args` (the last one given), else None.
+
+    >>> flag_value(["--direct_num_workers", "3", "--runner=X"], "direct_num_workers"), flag_value([], "runner")
+    ('3', None)
+    """
+    value = None
+    for position, arg in enumerate(args):
+        if arg == f"--{name}" and position + 1 < len(args):
+            value = args[position + 1]
+        elif arg.startswith(f"--{name}="):
+            value = arg.partition("=")[2]
+    return value
+
+
+def local_pool_workers(args: list[str] | tuple[str, ...], cpus: int) -> int | None:
+    """Worker processes for a component's own local pool, or None when the flags ask for a Beam runner.
+
+    Without `--runner` and `--direct_running_mode` the run is local and the pool is used, one worker
+    per core or `--direct_num_workers`; naming either of them chooses Beam (no Beam import here).
+
+    >>> local_pool_workers([], 2), local_pool_workers(["--direct_num_workers=3"], 2)
+    (2, 3)
+    >>> local_pool_workers(["--direct_running_mode=in_memory"], 2), local_pool_workers(["--runner", "DaskRunner"], 2)
+    (None, None)
+    """
+    if flag_value(args, "runner") is not None or flag_value(args, "direct_running_mode") is not None:
+        return None
+    workers = flag_value(args, "direct_num_workers")
+    count = int(workers) if workers is not None and workers.isdigit() else 0
+    return count if count > 0 else max(1, cpus)  # Beam's 0 means one per core too
+
+
 def _is_number(text: str) -> bool:
     """A negative number is an option's value (`--some_option -1`), not a flag."""
     try:

@@ -10,16 +10,18 @@ output is the same bytes on any runner and filesystem — including Dask, which 
 element twice. Parts and shards may live anywhere `storage` reaches (local, s3://, gs://).
 
     parts | WriteShards(out_dir, compression, sizing)  # → PCollection of (split, ShardInfo)
+
+Beam is imported when `WriteShards` is first used, not with this module: ExampleGen's local pool
+writes shards with `plan_all` and `write_shard` alone.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import shutil
 from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Iterator
-
-import apache_beam as beam
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from . import storage
 from .manifest import ShardInfo
@@ -126,23 +128,39 @@ def plan_all(parts: Iterable[tuple[str, Part]], sizing: ShardSizing) -> Iterator
             yield plan, {path: counts[path] for path, _, _ in plan.pieces}
 
 
-class WriteShards(beam.PTransform):
-    """(split, Part) pairs → (split, ShardInfo) for every shard written under `out_dir` (local or URI).
+def __getattr__(name: str) -> Any:
+    """`WriteShards` is defined on first use: only Beam pipelines need Beam (~2 s to import)."""
+    if name == "WriteShards":
+        return _write_shards_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    Part paths must sort in the records' intended order (e.g. zero-padded chunk numbers).
-    """
 
-    def __init__(self, out_dir: str, sizing: ShardSizing) -> None:
-        super().__init__()
-        self.out_dir = out_dir
-        self.sizing = sizing
+@functools.lru_cache(maxsize=None)
+def _write_shards_class() -> type:
+    import apache_beam as beam
 
-    def expand(self, parts: beam.PCollection) -> beam.PCollection:
-        out_dir, sizing = self.out_dir, self.sizing
-        return (
-            parts
-            | "GatherParts" >> beam.combiners.ToList()
-            | "PlanShards" >> beam.FlatMap(lambda all_parts: list(plan_all(all_parts, sizing)))
-            | "SpreadShards" >> beam.Reshuffle()
-            | "WriteShard" >> beam.Map(lambda job: (job[0].split, write_shard(job[0], out_dir, sizing.compression, job[1])))
-        )
+    class WriteShards(beam.PTransform):
+        """(split, Part) pairs → (split, ShardInfo) for every shard written under `out_dir` (local or URI).
+
+        Part paths must sort in the records' intended order (e.g. zero-padded chunk numbers).
+        """
+
+        def __init__(self, out_dir: str, sizing: ShardSizing) -> None:
+            super().__init__()
+            self.out_dir = out_dir
+            self.sizing = sizing
+
+        def expand(self, parts: beam.PCollection) -> beam.PCollection:
+            out_dir, sizing = self.out_dir, self.sizing
+            return (
+                parts
+                | "GatherParts" >> beam.combiners.ToList()
+                | "PlanShards" >> beam.FlatMap(lambda all_parts: list(plan_all(all_parts, sizing)))
+                | "SpreadShards" >> beam.Reshuffle()
+                | "WriteShard" >> beam.Map(
+                    lambda job: (job[0].split, write_shard(job[0], out_dir, sizing.compression, job[1])))
+            )
+
+    WriteShards.__module__ = __name__
+    WriteShards.__qualname__ = "WriteShards"
+    return WriteShards

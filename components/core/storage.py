@@ -37,7 +37,7 @@ SINGLE_PUT_BYTES = 64 << 20  # in-memory payloads below this go up in one reques
 __all__ = ["basename", "is_remote", "join", "parent", "relative_to", "temp_name", "open_read", "open_write",
            "read_bytes", "write_bytes", "read_text", "write_text", "read_json", "write_json", "exists",
            "is_file", "is_dir", "list_names", "list_files", "remove", "size", "makedirs", "copy_file",
-           "copy_tree", "move"]
+           "copy_tree", "move", "forget_clients"]
 
 
 def temp_name(location: str) -> str:
@@ -64,6 +64,11 @@ def _object_io(kind: str) -> Any:
             return GcsIO(storage_client=gcs.Client(), pipeline_options=PipelineOptions([]))
         return GcsIO(pipeline_options=PipelineOptions([]))
     raise ValueError(f"unsupported storage scheme {kind!r}:// (supported: local paths, s3://, gs://)")
+
+
+def forget_clients() -> None:
+    """Drops this process's object-store clients: a forked child makes its own (connections are not fork-safe)."""
+    _object_io.cache_clear()
 
 
 def _io(location: str) -> Any:

@@ -5,11 +5,15 @@ A frame is: uint64 length, masked crc32c(length), data, masked crc32c(data), lit
 
 >>> frame(b"abc")[:8] == (3).to_bytes(8, "little")
 True
+>>> import io
+>>> records_numbered(io.BytesIO(b"".join(frame(bytes([i])) for i in range(5))), [3, 1])
+{1: b'\\x01', 3: b'\\x03'}
 """
 from __future__ import annotations
 
+import io
 import struct
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 import google_crc32c
 from .errors import ShardflowError
@@ -60,3 +64,21 @@ def iter_records(stream: BinaryIO, source: str = "<stream>") -> Iterator[bytes]:
     """Yields the payload of each record, checking both CRCs."""
     for whole in iter_frames(stream, source):
         yield whole[_HEADER.size:-_FOOTER.size]
+
+
+def records_numbered(stream: BinaryIO, numbers: Iterable[int], source: str = "<stream>") -> dict[int, bytes]:
+    """The payloads of the records numbered `numbers` (0-based) of a TFRecord stream, CRC-checked; the
+    records between are skipped by seeking past them (a ranged read on an object store, never their bytes)."""
+    wanted = set(numbers)
+    found: dict[int, bytes] = {}
+    for number in range(max(wanted) + 1 if wanted else 0):
+        header = stream.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            raise CorruptRecordError(f"{source}: ends before record {number}")
+        length, _ = _HEADER.unpack(header)
+        if number not in wanted:
+            stream.seek(length + _FOOTER.size, 1)
+            continue
+        body = stream.read(length + _FOOTER.size)
+        found[number] = next(iter_records(io.BytesIO(header + body), source))
+    return found

@@ -2,7 +2,9 @@
 
 Scoring keeps no pixels, and which examples the sheet shows is known only at the end, so the top
 issues' records are read again: only the shards holding them (their counts are in the manifest),
-each up to its last wanted record, through `storage` (local, s3://, gs://; GZIP shards too).
+seeking past the records between (`core.tfrecord.records_numbered`: on an object store a ranged
+read, so the split is not downloaded again; a GZIP shard is decompressed up to its last wanted
+record), through `storage` (local, s3://, gs://).
 
 >>> import tempfile, os
 >>> from ..core.tfrecord import frame
@@ -21,7 +23,7 @@ import numpy as np
 from ..core import storage
 from ..core.manifest import FeatureSpec, Manifest
 from ..core.pixel_codec import decode_pixels
-from ..core.tfrecord import iter_records
+from ..core.tfrecord import records_numbered
 
 
 def records_at(files: Sequence[str], counts: Sequence[int], compression: str, positions: Sequence[int]
@@ -33,11 +35,7 @@ def records_at(files: Sequence[str], counts: Sequence[int], compression: str, po
         if inside:
             with storage.open_read(path) as raw:
                 stream = gzip.GzipFile(fileobj=raw) if compression == "GZIP" else raw
-                for number, record in enumerate(iter_records(stream, path)):
-                    if number in inside:
-                        found[first + number] = record
-                    if number >= inside[-1]:
-                        break
+                found.update({first + n: record for n, record in records_numbered(stream, inside, path).items()})
         first += count
     return found
 

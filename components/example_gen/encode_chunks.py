@@ -1,4 +1,4 @@
-"""The Beam DoFn that turns a chunk of CSV rows into part files of serialized Examples.
+"""The chunk encoder: a chunk of CSV rows into part files of serialized Examples (Beam's DoFn: pipeline.py).
 
 One element is one chunk descriptor (a byte range of an index file), so Beam's per-element cost is
 paid once per few thousand rows. Records go straight to disk; what the DoFn emits is metadata
@@ -8,7 +8,8 @@ content hashes of the leakage check to a digest file per chunk and split, which 
 checks in bounded memory (and, likewise, the perceptual hashes of the near-duplicate check). Through Beam
 travel O(1) metadata per chunk and the chunk's row provenance (provenance.py: a bit per row and split,
 and the image paths gzip-compressed, ~10 bytes per example).
-Workers never import TensorFlow, which keeps their start-up short. Every file a worker writes goes
+Workers never import TensorFlow, which keeps their start-up short, and this module does not import
+Beam: the local pool (local_pool.py) runs it without. Every file a worker writes goes
 through `storage` into the staging location (a local folder or an object-store prefix): workers
 need nothing but that storage, never the launcher's disk.
 """
@@ -18,7 +19,6 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-import apache_beam as beam
 import numpy as np
 
 from ..core import storage
@@ -131,12 +131,11 @@ class _SplitBuffer:
         self.phashes[kind][1].append(row)
 
 
-class EncodeChunkFn(beam.DoFn):
+class EncodeChunkFn:
+    """`setup()` once per worker, then `process(chunk)` yields the chunk's `ChunkResult` (a DoFn's shape)."""
+
     def __init__(self, plan: IngestPlan) -> None:
         self.plan = plan
-        self.rows_counter = beam.metrics.Metrics.counter("example_gen", "rows")
-        self.accepted_counter = beam.metrics.Metrics.counter("example_gen", "accepted")
-        self.rejected_counter = beam.metrics.Metrics.counter("example_gen", "rejected")
 
     def setup(self) -> None:
         assigner = SplitAssigner(self.plan.split_weights, self.plan.split_key_positions)
@@ -178,8 +177,5 @@ class EncodeChunkFn(beam.DoFn):
                 for kind, (values, rows) in buffer.phashes.items():
                     storage.write_bytes(self.plan.phash_file(split, chunk, kind), digest_table(values, rows),
                                        durable=False)
-        self.rows_counter.inc(result.rows)
-        self.rejected_counter.inc(result.rejected)
-        self.accepted_counter.inc(result.rows - result.rejected)
         storage.write_bytes(self.plan.done_marker(chunk), str(result.rows).encode(), durable=False)
         yield result

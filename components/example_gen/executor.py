@@ -6,12 +6,11 @@
 """
 from __future__ import annotations
 
-import importlib
+import contextlib
 import math
 import os
 import pickle
 import shutil
-import threading
 import time
 from collections import Counter
 from typing import Any, Callable
@@ -19,20 +18,20 @@ from typing import Any, Callable
 from ..core.errors import ShardflowError
 from .. import __version__
 from ..core import storage
-from ..core.beam_setup import (close_dask_client, describe_runner, make_pipeline, pipeline_options,
-                               runs_outside_the_launcher)
+from ..core.beam_options import local_pool_workers
 from ..core.example_rows import PROVENANCE_DIR, PROVENANCE_KEY
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
 from .columns import SAMPLE_ROWS, ColumnSpec, detect_columns
-from .config import ConfigError, ExampleGenConfig
+from .config import ConfigError, ExampleGenConfig, IndexSpec  # noqa: F401  (IndexSpec: doctest)
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
 from .encode_chunks import ChunkResult, IngestPlan
 from .leakage import find_leaks, locate_rows
+from .local_pool import describe_pool, run_on_pool
 from .near_duplicates import PAIRS_FILE, near_duplicates_report
-from .pipeline import RESULT_NAME, IngestChunks
 from .provenance import write_provenance
+from .statistics_process import StatisticsProcess
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
 from ..core.statistics_io import write_schema
@@ -49,16 +48,29 @@ class TooManyRejectsError(ShardflowError, RuntimeError):
     """More rows were rejected than `max_reject_fraction` allows; no manifest was written."""
 
 
-def _rows_per_chunk(config: ExampleGenConfig, total_rows: int) -> int:
+# Estimated single-core seconds of work per chunk at most: a worker that takes the last chunk keeps
+# the other cores idle for up to that long. 20k photos (~2.5 ms a row) made 10 chunks of 2,000 rows
+# (~5 s each) before; 28×28 PNGs (~70 µs a row) stay at the 2,000-row cap.
+CHUNK_WORK_SECONDS = 0.5
+
+
+def _rows_per_chunk(config: ExampleGenConfig, total_rows: int, row_seconds: float = 0.0) -> int:
+    """`--rows-per-chunk`, else at least 8 chunks of 64 to 2,000 rows, each ~CHUNK_WORK_SECONDS of work or less.
+
+    >>> config = ExampleGenConfig(indexes=(IndexSpec("i.csv", "train"),), data_root="d", output="o")
+    >>> [_rows_per_chunk(config, 20_000, s) for s in (0.0, 70e-6, 2.5e-3)]
+    [2000, 2000, 200]
+    """
     if config.rows_per_chunk:
         return config.rows_per_chunk
-    return min(2000, max(64, math.ceil(total_rows / 8)))
+    by_count = min(2000, max(64, math.ceil(total_rows / 8)))
+    return min(by_count, max(64, math.ceil(CHUNK_WORK_SECONDS / row_seconds))) if row_seconds > 0 else by_count
 
 
-def _plan_indexes(config: ExampleGenConfig) -> tuple[list[str], list[Chunk]]:
-    """The common header and the chunks of every index: two scans of each (count, then plan)."""
-    total = sum(count_rows(i.path) for i in config.indexes)
-    per_chunk = _rows_per_chunk(config, total)
+def _plan_indexes(config: ExampleGenConfig, per_chunk: int | None = None) -> tuple[list[str], list[Chunk]]:
+    """The common header and the chunks of every index (`per_chunk` rows each, else from the row count)."""
+    if per_chunk is None:
+        per_chunk = _rows_per_chunk(config, sum(count_rows(i.path) for i in config.indexes))
     header: list[str] | None = None
     chunks: list[Chunk] = []
     for index_id, index in enumerate(config.indexes):
@@ -100,30 +112,40 @@ def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[Colu
 
 def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, work: WorkEstimate,
              echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    """Encodes the chunks and writes the shards on the local pool, or on Beam when the flags name a runner or mode."""
+    total_rows = sum(c.num_rows for c in chunks)
+    sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
+    workers = local_pool_workers(config.beam_args, os.cpu_count() or 1)
+    if workers is not None:
+        runner = describe_pool(workers)
+        echo(_first_line(total_rows, chunks, work, runner))
+        with contextlib.ExitStack() as threads:
+            def started() -> None:  # the thread starts once the workers are forked
+                threads.enter_context(ProgressReporter(storage.join(plan.staging_dir, "done"), total_rows,
+                                                       config.progress_seconds, echo))
+
+            return run_on_pool(chunks, plan, sizing, workers, on_started=started), runner
+    return _execute_on_beam(config, chunks, plan, work, sizing, echo)
+
+
+def _first_line(total_rows: int, chunks: list[Chunk], work: WorkEstimate, runner: str) -> str:
+    return (f"example-gen: {total_rows:,} rows in {len(chunks)} chunks (~{work.seconds:,.0f} s of single-core work) "
+            f"on {runner}")
+
+
+def _execute_on_beam(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, work: WorkEstimate,
+                     sizing: ShardSizing, echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
+    from .pipeline import RESULT_NAME, IngestChunks
+
     total_rows = sum(c.num_rows for c in chunks)
     options = pipeline_options(config.beam_args, work.seconds, num_chunks=len(chunks), gil_free=work.gil_free)
-    sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
-    echo(f"example-gen: {total_rows:,} rows in {len(chunks)} chunks (~{work.seconds:,.0f} s of single-core work) "
-         f"on {describe_runner(options)}")
-    if runs_outside_the_launcher(options):
-        _import_statistics_in_background()
+    echo(_first_line(total_rows, chunks, work, describe_runner(options)))
     with ProgressReporter(storage.join(plan.staging_dir, "done"), total_rows, config.progress_seconds, echo):
         with make_pipeline(options) as pipeline:
             _ = pipeline | "Ingest" >> IngestChunks(chunks, plan, sizing)
     close_dask_client(pipeline)
     return pickle.loads(storage.read_bytes(storage.join(plan.staging_dir, RESULT_NAME))), describe_runner(options)
-
-
-def _import_statistics_in_background() -> None:
-    """Starts importing TFDV and TensorFlow (~8 s, needed only after the rows) while others encode.
-
-    Only when the rows are encoded in other processes: this one is idle then, and the import no
-    longer adds its seconds to the single-threaded end of the run. Not beside encoding threads: the
-    import holds the GIL for long stretches and stalled them (8k photo rows: 13.5 s → 26 s). The
-    import lock makes the later `from .statistics import ...` wait for this import to finish.
-    """
-    threading.Thread(target=importlib.import_module, args=(f"{__package__}.statistics",), daemon=True,
-                     name="import-statistics").start()
 
 
 def _merge_rejects(chunks: list[Chunk], plan: IngestPlan, root: str) -> str:
@@ -169,17 +191,24 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
 
         return run_spans(config, run, echo)
     marks = {"started": time.time()}  # phase ends, for the manifest's `phase_seconds`
-    header, chunks = _plan_indexes(config)
-    samples = _sample(chunks)
-    columns = detect_columns(header, samples, config)
-    work = estimate_work(columns, samples, open_data_root(config.data_root), sum(c.num_rows for c in chunks))
-    out = output_location(config.output)
-    with out.staged_run():
-        plan = _ingest_plan(config, header, columns, out)
-        marks["plan"] = time.time()
-        result, runner = _execute(config, chunks, plan, work, echo)
-        marks["rows_and_shards"] = time.time()
-        return _finish(config, chunks, columns, plan, result, runner, marks, echo)
+    with StatisticsProcess() as statistics:  # imports TFDV from now on, beside the plan and the rows
+        header, chunks = _plan_indexes(config)
+        samples = _sample(chunks)
+        columns = detect_columns(header, samples, config)
+        total_rows = sum(c.num_rows for c in chunks)
+        work = estimate_work(columns, samples, open_data_root(config.data_root), total_rows)
+        per_chunk = _rows_per_chunk(config, total_rows, work.seconds / max(total_rows, 1))
+        if per_chunk != _rows_per_chunk(config, total_rows):  # smaller chunks for costly rows: planned again
+            header, chunks = _plan_indexes(config, per_chunk)
+        out = output_location(config.output)
+        with out.staged_run():
+            plan = _ingest_plan(config, header, columns, out)
+            statistics.prepare(list(config.split_names), tuple(columns), out.staged("statistics"),
+                               "train" if "train" in config.split_names else config.split_names[0])
+            marks["plan"] = time.time()
+            result, runner = _execute(config, chunks, plan, work, echo)
+            marks["rows_and_shards"] = time.time()
+            return _finish(config, chunks, columns, plan, result, runner, marks, statistics, echo)
 
 
 def output_location(root: str) -> OutputDir:
@@ -188,7 +217,8 @@ def output_location(root: str) -> OutputDir:
 
 
 def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnSpec], plan: IngestPlan,
-            result: dict[str, Any], runner: str, marks: dict[str, float], echo: Callable[[str], None]) -> Manifest:
+            result: dict[str, Any], runner: str, marks: dict[str, float], statistics: StatisticsProcess,
+            echo: Callable[[str], None]) -> Manifest:
     out = output_location(config.output)
     results: list[ChunkResult] = sorted(result["chunks"], key=lambda r: (r.index_id, r.chunk_no))
     rows = sum(r.rows for r in results)
@@ -203,14 +233,15 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
             f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
         )
-    near_duplicates = near_duplicates_report(config, plan, chunks, results, columns, out.root)  # raises in "fail" mode
     splits = _splits(config, results, result["shards"])
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
+    statistics.request(column_files)  # computed meanwhile (prepared before the rows)
+    near_duplicates = near_duplicates_report(config, plan, chunks, results, columns, out.root)  # raises in "fail" mode
     provenance = write_provenance(list(splits), chunks, results, [i.path for i in config.indexes],
                                   out.staged(PROVENANCE_DIR))
-    _publish_with_statistics(config, columns, splits, column_files, out)
+    _publish_with_statistics(config, statistics, out)
     marks["statistics"] = time.time()
     manifest = Manifest(
         features={c.name: c.feature_spec() for c in columns},
@@ -246,16 +277,10 @@ def _phase_seconds(marks: dict[str, float]) -> dict[str, float]:
     return {name: round(end - start, 3) for name, start, end in zip(names[1:] + ["finish"], times, times[1:])}
 
 
-def _publish_with_statistics(config: ExampleGenConfig, columns: list[ColumnSpec], splits: dict[str, SplitInfo],
-                             column_files: dict[str, list[str]], out: OutputDir) -> None:
-    """Statistics per split from the column files, the shards and statistics published, the schema on train."""
-    # Imported here, after the rows (or by `_import_statistics_in_background`): TFDV brings TensorFlow
-    # (~8 s on 2 cores), which the encode does not need.
-    from .statistics import infer_schema, write_statistics
-
-    write_statistics(column_files, tuple(columns), out.staged("statistics"))
+def _publish_with_statistics(config: ExampleGenConfig, statistics: StatisticsProcess, out: OutputDir) -> None:
+    """The requested statistics awaited, the shards and statistics published, the schema written beside them."""
+    schema = statistics.schema()
     out.publish([f"Split-{s}" for s in config.split_names] + ["statistics", PROVENANCE_DIR])
     schema_path = storage.join(out.root, "schema.pbtxt")
     storage.remove(schema_path)
-    train = "train" if "train" in splits else next(iter(splits))
-    write_schema(infer_schema(storage.join(out.root, "statistics", f"{train}.pb"), tuple(columns)), schema_path)
+    write_schema(schema, schema_path)

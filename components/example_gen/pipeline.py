@@ -24,6 +24,26 @@ from .encode_chunks import ChunkResult, EncodeChunkFn, IngestPlan
 RESULT_NAME = "result.pickle"
 
 
+class _EncodeChunkDoFn(beam.DoFn):
+    """`EncodeChunkFn` on a Beam runner, with Beam's row counters."""
+
+    def __init__(self, plan: IngestPlan) -> None:
+        self.encoder = EncodeChunkFn(plan)
+        self.rows_counter = beam.metrics.Metrics.counter("example_gen", "rows")
+        self.accepted_counter = beam.metrics.Metrics.counter("example_gen", "accepted")
+        self.rejected_counter = beam.metrics.Metrics.counter("example_gen", "rejected")
+
+    def setup(self) -> None:
+        self.encoder.setup()
+
+    def process(self, chunk: Chunk):
+        for result in self.encoder.process(chunk):
+            self.rows_counter.inc(result.rows)
+            self.rejected_counter.inc(result.rejected)
+            self.accepted_counter.inc(result.rows - result.rejected)
+            yield result
+
+
 def _part_pairs(result: ChunkResult) -> list[tuple[str, Part]]:
     return list(result.parts.items())
 
@@ -47,7 +67,7 @@ class IngestChunks(beam.PTransform):
             root
             | "ListChunks" >> beam.Create(self.chunks)
             | "SpreadChunks" >> beam.Reshuffle()
-            | "EncodeChunks" >> beam.ParDo(EncodeChunkFn(self.plan))
+            | "EncodeChunks" >> beam.ParDo(_EncodeChunkDoFn(self.plan))
         )
         shards = (
             results

@@ -9,6 +9,9 @@ byte sizes for them, which are patched from the real payload sizes.
 """
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import apache_beam as beam
 import pyarrow.compute as pc
 import tensorflow_data_validation as tfdv
@@ -61,23 +64,47 @@ def _patch_bytes_stats(stats: statistics_pb2.DatasetFeatureStatisticsList, paths
 
 def write_statistics(paths_by_split: dict[str, list[str]], columns: tuple[ColumnSpec, ...], out_dir: str) -> dict[str, str]:
     """Writes `<out_dir>/<split>.pb` for every split (an empty split gets zero examples)."""
+    return write_statistics_when_ready(list(paths_by_split), lambda: paths_by_split, columns, out_dir)
+
+
+_WAITING: list[Callable[[], dict[str, list[str]]]] = []  # the running pass's source of column files
+
+
+def _column_files_of(split: str) -> list[str]:
+    """A split's column files, from the running pass's source (by reference: Beam pickles this function)."""
+    return sorted(_WAITING[-1]()[split])
+
+
+def write_statistics_when_ready(splits: list[str], column_files: Callable[[], dict[str, list[str]]],
+                                columns: tuple[ColumnSpec, ...], out_dir: str) -> dict[str, str]:
+    """`write_statistics` whose pipeline is built and started before the column files exist.
+
+    `column_files()` may block until they do: it is first called by the pipeline's first step, so
+    Beam's construction and start-up happen before (in the statistics process, while rows are encoded).
+    """
     options = stats_options(columns)
-    written = {split: storage.join(out_dir, f"{split}.pb") for split in paths_by_split}
-    with beam.Pipeline(runner=FnApiRunner()) as pipeline:
-        for split, paths in paths_by_split.items():
-            _ = (
-                pipeline
-                | f"ColumnFiles[{split}]" >> beam.Create(sorted(paths), reshuffle=False)
-                | f"Read[{split}]" >> beam.Map(lambda p: as_statistics_batch(read_column_file(p), columns))
-                | f"Generate[{split}]" >> tfdv.GenerateStatistics(options)
-                | f"Write[{split}]" >> beam.Map(lambda s, path=written[split]: statistics_io.write_statistics(s, path))
-            )
-    for split, paths in paths_by_split.items():
+    written = {split: storage.join(out_dir, f"{split}.pb") for split in splits}
+    _WAITING.append(functools.lru_cache(maxsize=None)(column_files))
+    try:
+        with beam.Pipeline(runner=FnApiRunner()) as pipeline:
+            for split in splits:
+                _ = (
+                    pipeline
+                    | f"Split[{split}]" >> beam.Create([split], reshuffle=False)
+                    | f"ColumnFiles[{split}]" >> beam.FlatMap(_column_files_of)
+                    | f"Read[{split}]" >> beam.Map(lambda p: as_statistics_batch(read_column_file(p), columns))
+                    | f"Generate[{split}]" >> tfdv.GenerateStatistics(options)
+                    | f"Write[{split}]" >> beam.Map(statistics_io.write_statistics, written[split])
+                )
+        paths_by_split = _WAITING[-1]()
+    finally:
+        _WAITING.pop()
+    for split in splits:
         if storage.is_file(written[split]):
             stats = statistics_io.read_statistics(written[split])
         else:  # no examples in this split
             stats = statistics_pb2.DatasetFeatureStatisticsList(datasets=[statistics_pb2.DatasetFeatureStatistics()])
-        _patch_bytes_stats(stats, paths, columns)
+        _patch_bytes_stats(stats, paths_by_split.get(split, []), columns)
         statistics_io.write_statistics(stats, written[split])
     return written
 

@@ -129,7 +129,7 @@ def test_dask_cluster_gives_the_local_runners_examples(cluster: tuple[str, objec
         dask = _ingest(data, tmp_path / "dask", [DASK_RUNNER, f"--dask_client_address={scheduler}",
                                                     "--dask_npartitions=3"])
     assert len({task["worker"] for task in stream.data}) == 2  # both workers ran tasks of the pipeline
-    assert "DaskRunner" in dask["runner"] and "FnApiRunner" in local["runner"]
+    assert "DaskRunner" in dask["runner"] and "local process pool" in local["runner"]
     assert {k: dask[k] for k in COMPARED_KEYS} == {k: local[k] for k in COMPARED_KEYS}
     assert local["rows"] == NUM_ROWS + 2 and local["rejected"] == 2
     assert sum(s["num_examples"] for s in local["splits"].values()) == NUM_ROWS

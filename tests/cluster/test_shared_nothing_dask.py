@@ -86,7 +86,7 @@ def test_example_gen_on_a_shared_nothing_cluster_equals_the_local_runner(
         dask = _ingest(s3_server, dataset, f"s3://{bucket}/dask",
                        [DASK_RUNNER, f"--dask_client_address={cluster.address}", "--dask_npartitions=3"])
     assert {task["worker"] for task in stream.data} == set(cluster.worker_addresses()), "both workers ran tasks"
-    assert "DaskRunner" in dask["runner"] and "FnApiRunner" in local["runner"]
+    assert "DaskRunner" in dask["runner"] and "local process pool" in local["runner"]
     assert {k: dask[k] for k in COMPARED_KEYS} == {k: local[k] for k in COMPARED_KEYS}
     assert local["rows"] == NUM_ROWS + 1 and local["rejected_by_reason"] == {"missing_file": 1}
 

@@ -1,4 +1,4 @@
-"""ExampleGen on photographs: the running mode follows the estimated work, and threads change no byte.
+"""ExampleGen on photographs: the local pool and Beam's threads change no byte; the work estimate.
 
 Photos are JPEG crops of scikit-learn's sample photographs (benchmarks/photo_data.py).
 """
@@ -37,17 +37,21 @@ def _shard_bytes(output: Path) -> list[bytes]:
     return [p.read_bytes() for p in sorted((output / "Split-train").glob("data-*"))]
 
 
-def test_photos_run_on_threads_with_the_bytes_of_a_single_thread(photos: tuple[Path, Path], tmp_path: Path) -> None:
+def test_photos_on_the_pool_and_on_threads_with_the_bytes_of_a_single_thread(photos: tuple[Path, Path],
+                                                                            tmp_path: Path) -> None:
     root, index = photos
-    threaded = run(_config(index, root, tmp_path / "auto"), echo=lambda _: None)
+    pooled = run(_config(index, root, tmp_path / "auto"), echo=lambda _: None)
+    threaded = run(_config(index, root, tmp_path / "threads", "--direct_running_mode=multi_threading",
+                           "--direct_num_workers=2"), echo=lambda _: None)
     single = run(_config(index, root, tmp_path / "one", "--direct_running_mode=in_memory"), echo=lambda _: None)
-    assert "multi_threading" in threaded.extra["runner"] and "in_memory" in single.extra["runner"]
+    assert "local process pool" in pooled.extra["runner"] and "multi_threading" in threaded.extra["runner"]
+    assert "in_memory" in single.extra["runner"]
     lines = len(index.read_text().splitlines()) - 1
-    assert threaded.extra["accepted"] == single.extra["accepted"] == lines == ROWS
-    assert _shard_bytes(tmp_path / "auto") == _shard_bytes(tmp_path / "one")
-    phases = threaded.extra["phase_seconds"]  # where the time went, for the benchmark's arithmetic
+    assert pooled.extra["accepted"] == threaded.extra["accepted"] == single.extra["accepted"] == lines == ROWS
+    assert _shard_bytes(tmp_path / "auto") == _shard_bytes(tmp_path / "one") == _shard_bytes(tmp_path / "threads")
+    phases = pooled.extra["phase_seconds"]  # where the time went, for the benchmark's arithmetic
     assert list(phases) == ["plan", "rows_and_shards", "statistics", "finish"]
-    assert abs(sum(phases.values()) - threaded.extra["seconds"]) < 0.05
+    assert abs(sum(phases.values()) - pooled.extra["seconds"]) < 0.05
     batch = next(iter(make_dataset(tmp_path / "auto", "train", batch_size=4)))
     assert batch["x"].shape == (4, 224, 224, 3) and np.asarray(batch["x"]).std() > 10  # real pixels, not blank
 

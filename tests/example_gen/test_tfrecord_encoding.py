@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from shardflow.core.example_proto import encode_example
-from shardflow.core.tfrecord import CorruptRecordError, frame, iter_frames, iter_records
+from shardflow.core.tfrecord import CorruptRecordError, frame, iter_frames, iter_records, records_numbered
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
 
@@ -114,3 +114,24 @@ def test_out_of_range_int64_is_refused_not_wrapped(values: list[int]) -> None:
 def test_unsupported_value_type_is_refused() -> None:
     with pytest.raises(TypeError, match="unsupported feature value type"):
         encode_example({"y": [object()]})
+
+
+def test_records_by_number_skip_the_others_in_plain_and_gzip_files(tmp_path: Path) -> None:
+    """What the Evaluator's contact sheet reads: a few records by number, from files TensorFlow wrote."""
+    import gzip
+
+    records = [bytes([i]) * (i + 1) for i in range(40)]
+    for compression, opener in (("", open), ("GZIP", gzip.open)):
+        path = tmp_path / f"r{compression}.tfrecord"
+        with tf.io.TFRecordWriter(str(path), options=compression or None) as writer:
+            for record in records:
+                writer.write(record)
+        with opener(path, "rb") as stream:
+            assert records_numbered(stream, [39, 0, 17, 17]) == {0: records[0], 17: records[17], 39: records[39]}
+    data = bytearray(b"".join(frame(r) for r in records[:3]))
+    data[-5] ^= 1  # the third record's last data byte: a skipped record is not checked, a wanted one is
+    assert records_numbered(io.BytesIO(bytes(data)), [1]) == {1: records[1]}
+    with pytest.raises(CorruptRecordError, match="bad data CRC"):
+        records_numbered(io.BytesIO(bytes(data)), [2])
+    with pytest.raises(CorruptRecordError, match="ends before record 3"):
+        records_numbered(io.BytesIO(bytes(data)), [3])
