@@ -45,6 +45,7 @@ setup(
         "numpy>=1.26,<2",
         "google-crc32c>=1.5",
         "scikit-learn>=1.3",
+        "threadpoolctl>=3",  # one BLAS thread in ExampleGen's chunk encoder (encode_chunks.py)
         "matplotlib>=3.8",
         "keras-tuner>=1.3.5,<1.4",  # the Tuner step; 1.4 wants Keras 3
         "tensorflow-hub",  # Beam RunInference's TensorFlow handler imports it (shardflow predict)

@@ -42,8 +42,8 @@ class Encoded:
     values: dict[str, Any]  # column → parsed value (labels, metadata) or payload size (files)
     path: str = ""  # the row's first image cell (its provenance); "" without an image column
     digests: list[int] = field(default_factory=list)  # content hashes of image-role files
-    # perceptual hashes of image-role pixels, (dct, tone or None) each: the near-duplicate check
-    phashes: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # hash_input per image: hashed in batches
+    # what the near-duplicate check's perceptual hashes need of each image-role file: hashed in batches
+    phashes: list[np.ndarray] = field(default_factory=list)  # `hash_input` per image
 
 
 def content_digest(data: bytes) -> int:
