@@ -4,10 +4,11 @@ Pure (no Beam): the chunk DoFn calls `RowEncoder.encode` for each record.
 """
 from __future__ import annotations
 
-import hashlib
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import google_crc32c
 import numpy as np
 
 from ..core.example_proto import encode_example
@@ -47,8 +48,13 @@ class Encoded:
 
 
 def content_digest(data: bytes) -> int:
-    """A 63-bit content hash (fits int64) used by the cross-split leakage check."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") >> 1
+    """A 63-bit content hash (fits int64) used by the cross-split leakage check, within one run.
+
+    Two CRCs of independent polynomials (Castagnoli, in hardware, and zlib's IEEE): two distinct
+    files collide only if their difference is a multiple of both, ~2^-63 for files that are not
+    built to collide. BLAKE2b cost 40 µs of a 46 KB photo's ~2.3 ms; these cost ~11 µs.
+    """
+    return (google_crc32c.value(data) << 31) | (zlib.crc32(data) >> 1)
 
 
 class RowEncoder:
