@@ -31,6 +31,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -39,6 +40,7 @@ from PIL import Image
 from .tone_hash import tone_values
 
 SIDE = 32
+SMALL_SIDE = 64  # 8-bit images up to this side are hashed from their own pixels (`hash_input`)
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
 
@@ -54,8 +56,6 @@ _DCT = _dct_matrix(SIDE)
 _LOW = _DCT[:9]  # frequencies 0-8: the 8×8 block and the extra coefficient (8, 0)
 # Precomputed once: these run on every image ExampleGen ingests, where numpy's per-call cost dominates.
 _AC_INDEX = np.append(np.arange(1, 64) // 8 * 9 + np.arange(1, 64) % 8, 8 * 9)  # 8×8 block without DC, then (8, 0)
-_QUADRANTS = np.kron(np.eye(4, dtype=np.float32).reshape(4, 2, 2), np.full((1, SIDE // 2, SIDE // 2), 4.0 / SIDE ** 2,
-                                                                           dtype=np.float32)).reshape(4, SIDE * SIDE)
 _LUMA_SUM = np.float32(_LUMA.sum())
 NEAR_UNIFORM_RESIDUAL = 2.0  # grey levels (RMS) of low-frequency luma a plane leaves unexplained
 
@@ -110,10 +110,15 @@ def image_hashes(image: Image.Image | np.ndarray) -> tuple[int, int | None]:
 
 
 def hash_input(image: Image.Image | np.ndarray) -> np.ndarray:
-    """What the hashes need of one image, at most 12 KB whatever its size: its 32×32 thumbnail as
-    Pillow gives it (uint8, [32, 32] gray or [32, 32, 3]; float32 for 16-bit pixels). ExampleGen keeps
-    these per image and hashes them in batches (`hashes_of`): per image, numpy's per-call cost of the
-    luma and quadrant sums was a third of a 28×28 row's encoding time."""
+    """What the hashes need of one image, at most 12 KB whatever its size, hashed in batches (`hashes_of`).
+
+    An 8-bit L or RGB image of at most `SMALL_SIDE` pixels a side gives its own pixels: the batch
+    applies the thumbnail's resize as a matrix (`_box_weights`), which cost less than a Pillow resize
+    per image (8 of a 28×28 row's ~100 µs). Any other image gives its 32×32 thumbnail as Pillow
+    makes it (uint8 [32, 32] gray or [32, 32, 3]; float32 for 16-bit pixels).
+    """
+    if isinstance(image, Image.Image) and image.mode in ("L", "RGB") and max(image.size) <= SMALL_SIDE:
+        return _pixels(image)
     if isinstance(image, Image.Image) and image.mode == "L":  # gray: the luma is the thumbnail itself
         return _pixels(image.resize((SIDE, SIDE), Image.Resampling.BOX, reducing_gap=1.0))
     if isinstance(image, Image.Image) and image.mode in ("RGB", "RGBA", "P"):
@@ -122,39 +127,59 @@ def hash_input(image: Image.Image | np.ndarray) -> np.ndarray:
     return thumbnail(image)
 
 
-def _pixels(small: Image.Image) -> np.ndarray:
+def _pixels(image: Image.Image) -> np.ndarray:
     """An 8-bit L or RGB image's pixels (half the cost of `np.asarray`'s array interface, per image)."""
-    shape = (small.height, small.width) if small.mode == "L" else (small.height, small.width, 3)
-    return np.frombuffer(small.tobytes(), dtype=np.uint8).reshape(shape)
+    shape = (image.height, image.width) if image.mode == "L" else (image.height, image.width, 3)
+    return np.frombuffer(image.tobytes(), dtype=np.uint8).reshape(shape)
+
+
+@functools.lru_cache(maxsize=2 * SMALL_SIDE)
+def _box_weights(size: int) -> np.ndarray:
+    """[32, size]: Pillow's BOX resize of one axis from `size` to 32 pixels, as a matrix (its float
+    mode, so without the rounding to 8 bits of a uint8 resize)."""
+    if size == SIDE:
+        return np.eye(SIDE, dtype=np.float32)
+    one_hot = np.eye(size, dtype=np.float32)
+    columns = [np.asarray(Image.fromarray(one_hot[i][None, :], mode="F").resize((SIDE, 1), Image.Resampling.BOX))[0]
+               for i in range(size)]
+    return np.stack(columns, axis=1)
+
+
+@functools.lru_cache(maxsize=2 * SMALL_SIDE)
+def _axis_maps(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """One axis of an image `size` pixels long → its 9 low DCT frequencies [9, size] and its two
+    halves' means [2, size], both of the 32-pixel thumbnail."""
+    weights = _box_weights(size)
+    return (_LOW @ weights).astype(np.float32), (weights.reshape(2, SIDE // 2, size).mean(axis=1)).astype(np.float32)
 
 
 def hashes_of(inputs: Sequence[np.ndarray]) -> list[tuple[int, int | None]]:
-    """`image_hashes` of N images from their `hash_input`s, vectorized over the batch."""
-    lumas = np.empty((len(inputs), SIDE, SIDE), dtype=np.float32)
-    quadrants = np.empty((len(inputs), 4, 3), dtype=np.float32)
-    for gray in (True, False):
-        picked = [i for i, thumb in enumerate(inputs) if (thumb.ndim == 2) == gray]
-        if not picked:
-            continue
-        thumbs = np.stack([inputs[i] for i in picked]).astype(np.float32).reshape(len(picked), SIDE * SIDE, -1)
-        if gray:
-            lumas[picked] = thumbs.reshape(-1, SIDE, SIDE) * _LUMA_SUM
-        else:
-            lumas[picked] = (thumbs @ _LUMA).reshape(-1, SIDE, SIDE)
-        quadrants[picked] = _QUADRANTS @ thumbs  # [n, 4, C]: one channel (gray) stands for all three
-    return _hashes(lumas, quadrants.reshape(-1, 2, 2, 3))
+    """`image_hashes` of N images from their `hash_input`s, vectorized over the batch (per input shape)."""
+    coefficients = np.empty((len(inputs), 9, 9), dtype=np.float32)
+    quadrants = np.empty((len(inputs), 2, 2, 3), dtype=np.float32)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for number, item in enumerate(inputs):
+        groups.setdefault(item.shape, []).append(number)
+    for shape, picked in groups.items():
+        pixels = np.stack([inputs[i] for i in picked]).astype(np.float32).reshape(len(picked), *shape[:2], -1)
+        lumas = pixels[..., 0] * _LUMA_SUM if pixels.shape[3] == 1 else pixels @ _LUMA  # [n, H, W]
+        (low_rows, half_rows), (low_cols, half_cols) = _axis_maps(shape[0]), _axis_maps(shape[1])
+        coefficients[picked] = low_rows @ lumas @ low_cols.T
+        channels = half_rows @ pixels.transpose(0, 3, 1, 2) @ half_cols.T  # [n, C, 2, 2]
+        quadrants[picked] = channels.transpose(0, 2, 3, 1)  # one channel (gray) stands for all three
+    return _hashes(coefficients.reshape(len(inputs), -1), quadrants)
 
 
-def _hashes(lumas: np.ndarray, quadrants: np.ndarray) -> list[tuple[int, int | None]]:
-    """The hashes from [N, 32, 32] lumas and [N, 2, 2, 3] quadrant means."""
-    coefficients = (_LOW @ lumas @ _LOW.T).reshape(len(lumas), -1)  # [N, 81]: frequencies 0-8 squared
+def _hashes(coefficients: np.ndarray, quadrants: np.ndarray) -> list[tuple[int, int | None]]:
+    """The hashes from [N, 81] low-frequency DCT coefficients (frequencies 0-8 squared) and [N, 2, 2, 3]
+    quadrant means."""
     values = coefficients[:, _AC_INDEX]
     ordered = np.sort(values, axis=1)
     medians = (ordered[:, 31] + ordered[:, 32]) / 2
     dct = _packed(values > medians[:, None])
     structure = coefficients @ _OFF_PLANE
     uniform = np.sqrt(np.einsum("ij,ij->i", structure, structure)) / SIDE < NEAR_UNIFORM_RESIDUAL
-    tone = np.zeros(len(lumas), dtype=np.int64)
+    tone = np.zeros(len(coefficients), dtype=np.int64)
     if uniform.any():
         tone[uniform] = tone_values(quadrants[uniform])
     return [(int(d), int(t) if u else None) for d, t, u in zip(dct, tone, uniform)]
