@@ -38,7 +38,7 @@ from typing import Any, Callable
 from ..core import storage
 from ..core.errors import ConfigError
 from ..example_gen.spans import has_span_pattern
-from .launchers import StepFailed
+from .step_bodies import StepFailed
 from .local_cache import CACHE_DIR, StepCache, check_no_cache
 from .local_dag import DagWalk
 from .local_tasks import LocalTasks

@@ -111,7 +111,7 @@ def test_a_valid_run_is_not_refused(masks: Path, labels: Path, tmp_path: Path) -
 def test_a_mistake_fails_before_the_first_step_in_one_line(masks: Path, tmp_path: Path, flags: list[str],
                                                            says: list[str]) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = dict(os.environ)  # the process defaults: the command's own (core/process_defaults.py)
     done = subprocess.run([SHARDFLOW, "run", "--index", f"train={masks}", "--data-root", str(masks.parent),
                            "--output", str(out), *flags], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2, done.stderr  # ConfigError's exit code
