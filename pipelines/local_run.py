@@ -57,7 +57,7 @@ COMPILED, WORKER_LOG = "pipeline.yaml", "worker.log"  # RUN/pipeline.yaml: what 
 DEFAULT_WORKER_MAX_RSS_MB = 4096.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LocalRunConfig:
     """Pipeline parameters of one local run; option tuples are CLI flags of the matching command."""
 
