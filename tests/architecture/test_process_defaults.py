@@ -6,7 +6,7 @@ or `TF_USE_LEGACY_KERAS` (`setdefault("NAME", …)`, `env["NAME"] = …`, `{"NAM
 `export NAME`, `putenv`) is an offender. Reading or removing one (`environ.get`, `name != "NAME"`, a
 tuple of names to inherit, a test that drops one to see what a user sees) is not. k8s/Dockerfile may set
 one, to the owner's value: the test checks they agree. `test_a_planted_assignment_is_caught` proves each
-form fires.
+form fires. Every entry point of ENTRY_POINTS calls `apply_process_defaults()`.
 """
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ OWNER = REPO / "components" / "core" / "process_defaults.py"
 SCANNED_TREES = ("components", "pipelines", "tfx_adapter", "benchmarks", "tests", "tests_tfx")
 SCANNED_FILES = ("Makefile",)
 DOCKERFILE = REPO / "k8s" / "Dockerfile"
+# The process entry points: the command, a step (its body and the local step worker), `make bench`, the tests.
+ENTRY_POINTS = ("components/cli.py", "pipelines/step_bodies.py", "pipelines/step_worker.py", "benchmarks/run_all.py",
+                "tests/conftest.py", "tests_tfx/conftest.py")
 _NAME = f"(?:{TF_LOG_LEVEL}|{LEGACY_KERAS})"
 ASSIGNMENT = re.compile(
     rf"""setdefault\(\s*["']{_NAME}["']          # os.environ.setdefault("NAME", ...)
@@ -64,6 +67,11 @@ def offenders(texts: dict[Path, str]) -> list[str]:
 def test_only_the_owner_assigns_the_process_defaults() -> None:
     texts = {path: path.read_text(encoding="utf-8") for path in scanned_files()}
     assert offenders(texts) == [], "set them in components/core/process_defaults.py only"
+
+
+def test_every_entry_point_applies_the_defaults() -> None:
+    missing = [path for path in ENTRY_POINTS if "apply_process_defaults()" not in (REPO / path).read_text()]
+    assert missing == []
 
 
 def test_the_image_sets_only_the_owners_values() -> None:
