@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCK := requirements/requirements.lock
 DEMO := demo_data
-export TF_CPP_MIN_LOG_LEVEL ?= 2
-export TF_USE_LEGACY_KERAS ?= 1
+# TensorFlow's log level and legacy Keras: not here. Every recipe runs an entry point that sets them
+# (the command, the tests' conftest.py, benchmarks/run_all.py): components/core/process_defaults.py.
 
 # The TFX environment (issue 15): Python 3.10 and tfx 1.16, apart from the main one (see requirements/tfx.in).
 TFX_VENV := .venv-tfx

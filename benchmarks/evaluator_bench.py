@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+from shardflow.core.process_defaults import apply_process_defaults
+
+apply_process_defaults()  # as the command and a pipeline step, before TensorFlow is imported
 
 TRAIN_EXAMPLES = 4000
 

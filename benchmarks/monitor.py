@@ -28,6 +28,8 @@ from pathlib import Path
 
 import psutil
 
+from shardflow.core.process_defaults import with_process_defaults
+
 MB = 1024 * 1024
 
 
@@ -169,9 +171,7 @@ def run_monitored(cmd: list[str], log_prefix: Path, watch: Watch, env: dict[str,
 
 def child_env() -> dict[str, str]:
     """The environment of a benchmark child: quiet TensorFlow, tf-keras, the repo importable."""
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env.setdefault("TF_USE_LEGACY_KERAS", "1")
+    env = with_process_defaults(os.environ)
     repo_root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (repo_root, env.get("PYTHONPATH", "")) if p)
     return env

@@ -21,8 +21,9 @@ import os
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+from shardflow.core.process_defaults import apply_process_defaults
+
+apply_process_defaults()  # as the command and a pipeline step, before TensorFlow is imported
 
 from benchmarks.example_gen_bench import Rows, contender_c, loop_contender, serialize_example  # noqa: E402
 

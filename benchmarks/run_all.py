@@ -30,10 +30,14 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from .docs_page import RESULTS
-from .docs_page import write as write_page
-from .machine import OtherCpu, load_now, run_record
-from .suites import SUITES, load_suites, parse_size  # noqa: F401  (parse_size: the suites' flags)
+from shardflow.core.process_defaults import apply_process_defaults
+
+apply_process_defaults()  # `make bench`'s entry point: its suites and their children as the command runs
+
+from .docs_page import RESULTS  # noqa: E402
+from .docs_page import write as write_page  # noqa: E402
+from .machine import OtherCpu, load_now, run_record  # noqa: E402
+from .suites import SUITES, load_suites, parse_size  # noqa: E402,F401  (parse_size: the suites' flags)
 
 DEFAULT_ROWS = "200000 1000000"
 

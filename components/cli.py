@@ -2,21 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import warnings
 
-# Before anything imports TensorFlow or the google clients (here, in Beam worker processes and in
-# kfp.local's subprocesses, which inherit the environment): level 3 hides TF's "Unable to register
-# cuDNN/cuFFT/cuBLAS factory" lines (logged at ERROR on every start, GPU or not); google-api-core's
-# FutureWarnings about the Python version are not the user's business. Set either to see them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning:google.api_core._python_version_support,"
-                                        "ignore:pkg_resources is deprecated:UserWarning")
-warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
-# tensorflow_hub (imported by Beam's TensorFlow model handler) warns that setuptools' pkg_resources is deprecated.
-warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+from .core.process_defaults import apply_process_defaults
+
+# Before anything imports TensorFlow or the google clients (here, in Beam worker processes and in the step
+# worker, which inherit the environment): core/process_defaults.py says which and why.
+apply_process_defaults()
 
 from . import __version__  # noqa: E402
 from .commands import COMMANDS  # noqa: E402

@@ -1,5 +1,5 @@
 """The components' commands, one row each: the `shardflow` command registers these (components/cli.py), and
-a pipeline step that runs a command finds it here (pipelines/steps.py, pipelines/launchers.py).
+a pipeline step that runs a command finds it here (pipelines/steps.py, pipelines/step_bodies.py).
 
 A row's `cli` module has `add_arguments(parser)`, `config_from_args(args, extra)` and `main(args, extra)`.
 `passes_beam_options`: flags the command does not define that are Beam pipeline options go on to Beam

@@ -110,7 +110,7 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
         validation_schema=args.validation_schema, validation_options=tuple(shlex.split(args.validate_args)),
         regression_tolerance=args.regression_tolerance, no_cache=tuple(args.no_cache), eval_gate=args.gate,
         bootstrap_resamples=args.bootstrap_resamples, bootstrap_seed=args.bootstrap_seed,
-        eval_thresholds=tuple(args.threshold) if args.threshold else None,  # None: the index's task's default
+        eval_thresholds=tuple(args.threshold) if args.threshold else None,  # None: the index's target kind's
         max_regressions=tuple(args.max_regression),
         slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans,
         infra_validation_options=tuple(shlex.split(args.infra_validate_args)), predict_index=args.predict_index,

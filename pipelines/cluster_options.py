@@ -37,7 +37,7 @@ class Toleration:
     effect: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClusterOptions:
     pvc_mounts: tuple[PvcMount, ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()  # (label key, value) for the accelerated steps
@@ -89,7 +89,8 @@ def cluster_options(mount_pvc: Sequence[str] = (), node_selector: Sequence[str] 
     for index, item in enumerate(tolerations):
         if item in tolerations[:index]:
             raise ConfigError(f"--toleration {toleration[index]!r} is given twice")
-    return ClusterOptions(tuple(mount for _, mount in mounts.values()), tuple(selector.items()), tuple(tolerations))
+    return ClusterOptions(pvc_mounts=tuple(mount for _, mount in mounts.values()), node_selector=tuple(selector.items()),
+                          tolerations=tuple(tolerations))
 
 
 def _pvc_mount(text: str) -> PvcMount:

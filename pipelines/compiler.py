@@ -5,8 +5,8 @@
 
 `params` bakes defaults for pipeline parameters into the IR (text converted to each parameter's
 type), so a run of the package needs only the ones left without a default. They are checked as
-`shardflow run` checks its flags (run_task.check_baked_params): the step options always; the
-thresholds against the index's task, and that task's default threshold, when the baked index is
+`shardflow run` checks its flags (run_target.check_baked_params): the step options always; the
+thresholds against the kind of the index's target, and that kind's default threshold, when the baked index is
 readable here.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .cluster_options import ClusterOptions, check_image
 from .kfp_sdk import compiler
 from .params import declared_parameters, typed_params
 from .pipeline import build_pipeline
-from .run_task import check_baked_params
+from .run_target import check_baked_params
 
 
 def compile_pipeline(path: str | Path, image: str, cluster: ClusterOptions = ClusterOptions(),

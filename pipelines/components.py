@@ -1,6 +1,6 @@
 """The pipeline's KFP components: lightweight Python components on the shardflow image.
 
-Each function only moves values between KFP artifacts and `launchers` (the code that does the
+Each function only moves values between KFP artifacts and `step_bodies` (the code that does the
 work). KFP ships a component's source alone to the pod, so every import is inside the function.
 `make_components(image)` turns them into components for one image (the compile-time choice): one
 per row of the step table (steps.py), the function named like the step.
@@ -25,21 +25,21 @@ HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model,
 
 
 def fingerprint(index: List[str], data_root: str) -> str:
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        return launchers.data_fingerprint(index, data_root)
+        return step_bodies.data_fingerprint(index, data_root)
 
 
 def example_gen(index: List[str], data_root: str, data_fingerprint: str, options: List[str], beam_args: List[str],
                 examples: Output[Dataset]):
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        summary = launchers.example_gen(index, data_root, options, beam_args, output_location(examples))
+        summary = step_bodies.example_gen(index, data_root, options, beam_args, output_location(examples))
     examples.metadata.update({"fingerprint": data_fingerprint, **summary})
 
 
@@ -48,14 +48,14 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
     import os
     import shutil
 
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.step_errors import reported_step
 
     workdir = report.path + ".d"
     report_html.uri += ".html"  # a page a browser opens as one (KFP uploads the artifact at its new URI)
     try:
         with reported_step():
-            launchers.validate(examples.path, workdir, drift_threshold, warn_only, schema, options)
+            step_bodies.validate(examples.path, workdir, drift_threshold, warn_only, schema, options)
     finally:  # the readable report is kept whether or not the data passed
         if os.path.exists(os.path.join(workdir, "report.md")):
             shutil.copyfile(os.path.join(workdir, "report.md"), report.path)
@@ -63,23 +63,23 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
 
 
 def transform(examples: Input[Dataset], options: List[str], beam_args: List[str], transformed: Output[Dataset]):
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        transformed.metadata.update(launchers.transform(examples.path, options, beam_args,
-                                                        output_location(transformed)))
+        transformed.metadata.update(step_bodies.transform(examples.path, options, beam_args,
+                                                          output_location(transformed)))
 
 
 def tune(transformed: Input[Dataset], options: List[str], train_options: List[str], accelerator_type: str,
          accelerator_limit: int, hyperparameters: Output[Artifact]):
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        best = launchers.tune(transformed.path, options, train_options, output_location(hyperparameters))
+        best = step_bodies.tune(transformed.path, options, train_options, output_location(hyperparameters))
     hyperparameters.metadata.update({"searched": bool(best.get("values")) or best.get("searched", True),
                                      "values": best.get("values", {}), "objective": best.get("objective") or "",
                                      "score": best.get("score") or 0.0, "trials": len(best.get("trials", [])),
@@ -89,15 +89,15 @@ def tune(transformed: Input[Dataset], options: List[str], train_options: List[st
 def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], options: List[str], warm_start: str,
           serving_dir: str, accelerator_type: str, accelerator_limit: int, model: Output[Model],
           training_metrics: Output[Metrics], training_page: Output[HTML]):
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
     from shardflow.pipelines.ui_pages import page_from_files
 
     with reported_step():
-        start_from = launchers.resolve_model_reference(warm_start, serving_dir)
-        summary = launchers.train(transformed.path, options, start_from, output_location(model),
-                                  hyperparameters.path)
+        start_from = step_bodies.resolve_model_reference(warm_start, serving_dir)
+        summary = step_bodies.train(transformed.path, options, start_from, output_location(model),
+                                    hyperparameters.path)
     model.metadata.update({"framework": "tensorflow", "warm_start": start_from, "strategy": summary["strategy"],
                            "accelerators_requested": f"{accelerator_limit} x {accelerator_type}",
                            "optimizer_steps": summary["optimizer_steps"],
@@ -121,15 +121,15 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
     import os
     from collections import namedtuple
 
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.step_errors import reported_step
     from shardflow.pipelines.ui_pages import page_from_files
 
     with reported_step():
-        reference = launchers.resolve_model_reference(baseline, serving_dir)
-        result = launchers.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
-                                    max_regressions, regression_tolerance, slice_by, evaluation.path,
-                                    gate, bootstrap_resamples, bootstrap_seed)
+        reference = step_bodies.resolve_model_reference(baseline, serving_dir)
+        result = step_bodies.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
+                                      max_regressions, regression_tolerance, slice_by, evaluation.path,
+                                      gate, bootstrap_resamples, bootstrap_seed)
     overall = result["metrics"]["overall"]
     for name, value in overall.items():
         if isinstance(value, (int, float)):
@@ -152,11 +152,11 @@ def infra_validate(model: Input[Model], evaluation: Input[Dataset], options: Lis
     import os
     from collections import namedtuple
 
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        report = launchers.infra_validate(os.path.join(model.path, "model"), evaluation.path, options, infra.path)
+        report = step_bodies.infra_validate(os.path.join(model.path, "model"), evaluation.path, options, infra.path)
     infra.metadata.update({"infra_blessed": bool(report.get("blessed")), "reasons": report.get("reasons", []),
                            "load_seconds": report.get("load_seconds") or 0.0})
     for row in report.get("latency", []):  # shown by the KFP UI beside the artifact
@@ -169,12 +169,12 @@ def push(model: Input[Model], evaluation: Input[Dataset], infra: Input[Artifact]
          data_fingerprint: str, pushed: Output[Model]) -> str:
     import os
 
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        version_dir = launchers.push(os.path.join(model.path, "model"), evaluation.path, infra.path, serving_dir,
-                                     {"source": model.uri, "data_fingerprint": data_fingerprint})
+        version_dir = step_bodies.push(os.path.join(model.path, "model"), evaluation.path, infra.path, serving_dir,
+                                       {"source": model.uri, "data_fingerprint": data_fingerprint})
     pushed.metadata.update({"serving_path": version_dir})
     with open(pushed.path, "w") as note:
         note.write(version_dir + "\n")
@@ -183,13 +183,13 @@ def push(model: Input[Model], evaluation: Input[Dataset], infra: Input[Artifact]
 
 def predict(model_dir: str, index: str, data_root: str, default_data_root: str, options: List[str],
             beam_args: List[str], predictions: Output[Dataset]):
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        summary = launchers.predict(model_dir, index, data_root or default_data_root, options, beam_args,
-                                    output_location(predictions))
+        summary = step_bodies.predict(model_dir, index, data_root or default_data_root, options, beam_args,
+                                      output_location(predictions))
     predictions.metadata.update({key: summary[key] for key in ("rows", "predicted", "rejected", "model")
                                  if key in summary})
 
@@ -211,11 +211,11 @@ def run_report(examples: Input[Dataset], model: Input[Model], evaluation: Input[
 
 
 def record_outcome(record_dir: str, status: dsl.PipelineTaskFinalStatus) -> str:
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
 
     message = status.error_message if status.state != "SUCCEEDED" else ""
-    return launchers.record_outcome(record_dir, status.pipeline_job_resource_name, status.state,
-                                    status.pipeline_task_name, message)
+    return step_bodies.record_outcome(record_dir, status.pipeline_job_resource_name, status.state,
+                                      status.pipeline_task_name, message)
 
 
 # One field per step of the table (steps.py), named after its component function: `ops.example_gen(...)`.

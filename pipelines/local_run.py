@@ -7,7 +7,7 @@ Beam, TFDV and TFT once and runs each step in a fork of itself, through the same
 step's container (`kfp.dsl.executor_main`). `isolated=True` (`--isolated`) runs each step in a fresh
 process instead. Every step's options are checked first, by that command's own parser and config,
 so a bad `--train-args` stops the run before ExampleGen; so does a threshold naming a metric the
-index's task has not (a mask column means segmentation: run_task.py, which also picks the default
+index's target has not (a mask column means segmentation: run_target.py, which also picks the default
 threshold). The run is quiet: one line per step and the final report (`verbose=True` also shows
 the steps' logs). The run directory holds everything:
 
@@ -38,7 +38,7 @@ from typing import Any, Callable
 from ..core import storage
 from ..core.errors import ConfigError
 from ..example_gen.spans import has_span_pattern
-from .launchers import StepFailed
+from .step_bodies import StepFailed
 from .local_cache import CACHE_DIR, StepCache, check_no_cache
 from .local_dag import DagWalk
 from .local_tasks import LocalTasks
@@ -57,7 +57,7 @@ COMPILED, WORKER_LOG = "pipeline.yaml", "worker.log"  # RUN/pipeline.yaml: what 
 DEFAULT_WORKER_MAX_RSS_MB = 4096.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LocalRunConfig:
     """Pipeline parameters of one local run; option tuples are CLI flags of the matching command."""
 
@@ -71,7 +71,7 @@ class LocalRunConfig:
     drift_threshold: float = 0.1
     validation_warn_only: bool = False
     validation_schema: str = ""
-    eval_thresholds: tuple[str, ...] | None = None  # None: the default of the index's task (run_task.py)
+    eval_thresholds: tuple[str, ...] | None = None  # None: the default of the index's target kind (run_target.py)
     max_regressions: tuple[str, ...] = ()
     slice_by: tuple[str, ...] = ()
     warm_start: str = "latest"
@@ -140,13 +140,13 @@ class LocalRunConfig:
 def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = None, verbose: bool = False,
                 isolated: bool = False, worker_max_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB) -> dict[str, Any]:
     """Runs the pipeline; returns the summary (also printed). Raises ConfigError for a bad step
-    option or a threshold the index's task has no metric for (before anything runs), StepFailed
+    option or a threshold the index's target kind has no metric for (before anything runs), StepFailed
     (the failed step's own line) when a step fails.
 
     `isolated`: each step in a fresh process (as kfp.local did), not forked from the warm worker;
     `worker_max_rss_mb`: the warm worker is replaced when its RSS passes it.
     """
-    from .run_task import prepare_run
+    from .run_target import prepare_run
 
     arguments = prepare_run(config.arguments())
     echo = echo or (lambda text: print(text, file=sys.stdout, flush=True))

@@ -7,7 +7,7 @@ nothing lies there it logs a warning and still records the artifact with its URI
 written straight to an s3:// or gs:// URI is neither staged on the pod's disk nor copied a second
 time (details and source references: README, "The Kubeflow pipeline").
 
-    launchers.train(transformed.path, options, warm_start, output_location(model))
+    step_bodies.train(transformed.path, options, warm_start, output_location(model))
 """
 from __future__ import annotations
 

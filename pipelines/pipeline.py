@@ -24,6 +24,7 @@ tolerations (a GPU node pool) on the Tuner, Trainer and Evaluator only.
 """
 # No `from __future__ import annotations`: KFP reads the parameter annotations as types.
 
+from types import SimpleNamespace
 from typing import Callable, List
 
 
@@ -37,17 +38,18 @@ from .steps import BY_NAME
 RETRY = {"num_retries": 2, "backoff_duration": "60s", "backoff_factor": 2.0, "backoff_max_duration": "600s"}
 
 
-Place = Callable[[dsl.PipelineTask], dsl.PipelineTask]
+# Puts the step table's settings on a task and returns it: `examples = configured(ops.example_gen(...))`.
+StepSettings = Callable[[dsl.PipelineTask], dsl.PipelineTask]
 
 
-def _placement(cluster: ClusterOptions, no_cache: frozenset, p: dict) -> Place:
+def _step_settings(cluster: ClusterOptions, no_cache: frozenset, params: SimpleNamespace) -> StepSettings:
     """The step table's settings on a task (steps.py): resources, caching, retries, accelerators from the
-    pipeline parameters `p`; the PVC mounts, and the GPU pool's selector/tolerations for an accelerated step.
+    pipeline's parameters (`params`); the PVC mounts, and the GPU pool's selector/tolerations for an accelerated step.
 
     Caching: whether KFP may reuse the task's earlier outputs (its cache key: the component, its
     parameters, its input artifacts), for a cacheable step that `no_cache` does not name.
     """
-    def place(task: dsl.PipelineTask) -> dsl.PipelineTask:
+    def configured(task: dsl.PipelineTask) -> dsl.PipelineTask:
         step = BY_NAME[task.component_spec.name.replace("_", "-")]
         cpu, memory, accelerator = step.resources.cpu, step.resources.memory, step.resources.accelerator
         task.set_cpu_request(cpu).set_memory_request(memory).set_cpu_limit(cpu).set_memory_limit(memory)
@@ -55,7 +57,8 @@ def _placement(cluster: ClusterOptions, no_cache: frozenset, p: dict) -> Place:
         if step.retry:
             task.set_retry(**RETRY)
         if accelerator:
-            task.set_accelerator_type(p[accelerator[0]]).set_accelerator_limit(p[accelerator[1]])
+            task.set_accelerator_type(getattr(params, accelerator[0]))
+            task.set_accelerator_limit(getattr(params, accelerator[1]))
         if cluster.is_empty():
             return task
         from kfp import kubernetes  # kfp-kubernetes: needed only when compiling for a cluster with these
@@ -68,7 +71,7 @@ def _placement(cluster: ClusterOptions, no_cache: frozenset, p: dict) -> Place:
             kubernetes.add_toleration(task, key=toleration.key, value=toleration.value, effect=toleration.effect,
                                       operator="Exists" if toleration.value is None else "Equal")
         return task
-    return place
+    return configured
 
 
 def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_cache: frozenset = frozenset()) -> Callable:
@@ -95,57 +98,61 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
         infra_validation_options: List[str] = [], predict_index: str = "", predict_data_root: str = "",
         predict_options: List[str] = [],
     ) -> None:
-        place = _placement(cluster, no_cache, locals())  # before any other name: locals() is the parameters
-        exit_task = place(ops.record_outcome(record_dir=run_record_dir))
+        # KFP passes each parameter as an argument of its own; the wiring reads them as one namespace,
+        # taken first, while the function's locals are its parameters and nothing else.
+        params = SimpleNamespace(**locals())
+        configured = _step_settings(cluster, no_cache, params)
+        exit_task = configured(ops.record_outcome(record_dir=run_record_dir))
         with dsl.ExitHandler(exit_task, name="shardflow-run"):
-            _steps(ops, place, locals())
+            _wire_steps(ops, configured, params)
 
     return shardflow_pipeline
 
 
-def _steps(ops: Components, place: Place, p: dict) -> None:
-    """The wiring inside the exit handler; `p` holds the pipeline parameters. Each task's resources, caching
-    and retries are its row's in the step table (`place`)."""
-    data = place(ops.fingerprint(index=p["index"], data_root=p["data_root"])).set_display_name("data-fingerprint")
-    examples = place(ops.example_gen(index=p["index"], data_root=p["data_root"], data_fingerprint=data.output,
-                                     options=p["example_gen_options"], beam_args=p["beam_args"]))
-    checked = place(ops.validate(examples=examples.outputs["examples"], drift_threshold=p["drift_threshold"],
-                                 warn_only=p["validation_warn_only"], schema=p["validation_schema"],
-                                 options=p["validation_options"]))
-    transformed = place(ops.transform(examples=examples.outputs["examples"], options=p["transform_options"],
-                                      beam_args=p["beam_args"]).after(checked))
+def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespace) -> None:
+    """The wiring inside the exit handler, from the pipeline's parameters (`params`). Each task's resources,
+    caching and retries are its row's in the step table (`configured`)."""
+    data = configured(ops.fingerprint(index=params.index, data_root=params.data_root))
+    data.set_display_name("data-fingerprint")
+    examples = configured(ops.example_gen(index=params.index, data_root=params.data_root, data_fingerprint=data.output,
+                                          options=params.example_gen_options, beam_args=params.beam_args))
+    checked = configured(ops.validate(examples=examples.outputs["examples"], drift_threshold=params.drift_threshold,
+                                      warn_only=params.validation_warn_only, schema=params.validation_schema,
+                                      options=params.validation_options))
+    transformed = configured(ops.transform(examples=examples.outputs["examples"], options=params.transform_options,
+                                           beam_args=params.beam_args).after(checked))
     # Without tune_options the step only records that no search ran: the Trainer keeps its options.
     # Its trials train on the Trainer's pool, with tuner_accelerator_limit GPUs (default 0: no search asked).
-    tuned = place(ops.tune(transformed=transformed.outputs["transformed"], options=p["tune_options"],
-                           train_options=p["train_options"], accelerator_type=p["trainer_accelerator_type"],
-                           accelerator_limit=p["tuner_accelerator_limit"]))
-    trained = place(ops.train(transformed=transformed.outputs["transformed"],
-                              hyperparameters=tuned.outputs["hyperparameters"], options=p["train_options"],
-                              warm_start=p["warm_start"], serving_dir=p["serving_dir"],
-                              # Also inputs, not only resource settings: KFP 2.13 passes a parameter into the exit
-                              # handler's sub-DAG only when a task there takes it as an input.
-                              accelerator_type=p["trainer_accelerator_type"],
-                              accelerator_limit=p["trainer_accelerator_limit"]))
-    scored = place(ops.evaluate(model=trained.outputs["model"], examples=examples.outputs["examples"],
-                                baseline=p["baseline_model"], serving_dir=p["serving_dir"],
-                                thresholds=p["eval_thresholds"], max_regressions=p["max_regressions"],
-                                regression_tolerance=p["regression_tolerance"], slice_by=p["slice_by"],
-                                gate=p["eval_gate"], bootstrap_resamples=p["bootstrap_resamples"],
-                                bootstrap_seed=p["bootstrap_seed"],
-                                accelerator_type=p["evaluator_accelerator_type"],
-                                accelerator_limit=p["evaluator_accelerator_limit"]))
+    tuned = configured(ops.tune(transformed=transformed.outputs["transformed"], options=params.tune_options,
+                                train_options=params.train_options, accelerator_type=params.trainer_accelerator_type,
+                                accelerator_limit=params.tuner_accelerator_limit))
+    trained = configured(ops.train(transformed=transformed.outputs["transformed"],
+                                   hyperparameters=tuned.outputs["hyperparameters"], options=params.train_options,
+                                   warm_start=params.warm_start, serving_dir=params.serving_dir,
+                                   # Also inputs, not only resource settings: KFP 2.13 passes a parameter into the
+                                   # exit handler's sub-DAG only when a task there takes it as an input.
+                                   accelerator_type=params.trainer_accelerator_type,
+                                   accelerator_limit=params.trainer_accelerator_limit))
+    scored = configured(ops.evaluate(model=trained.outputs["model"], examples=examples.outputs["examples"],
+                                     baseline=params.baseline_model, serving_dir=params.serving_dir,
+                                     thresholds=params.eval_thresholds, max_regressions=params.max_regressions,
+                                     regression_tolerance=params.regression_tolerance, slice_by=params.slice_by,
+                                     gate=params.eval_gate, bootstrap_resamples=params.bootstrap_resamples,
+                                     bootstrap_seed=params.bootstrap_seed,
+                                     accelerator_type=params.evaluator_accelerator_type,
+                                     accelerator_limit=params.evaluator_accelerator_limit))
     # As TFX's InfraValidator, beside the Evaluator's verdict: the model loaded and called in a TensorFlow-only
     # process, as a serving container would; its report and warm-up file go to Push.
-    served = place(ops.infra_validate(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
-                                      options=p["infra_validation_options"]))
-    place(ops.run_report(examples=examples.outputs["examples"], model=trained.outputs["model"],
-                         evaluation=scored.outputs["evaluation"], infra=served.outputs["infra"]))
+    served = configured(ops.infra_validate(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
+                                           options=params.infra_validation_options))
+    configured(ops.run_report(examples=examples.outputs["examples"], model=trained.outputs["model"],
+                              evaluation=scored.outputs["evaluation"], infra=served.outputs["infra"]))
     with dsl.If(scored.outputs["blessed"] == True, name="blessed"):  # noqa: E712 (a KFP condition, not Python)
         with dsl.If(served.outputs["infra_blessed"] == True, name="infra-blessed"):  # noqa: E712
-            pushed = place(ops.push(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
-                                    infra=served.outputs["infra"], serving_dir=p["serving_dir"],
-                                    data_fingerprint=data.output))
-            with dsl.If(p["predict_index"] != "", name="predict"):
-                place(ops.predict(model_dir=pushed.outputs["Output"], index=p["predict_index"],
-                                  data_root=p["predict_data_root"], default_data_root=p["data_root"],
-                                  options=p["predict_options"], beam_args=p["beam_args"]))
+            pushed = configured(ops.push(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
+                                         infra=served.outputs["infra"], serving_dir=params.serving_dir,
+                                         data_fingerprint=data.output))
+            with dsl.If(params.predict_index != "", name="predict"):
+                configured(ops.predict(model_dir=pushed.outputs["Output"], index=params.predict_index,
+                                       data_root=params.predict_data_root, default_data_root=params.data_root,
+                                       options=params.predict_options, beam_args=params.beam_args))

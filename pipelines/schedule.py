@@ -265,7 +265,7 @@ def run_parameters(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[s
     are checked as `shardflow run` checks its flags (unknown flags, bad values), before anything is sent."""
     parameters = typed_params(spec, params)
     if spec.get("pipelineInfo", {}).get("name") == PIPELINE_NAME:
-        from .run_task import check_baked_params
+        from .run_target import check_baked_params
 
         check_baked_params(declared_parameters(spec), parameters)
     return parameters

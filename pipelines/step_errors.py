@@ -8,7 +8,7 @@ pod's log. Any other exception is a bug: it is recorded too, then re-raised, so 
 in the step's log.
 
     with reported_step():
-        launchers.train(...)
+        step_bodies.train(...)
     last_error()   # {"message": "shardflow train: error: ...", "exit_code": 1, "bug": False}
 """
 from __future__ import annotations

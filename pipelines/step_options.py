@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from ..core.errors import ConfigError
-from .launchers import StepFailed, parse_step_argv
+from .step_bodies import StepFailed, parse_step_argv
 from .steps import Places, checked_steps, labels as step_labels
 
 # What the user wrote for each command's options, named in errors: `shardflow run`'s flags, or the

@@ -34,11 +34,13 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any, Callable, NoReturn
 
+from ..core.process_defaults import apply_process_defaults
+
 # Imported by a warm worker as it starts: what every step runs through, and TensorFlow, which every heavy
 # step needs (5 s; an identical rerun's Evaluator too). The rest (Beam 2 s, TFDV 6.5 s, TFT 5.6 s) is
 # imported when a task first asks for it (steps.Step.imports): a rerun whose heavy steps are cached pays
 # for none of them.
-START_IMPORTS = ("kfp.dsl.executor_main", "shardflow.pipelines.launchers", "shardflow.pipelines.components",
+START_IMPORTS = ("kfp.dsl.executor_main", "shardflow.pipelines.step_bodies", "shardflow.pipelines.components",
                  "tensorflow")
 _LAUNCHER = ('printf "%s" "$0" > "$program_path/ephemeral_component.py"', "python3 -m kfp.dsl.executor_main")
 _PR_SET_PDEATHSIG = 1
@@ -184,6 +186,7 @@ def _import(modules: Any) -> None:
 
 
 def main() -> None:
+    apply_process_defaults()  # this process's entry point: before START_IMPORTS bring TensorFlow
     parser = argparse.ArgumentParser(prog="python -m shardflow.pipelines.step_worker")
     parser.add_argument("--fd", type=int, required=True, help="the socket the run sends tasks on")
     parser.add_argument("--warm", action="store_true", help="import the frameworks once, fork a child per task")

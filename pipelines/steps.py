@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 from ..commands import COMMANDS, Command
 from . import step_figures as figures
-from .launchers import (evaluate_argv, example_gen_argv, infra_validate_argv, predict_argv, train_argv,
+from .step_bodies import (evaluate_argv, example_gen_argv, infra_validate_argv, predict_argv, train_argv,
                         transform_argv, tune_argv, validate_argv)
 
 
@@ -162,7 +162,7 @@ STEPS: tuple[Step, ...] = (
          Labels("--infra-validate-args", "infra_validation_options"), cacheable=True,
          figure=figures.serving_check, outputs=(("infra", "infra"),), imports=(_TF,)),
     Step("run-report", Resources("500m", "1Gi"), outputs=(("report", "report"),)),
-    # Its inputs are artifacts only: nothing to check up front. It calls the Pusher's run() (launchers.push).
+    # Its inputs are artifacts only: nothing to check up front. It calls the Pusher's run() (step_bodies.push).
     Step("push", Resources("500m", "1Gi"), COMMANDS["push"], figure=figures.served, outputs=(("pushed", "pushed"),)),
     Step("predict", Resources("2", "8Gi"), COMMANDS["predict"], _predict,
          Labels("--predict-index/--predict-args/--beam-args", "predict_index/predict_options/beam_args"),

@@ -1,19 +1,19 @@
 """Shared test set-up: quiet TensorFlow, tf-keras, the test tiers, and the session's servers."""
 from __future__ import annotations
 
-import os
+from shardflow.core.process_defaults import apply_process_defaults
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+apply_process_defaults()  # the command's and a step's own, before any test imports TensorFlow
 
-import sys
-from pathlib import Path
-from typing import Iterator
+import os  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Iterator  # noqa: E402
 
-import pytest
+import pytest  # noqa: E402
 
-from gcs_server import GcsServer
-from s3_server import S3Server
+from gcs_server import GcsServer  # noqa: E402
+from s3_server import S3Server  # noqa: E402
 
 pytest_plugins = ["shared_fixtures"]  # the session's shared data sets and runs
 

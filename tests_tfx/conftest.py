@@ -4,11 +4,14 @@ from __future__ import annotations
 import os
 import warnings
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras inside TFT/TFMA is tf_keras, as TFX 1.16 expects
-# google-api-core warns on every import that Python 3.10 is old: that is this environment's point.
+# google-api-core warns on every import that Python 3.10 is old: that is this environment's point. Set before
+# the process defaults, whose PYTHONWARNINGS names only the Python 3.11 warnings.
 os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
 warnings.filterwarnings("ignore", category=FutureWarning)
+
+from shardflow.core.process_defaults import apply_process_defaults  # noqa: E402
+
+apply_process_defaults()  # as the command and a step: legacy Keras (TFT/TFMA's tf.keras is tf_keras), quiet TF
 
 from pathlib import Path
 

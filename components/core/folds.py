@@ -49,7 +49,7 @@ def fold_assignment(num_examples: int, folds: int, seed: int = 0) -> np.ndarray:
     return assignment
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FoldSelection:
     """The examples of a split in `folds` (fold ids) of a `count`-fold assignment seeded by `seed`."""
 
@@ -72,12 +72,12 @@ class FoldSelection:
         _check_folds(count)
         if isinstance(held_out, bool) or not isinstance(held_out, int) or not 0 <= held_out < count:
             raise ConfigError(f"held_out must be a fold id in 0..{count - 1}, got {held_out!r}")
-        return cls(count, tuple(f for f in range(count) if f != held_out), seed)
+        return cls(count=count, folds=tuple(f for f in range(count) if f != held_out), seed=seed)
 
     @classmethod
     def held_out(cls, count: int, fold: int, seed: int = 0) -> "FoldSelection":
         """Fold `fold` alone: what its model predicts."""
-        return cls(count, (fold,), seed)
+        return cls(count=count, folds=(fold,), seed=seed)
 
     def mask(self, num_examples: int) -> np.ndarray:
         """bool [num_examples]: True at the positions this selection keeps."""

@@ -17,9 +17,6 @@ from .errors import ShardflowError
 from . import storage
 
 MANIFEST_NAME = "manifest.json"
-ROLES = ("image", "mask", "label", "metadata")
-ENCODINGS = ("raw", "png", "jpeg", "value")
-DTYPES = ("uint8", "uint16", "int64", "float32", "string")
 
 
 class IncompleteOutputError(ShardflowError, FileNotFoundError):
@@ -39,10 +36,10 @@ class FeatureSpec:
     """One feature of the examples. Images: `shape` is [H, W, C] and `encoding` says how bytes are stored."""
 
     name: str
-    dtype: str
+    dtype: str  # uint8 | uint16 | int64 | float32 | string
     shape: list[int]
-    encoding: str
-    role: str
+    encoding: str  # raw | png | jpeg | value
+    role: str  # image | mask | label | metadata
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

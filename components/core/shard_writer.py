@@ -56,7 +56,7 @@ class PartWriter:
         self._stack.__exit__(_Aborted, _Aborted(), None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ShardSizing:
     compression: str = ""
     shard_size_mb: float = 128.0

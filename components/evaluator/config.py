@@ -193,7 +193,7 @@ def check_metric_names(task: str, thresholds: tuple[Threshold, ...], regressions
                               f"(known for {task}: {', '.join(known)})")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EvaluatorConfig:
     """Everything one Evaluator run needs. `thresholds`/`max_regressions` take parsed objects or their text.
 

@@ -43,7 +43,7 @@ class IndexSpec:
         return cls(path=text)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExampleGenConfig:
     indexes: tuple[IndexSpec, ...]
     data_root: str

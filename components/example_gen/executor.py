@@ -114,7 +114,8 @@ def _execute(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, wo
              echo: Callable[[str], None]) -> tuple[dict[str, Any], str]:
     """Encodes the chunks and writes the shards on the local pool, or on Beam when the flags name a runner or mode."""
     total_rows = sum(c.num_rows for c in chunks)
-    sizing = ShardSizing(config.compression, config.shard_size_mb, config.num_shards, config.min_shards)
+    sizing = ShardSizing(compression=config.compression, shard_size_mb=config.shard_size_mb,
+                         num_shards=config.num_shards, min_shards=config.min_shards)
     workers = local_pool_workers(config.beam_args, os.cpu_count() or 1)
     if workers is not None:
         runner = describe_pool(workers)

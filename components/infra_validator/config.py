@@ -46,7 +46,7 @@ def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InfraValidatorConfig:
     """`model`: an exported model; `evaluation`: the Evaluator's output for it (its canaries and
     probabilities); `output`: where INFRA_BLESSED / INFRA_NOT_BLESSED, infra_validation.json and

@@ -32,6 +32,7 @@ from ..core import storage
 from ..core.batch_memory import budget_bytes
 from ..core.model_info import SERVING_SIGNATURE
 from ..core.output_dir import OutputDir
+from ..core.process_defaults import tensorflow_only_environment
 from ..evaluator.config import METRICS
 from .canaries import Canaries, read_canaries, signature_inputs
 from .config import (INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_DIR, WARMUP_FILE, InfraValidationError,
@@ -135,8 +136,7 @@ def _run_probe(config: InfraValidatorConfig, model: str, fed: Inputs, warmup: st
     request_path = os.path.join(scratch, "request.json")
     with open(request_path, "w", encoding="utf-8") as file:
         json.dump(request, file)
-    env = {name: value for name, value in os.environ.items() if name != "TF_USE_LEGACY_KERAS"}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env = tensorflow_only_environment(os.environ)
     started = time.perf_counter()
     try:
         done = subprocess.run([sys.executable, "-I", PROBE, request_path], capture_output=True, text=True,

@@ -202,7 +202,8 @@ def _replay_warmup(tf: Any, model: Any, path: str) -> dict[str, Any]:
 
 
 def probe(request: dict[str, Any]) -> dict[str, Any]:
-    os.environ.pop("TF_USE_LEGACY_KERAS", None)  # with it, importing TensorFlow imports tf_keras
+    # with it, importing TensorFlow imports tf_keras; the executor already drops it (tensorflow_only_environment)
+    os.environ.pop("TF_USE_LEGACY_KERAS", None)
     import numpy as np
     import tensorflow as tf
 

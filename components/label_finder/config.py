@@ -32,7 +32,7 @@ ISSUES_NAME = "label_issues.jsonl"
 FOLDS_DIR = "folds"  # the fold models and their predictions, published with keep_models
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LabelFinderConfig:
     """`train`: the fold models' Trainer options (its `output` is replaced by each fold's own).
     `folds`: K, each a model trained on the other K-1 folds of `train.train_split` (seeded by

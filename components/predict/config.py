@@ -29,7 +29,7 @@ class PredictionError(ShardflowError, RuntimeError):
     """The run could not account for every row, or the model broke its contract. Exit 1."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PredictConfig:
     """`model`: a served model directory, a serving directory (its CURRENT.json names the model) or
     that CURRENT.json. Input: `index` CSV files under `data_root`, or `examples` (ExampleGen output)

@@ -15,7 +15,7 @@ from ..core.input_checks import check_model
 LATEST = "latest"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PusherConfig:
     """`model`: an exported model directory; `evaluation`: the Evaluator's output that blessed it (or
     not); `serving_dir`: where versions `<N>/` and the pointer CURRENT.json live. Each is a local path

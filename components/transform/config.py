@@ -21,7 +21,7 @@ _PREPROCESSING = re.compile(r"^(?P<module>.+):(?P<function>[A-Za-z_][A-Za-z0-9_]
 __all__ = ["ConfigError", "TransformConfig", "UNSEEN_LABEL_POLICIES"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TransformConfig:
     """Everything one Transform run needs; `beam_args` pass through to Beam untouched.
 

@@ -21,7 +21,7 @@ from .space import DEFAULT_SPACE, parse_space
 ALGORITHMS = ("random", "hyperband")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TunerConfig:
     base: TrainerConfig  # every trial's options; its epochs are the trial's (Hyperband's largest)
     output: str

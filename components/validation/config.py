@@ -18,7 +18,7 @@ SCHEMA_NAME = "schema.pbtxt"
 __all__ = ["ConfigError", "ValidationConfig"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ValidationConfig:
     """Everything one validation run needs.
 

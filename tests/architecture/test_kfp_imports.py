@@ -4,7 +4,7 @@
 An edge A → B means module A imports B (explicitly, or B is a package that importing a module of
 it initialises first). A cycle would make import order matter, and a module half-initialised when
 its partner needs it; the old ones were pipelines.cli ↔ compiler ↔ pipeline (over a shared constant)
-and shardflow.cli → pipelines → launchers → shardflow.cli.
+and shardflow.cli → pipelines → step_bodies → shardflow.cli.
 """
 from __future__ import annotations
 
@@ -96,17 +96,17 @@ def test_the_graph_sees_top_level_and_function_level_imports() -> None:
     assert "shardflow.pipelines.cli" in graph["shardflow.cli"]                   # top level, relative
     assert "shardflow.pipelines.compiler" in graph["shardflow.pipelines.cli"]    # inside compile_main
     assert "shardflow.pipelines.compiler" in graph["shardflow.pipelines.schedule"]  # inside a function, absolute
-    assert "shardflow.pipelines.launchers" in graph["shardflow.pipelines.components"]  # inside each component
+    assert "shardflow.pipelines.step_bodies" in graph["shardflow.pipelines.components"]  # inside each component
     assert "shardflow.core.errors" in graph["shardflow.pipelines.params"]        # `from ..core.errors import`
-    assert "shardflow.commands" in graph["shardflow.pipelines.launchers"]  # each step's command
-    assert "shardflow.cli" not in graph["shardflow.pipelines.launchers"]
+    assert "shardflow.commands" in graph["shardflow.pipelines.step_bodies"]  # each step's command
+    assert "shardflow.cli" not in graph["shardflow.pipelines.step_bodies"]
 
 
 def test_the_old_cycles_would_be_caught() -> None:
     graph = import_graph()
-    graph["shardflow.pipelines.launchers"].add("shardflow.cli")  # launchers calling shardflow.cli.main again
+    graph["shardflow.pipelines.step_bodies"].add("shardflow.cli")  # step_bodies calling shardflow.cli.main again
     cycle = find_cycle(graph)
-    assert cycle and "shardflow.cli" in cycle and "shardflow.pipelines.launchers" in cycle
+    assert cycle and "shardflow.cli" in cycle and "shardflow.pipelines.step_bodies" in cycle
     source = "def f():\n    from .cli import DEFAULT_IMAGE\n"  # pipeline.py importing a constant from cli.py
     assert imported_names("shardflow.pipelines.pipeline", source, False, set(graph)) == {"shardflow.pipelines.cli"}
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

@@ -175,8 +175,7 @@ def _train_command(examples: str, output: str, steps: int, batch: int) -> list[s
 
 def _env(s3_server, tmp: Path, **extra: str) -> dict[str, str]:  # noqa: ANN001
     tmp.mkdir(parents=True, exist_ok=True)
-    return {**os.environ, **s3_server.env, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
-            "TMPDIR": str(tmp), **extra}
+    return {**os.environ, **s3_server.env, "TMPDIR": str(tmp), **extra}  # conftest.py's process defaults
 
 
 def test_killed_training_on_s3_resumes_to_the_same_step_count(s3_examples: str, bucket: str, s3_server,

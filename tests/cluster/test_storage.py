@@ -113,7 +113,7 @@ def test_exit_status_survives_tensorflow_io_teardown(s3_server, s3_bucket: str, 
         "import tensorflow as tf\n"
         f"with tf.io.gfile.GFile('s3://{s3_bucket}/x/done.txt', 'w') as out:\n    out.write('ok')\n"
         f"{ending}\n")
-    env = {**os.environ, **s3_server.env, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {**os.environ, **s3_server.env}  # the process defaults: conftest.py's, as the command's
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, timeout=120)
     assert done.returncode == status, done.stderr.decode()[-2000:]
     assert storage.read_text(f"s3://{s3_bucket}/x/done.txt") == "ok"

@@ -280,7 +280,7 @@ def test_options_are_checked_and_reach_the_config() -> None:
 
 def test_shardflow_run_checks_the_new_flags_up_front(tmp_path: Path) -> None:
     from shardflow.pipelines.local_run import LocalRunConfig
-    from shardflow.pipelines.run_task import prepare_run
+    from shardflow.pipelines.run_target import prepare_run
 
     index = write_csv(tmp_path / "train.csv", ["image", "label"], [[f"img/{i}.png", i % 2] for i in range(4)])
     def prepared(*options: str) -> dict:

@@ -1,7 +1,7 @@
 """Large outputs go straight to a remote artifact URI (s3://, gs://), to `.path` otherwise; reports stay on `.path`.
 
 The component functions are called as plain Python with real kfp artifacts and a recording stand-in
-for `launchers`, so the test sees exactly which location each step hands to its command.
+for `step_bodies`, so the test sees exactly which location each step hands to its command.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kfp import dsl
 
-from shardflow.pipelines import components, launchers
+from shardflow.pipelines import components, step_bodies
 from shardflow.pipelines.locations import output_location
 
 
@@ -32,7 +32,7 @@ def not_a_step_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture()
 def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple]:
-    """launchers' step functions replaced by recorders that answer like the real ones."""
+    """step_bodies' step functions replaced by recorders that answer like the real ones."""
     seen: dict[str, tuple] = {}
 
     def record(name: str, answer: object):
@@ -41,13 +41,15 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple]:
             return answer
         return recorder
 
-    monkeypatch.setattr(launchers, "example_gen", record("example_gen", {"examples": {"train": 1}}))
-    monkeypatch.setattr(launchers, "transform", record("transform", {"examples": {"train": 1}}))
-    monkeypatch.setattr(launchers, "tune", record("tune", {"values": {"learning_rate": 0.01}, "objective": "val_accuracy",
-                                                           "score": 0.9, "trials": [{}, {}]}))
-    monkeypatch.setattr(launchers, "train", record("train", {"strategy": "default", "optimizer_steps": 1, "history": [],
-                                                             "input_report": {"training_examples_per_second": 1.0}}))
-    monkeypatch.setattr(launchers, "resolve_model_reference", lambda reference, serving_dir: "")
+    monkeypatch.setattr(step_bodies, "example_gen", record("example_gen", {"examples": {"train": 1}}))
+    monkeypatch.setattr(step_bodies, "transform", record("transform", {"examples": {"train": 1}}))
+    monkeypatch.setattr(step_bodies, "tune", record("tune", {"values": {"learning_rate": 0.01},
+                                                             "objective": "val_accuracy", "score": 0.9,
+                                                             "trials": [{}, {}]}))
+    monkeypatch.setattr(step_bodies, "train", record("train", {"strategy": "default", "optimizer_steps": 1,
+                                                               "history": [],
+                                                               "input_report": {"training_examples_per_second": 1.0}}))
+    monkeypatch.setattr(step_bodies, "resolve_model_reference", lambda reference, serving_dir: "")
     return seen
 
 
@@ -86,8 +88,9 @@ def test_local_outputs_use_the_path(calls: dict[str, tuple], tmp_path: Path) -> 
 
 def test_a_step_refuses_flags_its_command_does_not_know(tmp_path: Path) -> None:
     # train takes no Beam options: an unknown flag fails the step, naming it, before training starts.
-    with pytest.raises(launchers.StepFailed, match=r"shardflow train: error: unknown option --no-such-flag \(not a shardflow train option\)"):
-        launchers.train(str(tmp_path / "examples"), ["--epochs", "1", "--no-such-flag"], "", str(tmp_path / "model"))
-    with pytest.raises(launchers.StepFailed, match="shardflow train: error: one of the arguments --epochs --steps"):
-        launchers.train(str(tmp_path / "examples"), [], "", str(tmp_path / "model"))
+    unknown = r"shardflow train: error: unknown option --no-such-flag \(not a shardflow train option\)"
+    with pytest.raises(step_bodies.StepFailed, match=unknown):
+        step_bodies.train(str(tmp_path / "examples"), ["--epochs", "1", "--no-such-flag"], "", str(tmp_path / "model"))
+    with pytest.raises(step_bodies.StepFailed, match="shardflow train: error: one of the arguments --epochs --steps"):
+        step_bodies.train(str(tmp_path / "examples"), [], "", str(tmp_path / "model"))
     assert not (tmp_path / "model").exists()

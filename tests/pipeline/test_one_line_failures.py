@@ -79,12 +79,12 @@ def test_a_broken_shard_is_one_line_and_exit_1_in_shardflow_train(examples: Path
 
 def test_a_broken_shard_fails_the_pipeline_step_with_the_commands_own_line(examples: Path, tmp_path: Path) -> None:
     from shardflow.core.manifest import ShardMismatchError
-    from shardflow.pipelines import launchers
+    from shardflow.pipelines import step_bodies
 
     broken = _copy(examples, tmp_path / "examples")
     says = _resized(broken)
-    with pytest.raises(launchers.StepFailed) as failed:
-        launchers.train(str(broken), ["--epochs", "1"], "", str(tmp_path / "model"))
+    with pytest.raises(step_bodies.StepFailed) as failed:
+        step_bodies.train(str(broken), ["--epochs", "1"], "", str(tmp_path / "model"))
     assert failed.value.exit_code == 1 and isinstance(failed.value.__cause__, ShardMismatchError)
     assert str(failed.value) == f"shardflow train: error: {says} (replaced or truncated since ExampleGen wrote it)"
 

@@ -19,7 +19,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from shardflow.core.manifest import read_manifest
 from shardflow.core.model_info import read_model_info
 from shardflow.pipelines.compiler import compile_pipeline
-from shardflow.pipelines.launchers import StepFailed
+from shardflow.pipelines.step_bodies import StepFailed
 from shardflow.pipelines.local_run import LocalRunConfig, run_locally
 
 from helpers_images import write_quadrant_set

@@ -32,11 +32,10 @@ STEPS = ("fingerprint", "example-gen", "validate", "transform", "train", "evalua
 
 
 def _shardflow(*argv: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """The command as a person runs it: the CLI's own defaults for TensorFlow's C++ logging (the test
-    session's TF_CPP_MIN_LOG_LEVEL would override them)."""
+    """The command as a person runs it: the CLI's own defaults for TensorFlow's C++ logging (a
+    TF_CPP_MIN_LOG_LEVEL the test session was started with would override them)."""
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
-    return subprocess.run([SHARDFLOW, *argv], capture_output=True, text=True, timeout=timeout,
-                          env={**env, "TF_USE_LEGACY_KERAS": "1"})
+    return subprocess.run([SHARDFLOW, *argv], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def _run_args(train: Path, eval_: Path, root: Path, out: Path, *extra: str) -> list[str]:

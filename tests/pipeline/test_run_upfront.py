@@ -1,4 +1,4 @@
-"""`shardflow run` knows its task before any step: a mask column in the index means
+"""`shardflow run` knows its target kind before any step: a mask column in the index means
 segmentation, whose default blessing threshold is a segmentation metric; every step's flags and every
 threshold metric are checked against it before the first step, so a mistake costs a second.
 
@@ -21,7 +21,7 @@ from shardflow.core.errors import ConfigError
 from shardflow.evaluator.config import DEFAULT_THRESHOLDS
 from shardflow.example_gen.csv_index import read_head
 from shardflow.pipelines.local_run import LocalRunConfig
-from shardflow.pipelines.run_task import prepare_run
+from shardflow.pipelines.run_target import prepare_run
 
 from helpers_images import write_csv
 
@@ -53,13 +53,13 @@ def _prepared(index: Path, out: Path, **options: object) -> dict:
 
 def test_a_mask_index_without_threshold_gets_the_segmentation_default(masks: Path, labels: Path,
                                                                        tmp_path: Path) -> None:
-    assert LocalRunConfig.eval_thresholds is None  # the dataclass default: "the task's", not accuracy
+    assert LocalRunConfig.eval_thresholds is None  # the dataclass default: "the target kind's", not accuracy
     assert _prepared(masks, tmp_path / "out")["eval_thresholds"] == ["mean_iou>=0.5"]
     assert _prepared(labels, tmp_path / "out")["eval_thresholds"] == ["accuracy>=0.9"]
     assert DEFAULT_THRESHOLDS == {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5"}
 
 
-def test_the_task_is_the_trainers_target_and_the_newest_spans(masks: Path, tmp_path: Path) -> None:
+def test_the_target_is_the_trainers_and_comes_from_the_newest_spans(masks: Path, tmp_path: Path) -> None:
     # --label names a value column: the Trainer classifies it, mask or not.
     chosen = _prepared(masks, tmp_path / "out", train_options=("--epochs", "1", "--label", "site"))
     assert chosen["eval_thresholds"] == ["accuracy>=0.9"]
@@ -83,7 +83,7 @@ def test_a_valid_run_is_not_refused(masks: Path, labels: Path, tmp_path: Path) -
                             **options)
     assert prepare_run(config.arguments()) == config.arguments()  # checked, nothing changed
     assert _prepared(labels, tmp_path / "o", eval_thresholds=("accuracy>=0.5",))["eval_thresholds"] == ["accuracy>=0.5"]
-    # A user preprocessing_fn decides the target only when Transform runs: no task check then.
+    # A user preprocessing_fn decides the target only when Transform runs: no target check then.
     custom = _prepared(masks, tmp_path / "o", transform_options=("--preprocessing", "prep.py:fn"),
                        eval_thresholds=("accuracy>=0.5",))
     assert custom["eval_thresholds"] == ["accuracy>=0.5"]
@@ -111,7 +111,7 @@ def test_a_valid_run_is_not_refused(masks: Path, labels: Path, tmp_path: Path) -
 def test_a_mistake_fails_before_the_first_step_in_one_line(masks: Path, tmp_path: Path, flags: list[str],
                                                            says: list[str]) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = dict(os.environ)  # the process defaults: the command's own (core/process_defaults.py)
     done = subprocess.run([SHARDFLOW, "run", "--index", f"train={masks}", "--data-root", str(masks.parent),
                            "--output", str(out), *flags], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2, done.stderr  # ConfigError's exit code
@@ -122,7 +122,7 @@ def test_a_mistake_fails_before_the_first_step_in_one_line(masks: Path, tmp_path
     assert not out.exists()  # no step ran: not even the pipeline root was made
 
 
-def test_compile_checks_what_it_bakes_and_bakes_the_tasks_default(masks: Path, tmp_path: Path) -> None:
+def test_compile_checks_what_it_bakes_and_bakes_the_target_kinds_default(masks: Path, tmp_path: Path) -> None:
     from shardflow.pipelines.compiler import compile_pipeline
 
     where = {"index": json.dumps([f"train={masks}"]), "data_root": str(masks.parent)}

@@ -53,9 +53,9 @@ def test_folds_are_not_stripes_of_row_order_and_move_with_the_seed() -> None:
 
 @pytest.mark.parametrize("build, message", [
     (lambda: fold_assignment(10, 1), "folds must be an integer >= 2, got 1"),
-    (lambda: FoldSelection(3, ()), "folds must be a non-empty sorted tuple"),
-    (lambda: FoldSelection(3, (2, 1)), "folds must be a non-empty sorted tuple"),
-    (lambda: FoldSelection(3, (3,)), "fold ids are 0..2"),
+    (lambda: FoldSelection(count=3, folds=()), "folds must be a non-empty sorted tuple"),
+    (lambda: FoldSelection(count=3, folds=(2, 1)), "folds must be a non-empty sorted tuple"),
+    (lambda: FoldSelection(count=3, folds=(3,)), "fold ids are 0..2"),
     (lambda: FoldSelection.training(3, held_out=5), "held_out must be a fold id in 0..2, got 5"),
     (lambda: FoldSelection.held_out(4, 0).mask(3), "4 folds need at least 4 examples, the split has 3"),
 ])

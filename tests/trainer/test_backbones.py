@@ -165,7 +165,7 @@ def test_a_run_killed_in_phase_two_resumes_in_phase_two(photos: Path, weights_fi
                str(out), "--model", "mobilenet_v2", "--weights", str(path), "--backbone-alpha", str(ALPHA),
                "--epochs", "4", "--freeze-epochs", "1", "--batch-size", "4", "--checkpoint-every", "2",
                "--input-probe-batches", "1"]
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = dict(os.environ)  # the process defaults: the command's own (core/process_defaults.py)
     first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # Phase two's own backup recorded its second checkpoint whole (step 4 of its 27): the kill lands in phase
     # two, past a checkpoint.

@@ -118,7 +118,7 @@ def _train_command(examples: Path, out: Path, steps: int) -> list[str]:
 
 def test_killed_training_resumes_to_the_same_step_count(digits: Path, tmp_path: Path) -> None:
     out, steps = tmp_path / "model", 400
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = dict(os.environ)  # the process defaults: the command's own (core/process_defaults.py)
     first = subprocess.Popen(_train_command(digits, out, steps), env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     # Checkpoint 2 recorded whole (by step 20 of 400): the kill lands in training, past a checkpoint.
@@ -166,8 +166,7 @@ def test_two_workers_train_together_and_end_with_the_same_weights(digits: Path, 
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     workers = []
     for index in range(2):
-        env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
-               "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
+        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
         command = _train_command(digits, out, steps) + ["--batch-size", "16"]
         workers.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     logs = [w.communicate(timeout=600)[0] for w in workers]

@@ -7,8 +7,10 @@ string is exactly a CLI flag (`example_gen_options=["--resize", "28x28"]`,
 `beam_args=["--runner=DataflowRunner", ...]`). Not through `shardflow.cli`: it imports this package
 (compile, run, schedule), which would be a cycle.
 An output may be a local path or a remote URI (s3://, gs://); the commands take either.
+A step's process (its container's KFP executor, or the local step worker) imports this module before
+TensorFlow: importing it applies the process defaults (core/process_defaults.py), as the command does.
 
-    launchers.example_gen(["train=/data/train.csv"], "/data", [], [], "/artifacts/examples")
+    step_bodies.example_gen(["train=/data/train.csv"], "/data", [], [], "/artifacts/examples")
 """
 from __future__ import annotations
 
@@ -20,17 +22,21 @@ import time
 from types import ModuleType
 from typing import Any
 
-from ..commands import COMMANDS
-from ..core import storage
-from ..core.errors import ConfigError, ShardflowError
-from ..core.flag_parser import FlagParser, check_extra, option_strings, refuse_unknown_flags
-from ..core.hashing import sha256_of
-from ..core.manifest import read_manifest
-from ..example_gen.spans import has_span_pattern, pattern_matches
-from ..infra_validator import REPORT as INFRA_REPORT
+from ..core.process_defaults import apply_process_defaults
+
+apply_process_defaults()  # before the commands' modules, and TensorFlow, are imported
+
+from ..commands import COMMANDS  # noqa: E402
+from ..core import storage  # noqa: E402
+from ..core.errors import ConfigError, ShardflowError  # noqa: E402
+from ..core.flag_parser import FlagParser, check_extra, option_strings, refuse_unknown_flags  # noqa: E402
+from ..core.hashing import sha256_of  # noqa: E402
+from ..core.manifest import read_manifest  # noqa: E402
+from ..example_gen.spans import has_span_pattern, pattern_matches  # noqa: E402
+from ..infra_validator import REPORT as INFRA_REPORT  # noqa: E402
 from ..pusher import PusherConfig, resolve_model_reference  # noqa: F401  (re-exported for the components)
-from ..pusher import run as run_pusher
-from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record
+from ..pusher import run as run_pusher  # noqa: E402
+from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record  # noqa: E402
 
 
 class StepFailed(ShardflowError):
@@ -61,11 +67,9 @@ def parse_step_argv(command: str, cli: ModuleType, argv: list[str], takes_beam_o
     return args, extra
 
 
-def _shardflow(name: str, argv: list[str]) -> None:
+def _run_command(name: str, argv: list[str]) -> None:
     """`shardflow NAME ARGV` as the CLI runs it; a failure raises StepFailed with the command's own message
     and exit code (a command's main returns 0 or raises: nothing is read back from its output)."""
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # as shardflow.cli sets it, before TF is imported
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     command = COMMANDS[name]
     args, extra = parse_step_argv(name, command.cli, argv, command.passes_beam_options)
     try:
@@ -89,7 +93,7 @@ def data_fingerprint(index: list[str], data_root: str) -> str:
 
 
 def example_gen(index: list[str], data_root: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _shardflow("example-gen", example_gen_argv(index, data_root, options, beam_args, output))
+    _run_command("example-gen", example_gen_argv(index, data_root, options, beam_args, output))
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()},
             "rejected": manifest.extra.get("rejected", 0), "rejected_by_reason": manifest.extra.get("rejected_by_reason", {})}
@@ -105,12 +109,12 @@ def validate(examples: str, output: str, drift_threshold: float, warn_only: bool
     # A window of spans is validated where its statistics are: the newest span, the data that is new.
     newest = read_manifest(examples).extra.get("newest_span")
     target = newest["dir"] if newest else examples
-    _shardflow("validate", validate_argv(target, output, drift_threshold, warn_only, schema, options))
+    _run_command("validate", validate_argv(target, output, drift_threshold, warn_only, schema, options))
     return storage.read_json(storage.join(output, "anomalies.json"))
 
 
 def transform(examples: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _shardflow("transform", transform_argv(examples, options, beam_args, output))
+    _run_command("transform", transform_argv(examples, options, beam_args, output))
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()}}
 
@@ -122,7 +126,7 @@ def tune(examples: str, options: list[str], train_options: list[str], output: st
         record = hyperparameters_record({}, "", None, {"searched": False})
         storage.write_json(storage.join(output, HYPERPARAMETERS_FILE), record)
         return record
-    _shardflow("tune", tune_argv(examples, options, train_options, output))
+    _run_command("tune", tune_argv(examples, options, train_options, output))
     return storage.read_json(storage.join(output, HYPERPARAMETERS_FILE))
 
 
@@ -132,7 +136,7 @@ def train(examples: str, options: list[str], warm_start: str, output: str, hyper
     best = storage.join(hyperparameters, HYPERPARAMETERS_FILE) if hyperparameters else ""
     if best and storage.read_json(best).get("values"):
         argv += ["--hyperparameters", best]
-    _shardflow("train", argv)
+    _run_command("train", argv)
     return storage.read_json(storage.join(output, "training.json"))  # `output` may be an s3:// or gs:// URI
 
 
@@ -142,7 +146,7 @@ def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str]
     argv = evaluate_argv(model_dir, examples, thresholds, max_regressions, regression_tolerance, slice_by, output,
                          gate, bootstrap_resamples, bootstrap_seed)
     argv += ["--baseline", baseline] if baseline else []
-    _shardflow("evaluate", argv)
+    _run_command("evaluate", argv)
     return {"metrics": storage.read_json(storage.join(output, "metrics.json")),
             "blessing": storage.read_json(storage.join(output, "blessing.json"))}
 
@@ -201,7 +205,7 @@ def evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regr
 
 def infra_validate(model_dir: str, evaluation: str, options: list[str], output: str) -> dict:
     """`shardflow infra-validate`: the model loaded and called in a TensorFlow-only process; its report."""
-    _shardflow("infra-validate", infra_validate_argv(model_dir, evaluation, options, output))
+    _run_command("infra-validate", infra_validate_argv(model_dir, evaluation, options, output))
     return storage.read_json(storage.join(output, INFRA_REPORT))
 
 
@@ -222,7 +226,7 @@ def push(model_dir: str, evaluation: str, infra_validation: str, serving_dir: st
 def predict(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
             output: str) -> dict:
     """`shardflow predict` over a CSV index of new files with the model just pushed; its predict.json."""
-    _shardflow("predict", predict_argv(model_dir, index, data_root, options, beam_args, output))
+    _run_command("predict", predict_argv(model_dir, index, data_root, options, beam_args, output))
     return storage.read_json(storage.join(output, "predict.json"))
 
 
