@@ -13,6 +13,7 @@ setup(
     packages=[
         "shardflow",
         "shardflow.core",
+        "shardflow.core.filesystems",
         "shardflow.example_gen",
         "shardflow.transform",
         "shardflow.trainer",

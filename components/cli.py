@@ -12,7 +12,7 @@ apply_process_defaults()
 
 from . import __version__  # noqa: E402
 from .commands import COMMANDS  # noqa: E402
-from .core.cloud_env import install_exit_guard  # noqa: E402
+from .core.exit_guard import install_exit_guard  # noqa: E402
 from .core.errors import ShardflowError  # noqa: E402
 from .core.flag_parser import check_extra, option_strings  # noqa: E402
 from .pipelines import cli as pipeline_cli  # noqa: E402

@@ -17,7 +17,7 @@ import contextlib
 import sys
 from typing import Any, Iterator
 
-from ..core.cloud_env import install_exit_guard
+from ..core.exit_guard import install_exit_guard
 from ..core.errors import ShardflowError
 
 _recorded: list[dict[str, Any]] = []  # this process's step error, if its step failed

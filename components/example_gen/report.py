@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import storage
-from ..core.cloud_env import recorded_options
+from ..core.config_record import recorded_options
 from ..core.hashing import sha256_of  # noqa: F401  (re-exported)
 from ..core.manifest import Manifest
 from .columns import ColumnSpec

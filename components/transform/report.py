@@ -13,7 +13,7 @@ import tensorflow_transform as tft
 
 from ..core.errors import ShardflowError
 from ..core import storage
-from ..core.cloud_env import recorded_options
+from ..core.config_record import recorded_options
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from .config import TransformConfig
 from .materialize import BatchResult

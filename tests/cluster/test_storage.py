@@ -107,7 +107,8 @@ def test_exit_status_survives_tensorflow_io_teardown(s3_server, s3_bucket: str, 
     script = tmp_path / "step.py"
     script.write_text(
         "import sys\n"
-        "from shardflow.core.cloud_env import enable_tensorflow_filesystems, install_exit_guard\n"
+        "from shardflow.core.cloud_env import enable_tensorflow_filesystems\n"
+        "from shardflow.core.exit_guard import install_exit_guard\n"
         "install_exit_guard()  # what an entry point (the shardflow command, a KFP step) does first\n"
         f"enable_tensorflow_filesystems(['s3://{s3_bucket}/x'])\n"
         "import tensorflow as tf\n"
