@@ -1,3 +1,3 @@
 from .cli import console_main
 
-console_main()  # the exit status survives tensorflow-io's teardown abort: see cloud_env.install_exit_guard
+console_main()  # the exit status survives tensorflow-io's teardown abort: see exit_guard.install_exit_guard

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def console_main() -> None:
     """The `shardflow` executable: `main` in a process of its own, whose exit status survives
-    tensorflow-io's teardown abort (cloud_env.install_exit_guard; never installed by a library call)."""
+    tensorflow-io's teardown abort (exit_guard.install_exit_guard; never installed by a library call)."""
     install_exit_guard()
     sys.exit(main())
 

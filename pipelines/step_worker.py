@@ -81,7 +81,7 @@ def run_step(request: dict[str, Any], report: Callable[[dict[str, Any]], None]) 
     sys.stderr.flush()
     report({"exit_code": code, "error": recorded.get("message", ""), "bug": bool(recorded.get("bug", False)),
             "seconds": round(time.monotonic() - started, 3), "pid": os.getpid()})
-    os._exit(code)  # no interpreter teardown: tensorflow-io's aborts there (cloud_env.install_exit_guard)
+    os._exit(code)  # no interpreter teardown: tensorflow-io's aborts there (exit_guard.install_exit_guard)
 
 
 def _output_to(log: str) -> None:

@@ -79,9 +79,9 @@ def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsServer]:
     server = GcsServer(tmp_path_factory.mktemp("gcs"))
     saved = os.environ.get("STORAGE_EMULATOR_HOST")
     os.environ.update(server.env)
-    storage._object_io.cache_clear()  # a gs:// client made before would not know the emulator
+    storage.forget_clients()  # a gs:// client made before would not know the emulator
     yield server
-    storage._object_io.cache_clear()
+    storage.forget_clients()
     server.stop()
     if saved is None:
         os.environ.pop("STORAGE_EMULATOR_HOST", None)
@@ -112,7 +112,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     # tensorflow-io's s3 plugin aborts in interpreter teardown after the work is done (see
-    # shardflow.core.cloud_env.install_exit_guard); keep pytest's real exit status.
+    # shardflow.core.exit_guard.install_exit_guard); keep pytest's real exit status.
     if "tensorflow_io" in sys.modules and _exit_status:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -22,15 +22,13 @@ import json
 import shutil
 from typing import Any, BinaryIO, ContextManager
 
-from .filesystems import backend_for, backend_of_scheme, forget_clients, temp_name
+from .filesystems import backend_for, forget_clients, temp_name
 from .uri import basename, is_remote, join, parent, relative_to
 
 __all__ = ["basename", "is_remote", "join", "parent", "relative_to", "temp_name", "open_read", "open_write",
            "read_bytes", "write_bytes", "read_text", "write_text", "read_json", "write_json", "exists",
            "is_file", "is_dir", "list_names", "list_files", "remove", "size", "makedirs", "copy_file",
            "copy_tree", "move", "forget_clients"]
-
-_object_io = backend_of_scheme  # its former name: tests' fixtures clear it (`cache_clear`) to forget clients
 
 
 def open_read(location: str) -> BinaryIO:

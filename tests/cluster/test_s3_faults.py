@@ -22,14 +22,14 @@ from shardflow.core import storage
 def proxy(s3_server) -> Iterator[FaultProxy]:  # noqa: ANN001 (S3Server)
     """A fault proxy; while the test runs, the AWS variables (and storage's client) point at it."""
     proxy = FaultProxy(s3_server.endpoint)
-    storage._object_io.cache_clear()  # the cached client was made for the direct endpoint
+    storage.forget_clients()  # the cached client was made for the direct endpoint
     saved = os.environ["AWS_ENDPOINT_URL"]
     os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
     try:
         yield proxy
     finally:
         os.environ["AWS_ENDPOINT_URL"] = saved
-        storage._object_io.cache_clear()
+        storage.forget_clients()
         proxy.stop()
 
 
