@@ -21,13 +21,15 @@ dies (killed, out of memory) fails the run with `WorkerFailed`.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
 import traceback
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..core import storage
 from ..core.shard_writer import ShardSizing, plan_all, write_shard
@@ -66,14 +68,15 @@ def run_on_pool(chunks: list[Chunk], plan: IngestPlan, sizing: ShardSizing, work
     next_chunk = context.Value("q", 0)
     pipes, processes = [], []
     try:
-        for _ in range(workers):
-            ours, theirs = context.Pipe()
-            process = context.Process(target=_worker, args=(theirs, chunks, plan, next_chunk, os.getpid()),
-                                      name="example-gen-worker", daemon=True)
-            process.start()
-            theirs.close()
-            pipes.append(ours)
-            processes.append(process)
+        with inherited_objects_frozen():
+            for _ in range(workers):
+                ours, theirs = context.Pipe()
+                process = context.Process(target=_worker, args=(theirs, chunks, plan, next_chunk, os.getpid()),
+                                          name="example-gen-worker", daemon=True)
+                process.start()
+                theirs.close()
+                pipes.append(ours)
+                processes.append(process)
         on_started()
         results = [result for batch in _gather(pipes, processes) for result in batch]
         jobs = _shard_jobs(results, plan, sizing)
@@ -86,6 +89,24 @@ def run_on_pool(chunks: list[Chunk], plan: IngestPlan, sizing: ShardSizing, work
                 process.kill()
             process.join()
     return {"chunks": results, "shards": shards}
+
+
+@contextlib.contextmanager
+def inherited_objects_frozen() -> Iterator[None]:
+    """Forks inside this block leave the launcher's objects out of the children's garbage collector.
+
+    A process that has run TensorFlow (the warm local runner, a test session) holds TensorFlow
+    objects whose finalizers call into its runtime, whose threads do not survive a fork: a worker
+    that collected such garbage died of SIGSEGV (tests/cluster, a pytest worker that had trained).
+    The garbage is collected here first, where TensorFlow works, and the rest frozen (`gc.freeze`):
+    a child never collects what it inherited.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _gather(pipes: list[Connection], processes: list[multiprocessing.Process]) -> list[list[Any]]:
