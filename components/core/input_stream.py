@@ -234,8 +234,8 @@ def _augment(flow: _Flow, plan: _Plan) -> _Flow:
         return augment(pair[0], pair[1], index)
 
     # In stream order (the default), as the batch indices that seed it.
-    return _Flow(_flushed(flow, plan).enumerate().map(as_written(augmented), num_parallel_calls=tf.data.AUTOTUNE,
-                                              name="augment"))
+    batches = _flushed(flow, plan).enumerate()
+    return _Flow(batches.map(as_written(augmented), num_parallel_calls=tf.data.AUTOTUNE, name="augment"))
 
 
 def _sample_weights(flow: _Flow, plan: _Plan) -> _Flow:

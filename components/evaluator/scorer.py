@@ -115,7 +115,8 @@ def _label_ids_fn(plan: ScoringPlan) -> Callable[[tf.Tensor], tf.Tensor]:
     return lambda labels: table.lookup(labels if is_string else tf.strings.as_string(labels))
 
 
-def _stream(plan: ScoringPlan, batch_size: int, model_step: Callable[[dict], dict] | None = None) -> tf.data.Dataset:
+def _stream(plan: ScoringPlan, batch_size: int,
+            model_step: Callable[[dict], dict] | None = None) -> tf.data.Dataset:
     """The split in manifest order, each example's serialized bytes kept: the input stream with no shuffle."""
     options = StreamOptions(batch_size=batch_size, features=(plan.info.label, *plan.slice_by), keep_serialized=True,
                             decode=model_step is not None)
