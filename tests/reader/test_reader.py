@@ -216,8 +216,8 @@ def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path, shuffl
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
     seen = []
     for worker in range(2):
-        options = StreamOptions(batch_size=3, shuffle_mb=budget_for(raw_out, shuffle_buffer), seed=1)
-        dataset = build_stream(raw_out, "train", options)
+        stream_options = StreamOptions(batch_size=3, shuffle_mb=budget_for(raw_out, shuffle_buffer), seed=1)
+        dataset = build_stream(raw_out, "train", stream_options)
         sharded = _AutoShardDataset(dataset.with_options(options), 2, worker)
         seen.append(sorted(image.tobytes() for image in collect(sharded)["depth"]))
     assert seen[0] and seen[1] and not set(seen[0]) & set(seen[1])
