@@ -36,10 +36,10 @@ def _load_all(examples: Path) -> tuple[Any, Any]:
     """Every eval example decoded: float32 [N, 28, 28, 1] in [0, 1] and int64 labels."""
     import numpy as np
 
-    from shardflow.core.reader import make_dataset
+    from shardflow.core.input_stream import StreamOptions, build_stream
 
     pixels, labels = [], []
-    for batch in make_dataset(examples, "eval", batch_size=4096):
+    for batch in build_stream(examples, "eval", StreamOptions(batch_size=4096)):
         pixels.append(batch["x"].numpy().astype(np.float32) / 255.0)
         labels.append(batch["y"].numpy())
     return np.concatenate(pixels), np.concatenate(labels)
@@ -47,14 +47,15 @@ def _load_all(examples: Path) -> tuple[Any, Any]:
 
 def _trained_model(examples: Path, out: Path) -> tuple[Any, Path]:
     """`shardflow train` (LeNet, a short run on the eval split) → its export and the same weights in Keras."""
-    from shardflow.trainer import TrainerConfig
+    from shardflow.trainer import ExportOptions, FitOptions, InputOptions, ModelOptions, TrainerConfig
     from shardflow.trainer import run as train
     from shardflow.trainer.export import warm_start
     from shardflow.trainer.models import lenet
 
-    config = TrainerConfig(examples=str(examples), output=str(out / "train"), model="lenet",
-                           steps=TRAIN_EXAMPLES // 64, batch_size=64, train_split="eval", eval_split=None,
-                           input_probe_batches=5)
+    config = TrainerConfig(input=InputOptions(examples=str(examples), batch_size=64, train_split="eval",
+                                              eval_split=None, input_probe_batches=5),
+                           model=ModelOptions(name="lenet"), fit=FitOptions(steps=TRAIN_EXAMPLES // 64),
+                           export=ExportOptions(output=str(out / "train")))
     summary = train(config, echo=lambda line: print(line, file=sys.stderr))
     model = lenet("x", (28, 28, 1), 10)  # the Trainer's model, for `predict` on in-memory tensors
     warm_start(model, summary["model"])

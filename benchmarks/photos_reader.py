@@ -9,7 +9,7 @@ deterministic=False, image + label:
 
 - `reference`: interleave over the shards → `parse_single_example` → `decode_jpeg` in a parallel
   map → batch → prefetch (uint8 [B, H, W, C]);
-- `make_dataset`: `shardflow.core.reader.make_dataset(..., deterministic=False)` (uint8, same shape);
+- `make_dataset`: `shardflow.core.input_stream.build_stream(..., deterministic=False)` (uint8, same shape);
 - `garden_shuffled` and `make_dataset_shuffled`: the same two, shuffling 2,048 serialized records
   before decoding (the Model Garden's reader; shardflow's budget is 2,048 mean-sized records in
   bytes). Each is also run alone in a process of its own for its peak RSS;
@@ -41,7 +41,8 @@ import tensorflow as tf
 
 from shardflow.core.image_decode import JPEG_DCT, decode_crop_resize, decode_then_crop_resize
 from shardflow.core.manifest import Manifest, read_manifest
-from shardflow.core.reader import PARALLEL_FILES, make_dataset, record_bytes, shard_files
+from shardflow.core.input_stream import PARALLEL_FILES, StreamOptions, build_stream
+from shardflow.core.reader import record_bytes, shard_files
 
 from .monitor import child_env
 from .trainer_bench import time_datasets
@@ -112,15 +113,16 @@ def reference(examples: Path, shuffle: int = 0) -> tf.data.Dataset:
 
 
 def shardflow_reader(examples: Path, encoding: str | None = "jpeg", shuffle: int = 0) -> tf.data.Dataset:
-    """`make_dataset` over the image (stored as `encoding`; None: any) and label features, as (images, labels).
+    """`build_stream` over the image (stored as `encoding`; None: any) and label features, as (images, labels).
 
-    `shuffle`: records to shuffle, given to `make_dataset` as bytes (that many mean-sized records).
+    `shuffle`: records to shuffle, given to `build_stream` as MB (that many mean-sized records).
     """
     manifest = read_manifest(examples)
     image, label = _names(manifest, encoding)
     budget = math.ceil(shuffle * record_bytes(manifest, "train"))
-    dataset = make_dataset(examples, "train", batch_size=BATCH_SIZE, deterministic=False, features=[image, label],
-                           shuffle_bytes=budget)
+    options = StreamOptions(batch_size=BATCH_SIZE, deterministic=False, features=(image, label),
+                            shuffle_mb=budget / 1_000_000)
+    dataset = build_stream(examples, "train", options)
     return dataset.map(lambda batch: (batch[image], batch[label]))
 
 
@@ -145,19 +147,20 @@ def random_resized_crop(examples: Path, fused: bool) -> tf.data.Dataset:
 
 def trainer_stream(examples: Path, fused: bool) -> tf.data.Dataset:
     """One epoch of the Trainer's training stream with `crop` and `flip`, the fused JPEG crop on or off."""
-    from shardflow.trainer import TrainerConfig
+    from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
     from shardflow.trainer import input_pipeline
     from shardflow.trainer.features import RawToModel
     from shardflow.trainer.task import resolve_task
 
-    config = TrainerConfig(examples=str(examples), output="unused", steps=1, batch_size=BATCH_SIZE,
-                           augment=("crop", "flip"), eval_split=None)
-    task = resolve_task(config)
+    config = TrainerConfig(input=InputOptions(examples=str(examples), batch_size=BATCH_SIZE, augment=("crop", "flip"),
+                                              eval_split=None),
+                           fit=FitOptions(steps=1), export=ExportOptions(output="unused"))
+    task = resolve_task(config.input)
     to_model = RawToModel(task, None)
-    if not input_pipeline.fused_crop_applies(task, config, to_model):
+    if not input_pipeline.fused_crop_applies(task, config.input, to_model):
         raise ValueError(f"{examples}: the fused crop does not apply (needs a JPEG classification input)")
     with mock.patch.object(input_pipeline, "fused_crop_applies", return_value=fused):
-        streams = input_pipeline.build_streams(task, config, BATCH_SIZE, 1, to_model)
+        streams = input_pipeline.build_streams(task, config.input, BATCH_SIZE, 1, to_model)
     return streams.train.take(math.ceil(streams.train_examples / BATCH_SIZE))
 
 

@@ -4,7 +4,7 @@
     python -m benchmarks.photos_storage --examples jpeg=OUT1 --examples raw=OUT2
 
 Each output is ExampleGen's, of the same photos and rows, split "train". For each: bytes per example
-(the manifest's shard sizes), and `make_dataset(..., deterministic=False)` drained in turns
+(the manifest's shard sizes), and `build_stream(..., deterministic=False)` drained in turns
 (`trainer_bench.time_datasets`): examples/s and the process's CPU µs per example. The shards are
 read from the page cache after the warm-up pass: a disk or network slower than that adds
 bytes/example ÷ bandwidth, which is where raw storage loses.

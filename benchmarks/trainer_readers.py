@@ -10,7 +10,7 @@ Contenders (the issue's letters):
     (the seed tutorials);
 (b) the best per-file tf.data reader: shuffled paths → `read_file` + `decode_png` + cast (AUTOTUNE),
     batch, prefetch;
-(c) `shardflow.core.reader.make_dataset(..., deterministic=False)` + cast to float32 / 255;
+(c) `shardflow.core.input_stream.build_stream(..., deterministic=False)` + cast to float32 / 255;
 (d) the TFRecord ceiling: `TFRecordDataset` over the same shards, batch, no parsing (`d1` reads the
     shards one after another, `d` reads several at once when there are several);
 (e) in memory: `from_tensor_slices(uint8 array).batch`;
@@ -36,8 +36,8 @@ import tensorflow as tf
 from PIL import Image
 
 from shardflow.core.manifest import Manifest, read_manifest
-from shardflow.core.reader import (PARALLEL_FILES, decode_batch, feature_spec, make_dataset, record_bytes, record_chunks,
-                                   shard_files)
+from shardflow.core.input_stream import PARALLEL_FILES, StreamOptions, build_stream, record_chunks
+from shardflow.core.reader import decode_batch, feature_spec, record_bytes, shard_files
 
 from .data import read_index
 
@@ -154,13 +154,13 @@ def reader_r(data: ReaderData) -> tf.data.Dataset:
 
 def reader_c_uint8(data: ReaderData) -> tf.data.Dataset:
     """Diagnostic: (c) without the cast."""
-    return make_dataset(data.examples, "train", batch_size=data.batch_size, shuffle_bytes=_budget(data),
-                        deterministic=False)
+    options = StreamOptions(batch_size=data.batch_size, shuffle_mb=_budget_mb(data), deterministic=False)
+    return build_stream(data.examples, "train", options)
 
 
-def _budget(data: ReaderData) -> int:
-    """shardflow's shuffle budget in bytes for the same number of records the other readers shuffle."""
-    return int(data.shuffle_buffer * record_bytes(read_manifest(data.examples), "train"))
+def _budget_mb(data: ReaderData) -> float:
+    """shardflow's shuffle budget in MB for the same number of records the other readers shuffle."""
+    return int(data.shuffle_buffer * record_bytes(read_manifest(data.examples), "train")) / 1_000_000
 
 
 def reader_c_read(data: ReaderData) -> tf.data.Dataset:

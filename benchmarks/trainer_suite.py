@@ -41,7 +41,7 @@ TRAINING = ("c", "e")
 DESCRIPTIONS = {
     "a": "(a) `from_generator` + PIL decode per file (seed tutorials)",
     "b": "(b) per-file tf.data: `read_file` + `decode_png`, AUTOTUNE",
-    "c": "(c) shardflow `make_dataset` + cast to float32/255",
+    "c": "(c) shardflow `build_stream` + cast to float32/255",
     "d": "(d) TFRecord bytes only, shards interleaved, batch",
     "d1": "(d1) TFRecord bytes only, shards in turn, batch",
     "e": "(e) in memory `from_tensor_slices(uint8).batch`",

@@ -45,7 +45,7 @@ def implied_target(configs: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) 
         raise ConfigError(f"{labels['index']}: shardflow example-gen: {err}") from None
     custom = configs["transform"].preprocessing is not None
     try:
-        target = choose_target(configs["train"].label, roles)
+        target = choose_target(configs["train"].input.label, roles)
     except ConfigError as err:
         if custom:  # the preprocessing_fn may make the target: guess from the index, check nothing
             kind = "segmentation" if "mask" in roles.values() else "classification"

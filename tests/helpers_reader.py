@@ -13,9 +13,9 @@ def collect(dataset: tf.data.Dataset) -> dict[str, np.ndarray]:
     return {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
 
 
-def budget_for(output_dir: object, records: int, split: str = "train") -> int:
-    """The shuffle budget in bytes whose window holds `records` serialized records of `split`."""
+def budget_for(output_dir: object, records: int, split: str = "train") -> float:
+    """The shuffle budget in MB (`StreamOptions.shuffle_mb`) whose window holds `records` records of `split`."""
     from shardflow.core.manifest import read_manifest
     from shardflow.core.reader import record_bytes
 
-    return math.ceil(records * record_bytes(read_manifest(output_dir), split))
+    return (math.ceil(records * record_bytes(read_manifest(output_dir), split)) + 0.5) / 1_000_000

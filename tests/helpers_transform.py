@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow_transform as tft
 
 from shardflow.core.manifest import read_manifest
-from shardflow.core.reader import make_dataset
+from shardflow.core.input_stream import StreamOptions, build_stream
 
 
 def read_transformed(directory: Path, split: str) -> dict[str, np.ndarray]:
@@ -16,7 +16,8 @@ def read_transformed(directory: Path, split: str) -> dict[str, np.ndarray]:
     at_read = manifest.extra["applied_at_read"]
     graph = tft.TFTransformOutput(str(Path(directory) / "transform_graph"))
     batches = []
-    for batch in make_dataset(directory, split, batch_size=64, decode=[n for n in manifest.features if n not in at_read]):
+    options = StreamOptions(batch_size=64, decode=[n for n in manifest.features if n not in at_read])
+    for batch in build_stream(directory, split, options):
         applied = graph.transform_raw_features({name: batch[name] for name in at_read}) if at_read else {}
         batches.append({name: (applied[name] if name in at_read else value).numpy() for name, value in batch.items()})
     return {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}

@@ -139,12 +139,13 @@ def test_tfx_training_reaches_shardflows_own_trainer_accuracy(run: Run, tmp_path
     """The same shards, the same number of epochs and batch size: TFX's Trainer (the user's module,
     through TFX's data accessor) against shardflow's Trainer in this environment. Both train a LeNet-5
     with Adam, seeded and deterministic, so the comparison does not depend on the run."""
-    from shardflow.trainer import TrainerConfig, run as train
+    from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run as train
 
     examples = run.one("Examples", "ImageExampleGen")
-    summary = train(TrainerConfig(examples=examples.uri, output=str(tmp_path / "shardflow"),
-                                  epochs=digits_module.EPOCHS, batch_size=digits_module.BATCH,
-                                  seed=0, deterministic=True),
+    summary = train(TrainerConfig(input=InputOptions(examples=examples.uri, batch_size=digits_module.BATCH, seed=0,
+                                                     deterministic=True),
+                                  fit=FitOptions(epochs=digits_module.EPOCHS),
+                                  export=ExportOptions(output=str(tmp_path / "shardflow"))),
                     echo=lambda _: None)
     shardflow_accuracy = summary["history"][-1]["val_accuracy"]
     tfx_accuracy = _tfma_accuracy(run)

@@ -5,8 +5,9 @@
     result = score(plan, {"candidate": model, "baseline": baseline}, sizing.batch_size)
     result.scores["candidate"].overall.confusion          # [C, C] counts
 
-The split's shard files are read in manifest order with `TFRecordDataset` and batched as serialized
-records. A parallel `map` parses only the label and slice columns (string labels through the
+The split is read in manifest order by the one input stream (`core.input_stream.build_stream`:
+no shuffle, no augmentation), keeping each example's serialized bytes. It parses only the label
+and slice columns, and its transform stage turns labels into class ids (string labels through the
 model's vocabulary, unknown strings to the OOV id; masks [H, W, 1] to ids [H, W]); the serialized
 batch itself goes to each model's `serving_default`, which parses and preprocesses the examples
 its own way. Both models score the same batch; per-example confusion cells and log losses are
@@ -30,7 +31,8 @@ from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ConfigError
 from ..core.manifest import Manifest, read_manifest
 from ..core.model_info import ModelInfo
-from ..core.reader import decode_batch, feature_spec, shard_files
+from ..core.input_stream import SERIALIZED, StreamOptions, build_stream
+from ..core.reader import shard_files
 from .config import EvaluationError
 from .loaded_model import LoadedModel
 from .slicing import Scores, group_slices
@@ -113,8 +115,12 @@ def _label_ids_fn(plan: ScoringPlan) -> Callable[[tf.Tensor], tf.Tensor]:
     return lambda labels: table.lookup(labels if is_string else tf.strings.as_string(labels))
 
 
-def _records(plan: ScoringPlan) -> tf.data.Dataset:
-    return tf.data.TFRecordDataset(plan.files, compression_type=plan.manifest.compression, buffer_size=8 << 20)
+def _stream(plan: ScoringPlan, batch_size: int,
+            model_step: Callable[[dict], dict] | None = None) -> tf.data.Dataset:
+    """The split in manifest order, each example's serialized bytes kept: the input stream with no shuffle."""
+    options = StreamOptions(batch_size=batch_size, features=(plan.info.label, *plan.slice_by), keep_serialized=True,
+                            decode=model_step is not None)
+    return build_stream(plan.examples, plan.split, options, model_step=model_step)
 
 
 def size_scoring_batch(plan: ScoringPlan, models: dict[str, LoadedModel], budget_bytes: int,
@@ -122,7 +128,8 @@ def size_scoring_batch(plan: ScoringPlan, models: dict[str, LoadedModel], budget
     """The scoring batch: every model measured on the split's first examples, fitted to the budget
     (or `requested` checked against it: a ConfigError before any example is scored)."""
     try:
-        records = [r.numpy() for r in _records(plan).take(PROBE_EXAMPLES)]
+        first = next(iter(_stream(plan, PROBE_EXAMPLES)), None)
+        records = [] if first is None else list(first[SERIALIZED].numpy())
     except tf.errors.OpError as err:
         raise EvaluationError(f"split {plan.split!r} of {plan.examples}: cannot read the examples: {err.message}") from err
     try:
@@ -134,20 +141,13 @@ def size_scoring_batch(plan: ScoringPlan, models: dict[str, LoadedModel], budget
 
 def label_dataset(plan: ScoringPlan, batch_size: int) -> tf.data.Dataset:
     """Batches of {"records", "labels", "slice/<column>"} in manifest order."""
-    spec = feature_spec(plan.manifest, [plan.info.label, *plan.slice_by])
-    subset = Manifest({name: plan.manifest.features[name] for name in spec}, {}, plan.manifest.compression)
     to_ids = _label_ids_fn(plan)
 
-    # No autograph: plain tensor code, and converting it would cost a noticeable part of a short run.
-    @tf.function(autograph=False)
-    def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
-        parsed = decode_batch(tf.io.parse_example(records, spec), subset)
-        element = {"records": records, "labels": to_ids(parsed[plan.info.label])}
+    def labelled(parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        element = {"records": parsed[SERIALIZED], "labels": to_ids(parsed[plan.info.label])}
         return {**element, **{f"slice/{c}": parsed[c] for c in plan.slice_by}}
 
-    dataset = _records(plan).batch(batch_size)
-    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return _stream(plan, batch_size, labelled)
 
 
 def _pixel_counts(labels: np.ndarray, predicted: np.ndarray, num_classes: int) -> np.ndarray:

@@ -1,7 +1,8 @@
 """find-label-issues: the train split's label issues from K fold models' out-of-fold probabilities; see `executor.run`.
 
     from shardflow.label_finder import LabelFinderConfig, run
-    run(LabelFinderConfig(train=TrainerConfig(examples="runs/examples", output="runs/issues", epochs=10),
+    run(LabelFinderConfig(train=TrainerConfig(input=InputOptions(examples="runs/examples"), fit=FitOptions(epochs=10),
+                                              export=ExportOptions(output="runs/issues")),
                           output="runs/issues", folds=3))
 """
 from __future__ import annotations

@@ -3,10 +3,11 @@
 The fold models are Trainer runs: `train` holds their options (every `shardflow train` flag); each
 fold's run gets its own output and the folds it trains on.
 
->>> from shardflow.trainer import TrainerConfig
->>> train = TrainerConfig(examples="runs/examples", output="runs/issues", epochs=5)
+>>> from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
+>>> train = TrainerConfig(input=InputOptions(examples="runs/examples"), fit=FitOptions(epochs=5),
+...                       export=ExportOptions(output="runs/issues"))
 >>> config = LabelFinderConfig(train=train, output="runs/issues")
->>> config.folds, config.rule, config.fold_trainer_config(1, "w/1").train_folds.folds
+>>> config.folds, config.rule, config.fold_trainer_config(1, "w/1").input.train_folds.folds
 (3, 'noise_rate', (0, 2))
 >>> LabelFinderConfig(train=train, output="runs/issues", folds=1)
 Traceback (most recent call last):
@@ -15,7 +16,6 @@ shardflow.core.errors.ConfigError: folds must be an integer >= 2, got 1
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from ..core.batch_memory import DEFAULT_BUDGET_MB
@@ -55,17 +55,17 @@ class LabelFinderConfig:
         if self.rule not in RULES:
             raise ConfigError(f"rule must be one of {RULES}, got {self.rule!r}")
         require_positive("memory_mb", self.memory_mb, "megabytes")
-        if self.train.warm_start is not None:
-            raise ConfigError(f"warm_start {self.train.warm_start!r}: a fold model must not start from weights that "
-                              "may have seen its held-out rows; drop --warm-start")
-        if self.train.train_folds is not None:
+        if self.train.model.warm_start is not None:
+            raise ConfigError(f"warm_start {self.train.model.warm_start!r}: a fold model must not start from weights "
+                              "that may have seen its held-out rows; drop --warm-start")
+        if self.train.input.train_folds is not None:
             raise ConfigError("train.train_folds is set per fold by find-label-issues; leave it None")
-        require_apart(self.output, examples=self.train.examples, transform=self.train.transform)
+        require_apart(self.output, examples=self.train.input.examples, transform=self.train.input.transform)
 
     @property
     def seed(self) -> int:
         """The fold assignment's seed: the Trainer's --seed."""
-        return self.train.seed
+        return self.train.input.seed
 
     def training_folds(self, fold: int) -> FoldSelection:
         """What fold `fold`'s model trains on: every other fold."""
@@ -77,16 +77,16 @@ class LabelFinderConfig:
 
     def fold_trainer_config(self, fold: int, output: str) -> TrainerConfig:
         """The Trainer's config of fold `fold`'s model, trained into `output`."""
-        return dataclasses.replace(self.train, output=output, train_folds=self.training_folds(fold))
+        return self.train.replaced(output=output, train_folds=self.training_folds(fold))
 
     def check_inputs(self) -> None:
         """The checks that read storage (manifests only): the Trainer's, a label to find issues in, enough examples."""
         self.train.check_inputs()
-        task = resolve_task(self.train)
+        task = resolve_task(self.train.input)
         if task.kind != "classification":
             raise ConfigError(f"find-label-issues ranks class labels; the target {task.target!r} is a mask "
                               "(the Evaluator scores masks' label issues on its eval split)")
-        split = self.train.train_split
+        split = self.train.input.train_split
         examples = task.train_manifest.splits[split].num_examples
         raw = read_manifest(task.raw_dir).splits[split].num_examples
         if raw != examples:

@@ -1,7 +1,7 @@
 """`run(config)`: the train split's label issues, from out-of-fold probabilities and confident learning.
 
 The split's examples are dealt to K folds (core/folds.py, by position, seeded by the Trainer's seed).
-For each fold k: a Trainer run on every other fold (`TrainerConfig.train_folds`), then predict over
+For each fold k: a Trainer run on every other fold (`InputOptions.train_folds`), then predict over
 fold k alone with that model (`PredictConfig.folds`, on the raw examples the model serves on). So
 every example gets class probabilities from a model that never saw it, and confident learning
 (core/label_issues.py) ranks the examples whose given label those probabilities contradict.
@@ -14,8 +14,9 @@ marker, so a failed run leaves the folds it finished; a rerun removes them first
 fold work lives in the staging area, one fold at a time: disk holds one fold model, never K.
 
     from shardflow.label_finder import LabelFinderConfig, run
-    summary = run(LabelFinderConfig(train=TrainerConfig(examples="runs/examples", output="x", epochs=10),
-                                    output="runs/label-issues"))
+    train = TrainerConfig(input=InputOptions(examples="runs/examples"), fit=FitOptions(epochs=10),
+                          export=ExportOptions(output="x"))
+    summary = run(LabelFinderConfig(train=train, output="runs/label-issues"))
     summary["issues"], summary["out_of_fold_accuracy"]
 """
 from __future__ import annotations
@@ -48,9 +49,10 @@ def output_location(root: str) -> OutputDir:
 def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
     config.check_inputs()
     started = time.time()
-    enable_tensorflow_filesystems(loc for loc in (config.train.examples, config.train.transform, config.output) if loc)
-    task = resolve_task(config.train)
-    split = config.train.train_split
+    enable_tensorflow_filesystems(loc for loc in (config.train.input.examples, config.train.input.transform,
+                                                  config.output) if loc)
+    task = resolve_task(config.train.input)
+    split = config.train.input.train_split
     examples = task.raw_manifest.splits[split].num_examples
     labels = given_labels(task.raw_dir, split, task.target, task.label_vocabulary)
     _check_labels(labels, examples, task)
@@ -95,7 +97,7 @@ def _fold(config: LabelFinderConfig, task: TrainingTask, fold: int, folder: str,
     prefix = f"find-label-issues: fold {fold + 1}/{config.folds}: "
     training = train(config.fold_trainer_config(fold, storage.join(folder, "train")),
                      echo=lambda line: echo(prefix + line))
-    split = config.train.train_split
+    split = config.train.input.train_split
     predict_dir = storage.join(folder, "predictions")
     predict(PredictConfig(model=training["model"], output=predict_dir, examples=task.raw_dir, split=split,
                           format="parquet", top_k=task.num_classes, memory_mb=config.memory_mb,
@@ -121,8 +123,8 @@ def _fold(config: LabelFinderConfig, task: TrainingTask, fold: int, folder: str,
 
 def _summary(config: LabelFinderConfig, task: TrainingTask, examples: int, folds: list[dict[str, Any]],
              accuracy: float, issues: int, note: str | None, started: float) -> dict[str, Any]:
-    return {"component": "label_finder", "shardflow_version": __version__, "examples": config.train.examples,
-            "raw_examples": task.raw_dir, "split": config.train.train_split, "split_examples": examples,
+    return {"component": "label_finder", "shardflow_version": __version__, "examples": config.train.input.examples,
+            "raw_examples": task.raw_dir, "split": config.train.input.train_split, "split_examples": examples,
             "label": task.target, "class_names": task.class_names, "folds": config.folds, "fold_seed": config.seed,
             "examples_per_fold": [f["held_out"] for f in folds], "out_of_fold_accuracy": round(accuracy, 6),
             "rule": config.rule, "issues": issues, "issue_fraction": round(issues / max(examples, 1), 6),

@@ -66,10 +66,10 @@ def label_ids(values: np.ndarray, vocabulary: Sequence[str] | None) -> np.ndarra
 
 def given_labels(raw_dir: str, split: str, label: str, vocabulary: Sequence[str] | None) -> np.ndarray:
     """int64 [N]: the split's given class ids, in position order (read from the raw examples, in order)."""
-    from ..core.reader import make_dataset  # TensorFlow: only when a run reads labels
+    from ..core.input_stream import StreamOptions, build_stream  # TensorFlow: only when a run reads labels
 
-    values = [batch[label].numpy() for batch in make_dataset(raw_dir, split, batch_size=4096, features=[label],
-                                                             decode=False, deterministic=True)]
+    options = StreamOptions(batch_size=4096, features=(label,), decode=False, deterministic=True)
+    values = [batch[label].numpy() for batch in build_stream(raw_dir, split, options)]
     return label_ids(np.concatenate(values) if values else np.zeros(0, np.int64), vocabulary)
 
 

@@ -1,15 +1,16 @@
 """The Trainer: streams shards through tf.data into a tf-keras model; see `executor.run`.
 
-    from shardflow.trainer import TrainerConfig, run
-    run(TrainerConfig(examples="runs/digits/transform", output="runs/digits/model", epochs=5))
+    from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
+    run(TrainerConfig(input=InputOptions(examples="runs/digits/transform"), fit=FitOptions(epochs=5),
+                      export=ExportOptions(output="runs/digits/model")))
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .config import TrainerConfig
+from .config import ExportOptions, FitOptions, InputOptions, ModelOptions, TrainerConfig
 
-__all__ = ["TrainerConfig", "run"]
+__all__ = ["ExportOptions", "FitOptions", "InputOptions", "ModelOptions", "TrainerConfig", "run"]
 
 
 def run(config: TrainerConfig, **kwargs: Any) -> dict:

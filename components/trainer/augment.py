@@ -6,7 +6,7 @@ sampling: the same matrix, so image and mask stay aligned and mask ids stay ids.
 (brightness, contrast) touch images only. Randomness is stateless, drawn from (seed, batch index),
 so a seed gives the same augmented stream every run.
 
-A JPEG training set can crop at decode time instead (`crop_windows` + the input pipeline's fused
+A JPEG training set can crop at decode time instead (`crop_windows` + the input stream's fused
 `decode_and_crop_jpeg`): the window comes from the same random draws as the `crop` op's matrix
 (scale and offsets, rounded to whole pixels), and `augment_batch(..., cropped=True)` then applies
 the other ops with their usual draws. What differs: the crop comes first (before flip/rotate,
@@ -14,7 +14,8 @@ whatever its place in `ops`), and `rotate` reflects at the crop's edges, not the
 
     images, masks = augment_batch(images, masks, ("flip", "rotate", "brightness"), tf.constant([0, 7]))
 
-Eval data never goes through here: the Trainer maps it only on the training stream.
+Eval data never goes through here: the Trainer gives this to the input stream's augment stage
+(core/input_stream.py: after the batch) of its training stream only.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ import tensorflow as tf
 
 GEOMETRIC = ("flip", "flip_vertical", "rotate", "crop")
 FLIPS = {"flip": 2, "flip_vertical": 1}  # the axis each reverses, in [B, H, W, C] and in [B, H, W]
-PHOTOMETRIC = ("brightness", "contrast")
 MAX_ROTATION = math.pi / 12  # ±15°
 MIN_CROP_SCALE = 0.8  # a crop keeps at least 80 % of each side
 MAX_BRIGHTNESS_DELTA = 0.1

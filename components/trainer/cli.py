@@ -1,4 +1,4 @@
-"""`shardflow train`: translates command-line flags into a TrainerConfig. Nothing else.
+"""`shardflow train`: translates command-line flags into a TrainerConfig's groups. Nothing else.
 
     shardflow train --examples runs/digits/transform --output runs/digits/model --epochs 5 \
         [--model lenet|unet|my_module.py:build_model] [--batch-size 64] [--augment flip,rotate]
@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 
 from ..core.errors import ConfigError
-from .config import AUGMENT_OPS, DEFAULT_SHUFFLE_MB, TrainerConfig
+from .config import (AUGMENT_OPS, DEFAULT_SHUFFLE_MB, ExportOptions, FitOptions, InputOptions, ModelOptions,
+                     TrainerConfig)
 
 
 def _ops(text: str) -> tuple[str, ...]:
@@ -66,18 +67,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfig:
     del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
-    return TrainerConfig(
-        examples=args.examples, output=args.output, transform=args.transform, model=args.model,
-        epochs=args.epochs, steps=args.steps, batch_size=args.batch_size, shuffle_buffer_mb=args.shuffle_buffer_mb,
-        augment=args.augment, augment_on_device=args.augment_on_device, seed=args.seed,
-        deterministic=args.deterministic, warm_start=args.warm_start, mixed_precision=args.mixed_precision,
-        xla=args.xla, learning_rate=args.learning_rate, checkpoint_every=args.checkpoint_every,
-        label=args.label, num_classes=args.num_classes, train_split=args.train_split,
-        eval_split=args.eval_split or None, input_probe_batches=args.input_probe_batches,
-        weights=args.weights, backbone_alpha=args.backbone_alpha, freeze_epochs=args.freeze_epochs,
-        fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate,
-        class_weight=args.class_weight, hyperparameters=args.hyperparameters,
-    )
+    inputs = InputOptions(
+        examples=args.examples, transform=args.transform, label=args.label, num_classes=args.num_classes,
+        train_split=args.train_split, eval_split=args.eval_split or None, batch_size=args.batch_size,
+        shuffle_buffer_mb=args.shuffle_buffer_mb, augment=args.augment, augment_on_device=args.augment_on_device,
+        deterministic=args.deterministic, seed=args.seed, class_weight=args.class_weight,
+        input_probe_batches=args.input_probe_batches)
+    model = ModelOptions(name=args.model, weights=args.weights, backbone_alpha=args.backbone_alpha,
+                         warm_start=args.warm_start, mixed_precision=args.mixed_precision, xla=args.xla)
+    fit = FitOptions(epochs=args.epochs, steps=args.steps, learning_rate=args.learning_rate,
+                     checkpoint_every=args.checkpoint_every, freeze_epochs=args.freeze_epochs,
+                     fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate)
+    return TrainerConfig(input=inputs, model=model, fit=fit, export=ExportOptions(output=args.output),
+                         hyperparameters=args.hyperparameters)
 
 
 def main(args: argparse.Namespace, extra: list[str]) -> int:

@@ -1,12 +1,19 @@
-"""`TrainerConfig`: every option of `shardflow train`, checked when it is built.
+"""`TrainerConfig`: every option of `shardflow train` in four keyword-only groups, checked when built.
 
-    config = TrainerConfig(examples="runs/digits/transform", output="runs/digits/model", epochs=5)
-    config.batch_size   # 64 examples per replica; the global batch is 64 × replicas
+Each group checks its own values in `__post_init__`; `TrainerConfig` checks what spans groups (the
+backbone options need a backbone model). Flags, best_hyperparameters.json and the options a model
+records keep their flat names (`FLAT_NAMES`: `--model` is `model.name`, the rest keep theirs).
+
+    config = TrainerConfig(input=InputOptions(examples="runs/digits/transform"), fit=FitOptions(epochs=5),
+                           export=ExportOptions(output="runs/digits/model"))
+    config.input.batch_size   # 64 examples per replica; the global batch is 64 × replicas
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.config_values import require_locations
@@ -26,80 +33,47 @@ AUGMENT_OPS = ("flip", "flip_vertical", "rotate", "crop", "brightness", "contras
 _MODULE_FN = re.compile(r"^([a-z][a-z0-9]*://)?[\w./-]+(\.py)?:[A-Za-z_]\w*$")  # file, URI or module
 
 
-@dataclass(frozen=True)
-class TrainerConfig:
-    """Options of one training run. `batch_size` is per replica (GPU or worker).
+@dataclass(frozen=True, kw_only=True)
+class InputOptions:
+    """What the model learns from and how the input stream reads it (the stream's options are made from these).
 
-    `shuffle_buffer_mb`: megabytes (10^6 bytes) of serialized records shuffled before they are
-    decoded; the window's example count is derived from it and the split's mean record size.
-    `epochs` or `steps` (not both): with `steps`, training stops after exactly that many optimizer
-    steps. An epoch is ceil(train examples / global batch) steps of a repeated, shuffled stream, so
-    there is never a partial batch in training; evaluation keeps the last partial batch.
+    `batch_size` is per replica (GPU or worker). `shuffle_buffer_mb`: megabytes (10^6 bytes) of
+    serialized records shuffled before they are decoded; the window's example count is derived from
+    it and the split's mean record size. `seed` seeds the shuffle, the augmentation and the initial
+    weights. `class_weight`: the per-class weights the stream attaches to each training example.
+    `train_folds`: only these folds of train_split are trained on (core/folds.py);
+    `shardflow find-label-issues` sets it, no flag.
     """
 
     examples: str
-    output: str
     transform: str | None = None
-    model: str = "auto"
-    epochs: int | None = None
-    steps: int | None = None
-    batch_size: int = 64
-    shuffle_buffer_mb: float = DEFAULT_SHUFFLE_MB
-    augment: tuple[str, ...] = ()
-    augment_on_device: bool = False
-    seed: int = 0
-    deterministic: bool = False
-    warm_start: str | None = None
-    mixed_precision: bool = False
-    xla: bool = False
-    learning_rate: float = 1e-3
-    checkpoint_every: int = 100
     label: str | None = None
     num_classes: int | None = None
     train_split: str = "train"
     eval_split: str | None = "eval"
-    input_probe_batches: int = 50
-    weights: str | None = None  # backbones: "imagenet" (the default), "none", or a weights file (path or URI)
-    backbone_alpha: float = 1.0  # MobileNet's width multiplier
-    freeze_epochs: int | None = None  # backbones: epochs of the head alone; the rest fine-tune (None: all)
-    fine_tune_layers: int | None = None  # layers of the backbone unfrozen in phase two, from the top (None: all)
-    fine_tune_learning_rate: float | None = None  # phase two's (None: learning_rate / 10)
-    class_weight: str | None = None  # "balanced" or "CLASS=WEIGHT,..." (class_weights.py)
-    hyperparameters: str | None = None  # a best_hyperparameters.json whose values replace these (run() reads it)
-    # Only these folds of train_split are trained on (core/folds.py); `shardflow find-label-issues` sets it, no flag.
     train_folds: FoldSelection | None = None
-
-    @property
-    def is_backbone(self) -> bool:
-        """Whether `model` is a pretrained backbone.
-
-        >>> TrainerConfig(examples="e", output="m", epochs=1, model="keras_applications:DenseNet121").is_backbone
-        True
-        """
-        return is_backbone(self.model)
+    batch_size: int = 64
+    shuffle_buffer_mb: float = DEFAULT_SHUFFLE_MB
+    augment: tuple[str, ...] = ()
+    augment_on_device: bool = False
+    deterministic: bool = False
+    seed: int = 0
+    class_weight: str | None = None  # "balanced" or "CLASS=WEIGHT,..." (class_weights.py)
+    input_probe_batches: int = 50
 
     @property
     def shuffle_bytes(self) -> int:
         """The shuffle budget in bytes.
 
-        >>> TrainerConfig(examples="e", output="m", epochs=1, shuffle_buffer_mb=1.5).shuffle_bytes
+        >>> InputOptions(examples="e", shuffle_buffer_mb=1.5).shuffle_bytes
         1500000
         """
         return int(self.shuffle_buffer_mb * 1_000_000)
 
-    def check_inputs(self) -> None:
-        """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
-        check_examples(self.examples, transform_ok=True)
-
     def __post_init__(self) -> None:
-        require_locations(self, "examples", "output")
-        if self.model not in BUILTIN_MODELS and not self.is_backbone and not _MODULE_FN.match(self.model):
-            raise ConfigError(f"model must be one of {BUILTIN_MODELS + BACKBONE_CLASSIFIERS + BACKBONE_SEGMENTERS}, "
-                              f"{GENERIC_BACKBONE}NAME or 'module:function' / 'file.py:function', got {self.model!r}")
-        if (self.epochs is None) == (self.steps is None):
-            raise ConfigError(f"give exactly one of epochs and steps (got epochs={self.epochs!r}, steps={self.steps!r})")
-        for name in ("epochs", "steps", "batch_size", "checkpoint_every", "input_probe_batches", "num_classes"):
-            _check_positive(name, getattr(self, name), optional=name in ("epochs", "steps", "num_classes"))
+        require_locations(self, "examples")
+        for name in ("batch_size", "input_probe_batches", "num_classes"):
+            _check_positive(name, getattr(self, name), optional=name == "num_classes")
         if self.num_classes is not None and self.num_classes < 2:
             raise ConfigError(f"num_classes must be >= 2, got {self.num_classes!r}")
         mb = self.shuffle_buffer_mb
@@ -110,27 +84,75 @@ class TrainerConfig:
         unknown = [op for op in self.augment if op not in AUGMENT_OPS]
         if unknown:
             raise ConfigError(f"augment: unknown ops {unknown}; known: {', '.join(AUGMENT_OPS)}")
-        if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 10):
-            raise ConfigError(f"learning_rate must be in (0, 10), got {self.learning_rate!r}")
         if self.eval_split is not None and self.eval_split == self.train_split:
             raise ConfigError(f"eval_split must differ from train_split, both are {self.train_split!r}")
         if self.train_folds is not None and not isinstance(self.train_folds, FoldSelection):
             raise ConfigError(f"train_folds must be a FoldSelection, got {self.train_folds!r}")
-        self._check_backbone_options()
+        if self.class_weight is not None:
+            parse_class_weight(self.class_weight)
 
-    def _check_backbone_options(self) -> None:
-        given = [name for name in ("weights", "freeze_epochs", "fine_tune_layers", "fine_tune_learning_rate")
-                 if getattr(self, name) is not None] + (["backbone_alpha"] if self.backbone_alpha != 1.0 else [])
-        if given and not self.is_backbone:
-            raise ConfigError(f"{given[0]} applies to a pretrained backbone (--model mobilenet_v2, ...), "
-                              f"not to model {self.model!r}")
+
+@dataclass(frozen=True, kw_only=True)
+class ModelOptions:
+    """Which model and how it starts and computes. `name` is `--model`.
+
+    `weights` (backbones): "imagenet" (the default), "none", or a weights file (path or URI);
+    `backbone_alpha`: MobileNet's width multiplier.
+    """
+
+    name: str = "auto"
+    weights: str | None = None
+    backbone_alpha: float = 1.0
+    warm_start: str | None = None
+    mixed_precision: bool = False
+    xla: bool = False
+
+    @property
+    def is_backbone(self) -> bool:
+        """Whether `name` is a pretrained backbone.
+
+        >>> ModelOptions(name="keras_applications:DenseNet121").is_backbone
+        True
+        """
+        return is_backbone(self.name)
+
+    def __post_init__(self) -> None:
+        if self.name not in BUILTIN_MODELS and not self.is_backbone and not _MODULE_FN.match(self.name):
+            raise ConfigError(f"model must be one of {BUILTIN_MODELS + BACKBONE_CLASSIFIERS + BACKBONE_SEGMENTERS}, "
+                              f"{GENERIC_BACKBONE}NAME or 'module:function' / 'file.py:function', got {self.name!r}")
         if self.weights is not None and (not isinstance(self.weights, str) or not self.weights.strip()):
             raise ConfigError(f"weights must be 'imagenet', 'none' or a weights file, got {self.weights!r}")
         alpha = self.backbone_alpha
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 2:
             raise ConfigError(f"backbone_alpha must be in (0, 2], got {alpha!r}")
-        for name in ("fine_tune_layers",):
-            _check_positive(name, getattr(self, name), optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitOptions:
+    """How long and how the model is fitted. `epochs` or `steps` (not both): with `steps`, training stops
+    after exactly that many optimizer steps. An epoch is ceil(train examples / global batch) steps of a
+    repeated, shuffled stream, so there is never a partial batch in training; evaluation keeps the
+    last partial batch. The fine-tuning schedule applies to backbones: `freeze_epochs` of the head
+    alone (None: all), then `fine_tune_layers` of the backbone unfrozen from the top (None: all) at
+    `fine_tune_learning_rate` (None: learning_rate / 10).
+    """
+
+    epochs: int | None = None
+    steps: int | None = None
+    learning_rate: float = 1e-3
+    checkpoint_every: int = 100
+    freeze_epochs: int | None = None
+    fine_tune_layers: int | None = None
+    fine_tune_learning_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.epochs is None) == (self.steps is None):
+            raise ConfigError(f"give exactly one of epochs and steps "
+                              f"(got epochs={self.epochs!r}, steps={self.steps!r})")
+        for name in ("epochs", "steps", "checkpoint_every", "fine_tune_layers"):
+            _check_positive(name, getattr(self, name), optional=name != "checkpoint_every")
+        if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 10):
+            raise ConfigError(f"learning_rate must be in (0, 10), got {self.learning_rate!r}")
         if self.freeze_epochs is not None:
             if isinstance(self.freeze_epochs, bool) or not isinstance(self.freeze_epochs, int) or self.freeze_epochs < 0:
                 raise ConfigError(f"freeze_epochs must be an integer >= 0, got {self.freeze_epochs!r}")
@@ -140,8 +162,78 @@ class TrainerConfig:
         rate = self.fine_tune_learning_rate
         if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < 10):
             raise ConfigError(f"fine_tune_learning_rate must be in (0, 10), got {rate!r}")
-        if self.class_weight is not None:
-            parse_class_weight(self.class_weight)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportOptions:
+    """Where the run writes: `output`, the model directory (model/, reports, checkpoints while it runs)."""
+
+    output: str
+
+    def __post_init__(self) -> None:
+        require_locations(self, "output")
+
+
+# The flat option names (flags, best_hyperparameters.json, the options a model records) → (group, field).
+_GROUPS = {"input": InputOptions, "model": ModelOptions, "fit": FitOptions, "export": ExportOptions}
+_RENAMED = {("model", "name"): "model"}
+FLAT_NAMES: dict[str, tuple[str, str]] = {
+    _RENAMED.get((group, f.name), f.name): (group, f.name)
+    for group, kind in _GROUPS.items() for f in dataclasses.fields(kind)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainerConfig:
+    """Options of one training run, in four groups; `hyperparameters` is a best_hyperparameters.json whose
+    values replace the groups' (run() reads it).
+
+    The stream builder sees the input group alone (input_pipeline.py makes its StreamOptions from it).
+    """
+
+    input: InputOptions
+    fit: FitOptions
+    export: ExportOptions
+    model: ModelOptions = ModelOptions()
+    hyperparameters: str | None = None
+
+    def check_inputs(self) -> None:
+        """The checks that read storage, before the heavy imports: --examples is the right kind of output."""
+        check_examples(self.input.examples, transform_ok=True)
+
+    def flat(self) -> dict[str, Any]:
+        """Every option by its flat name (the flag's, in snake_case), as a model's shardflow_model.json records them."""
+        values = {name: getattr(getattr(self, group), field) for name, (group, field) in FLAT_NAMES.items()}
+        return {**values, "hyperparameters": self.hyperparameters}
+
+    def replaced(self, **values: Any) -> TrainerConfig:
+        """This config with options replaced by flat name (`output=`, `epochs=`, `learning_rate=`, ...), checked again.
+
+        >>> base = TrainerConfig(input=InputOptions(examples="e"), fit=FitOptions(epochs=1),
+        ...                      export=ExportOptions(output="m"))
+        >>> base.replaced(output="m2", steps=5, epochs=None).fit.steps
+        5
+        """
+        unknown = sorted(set(values) - set(FLAT_NAMES) - {"hyperparameters"})
+        if unknown:
+            raise ConfigError(f"unknown Trainer options {unknown}")
+        changes: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            if name != "hyperparameters":
+                group, field = FLAT_NAMES[name]
+                changes.setdefault(group, {})[field] = value
+        groups = {group: dataclasses.replace(getattr(self, group), **fields) for group, fields in changes.items()}
+        return dataclasses.replace(self, **groups, **({"hyperparameters": values["hyperparameters"]}
+                                                      if "hyperparameters" in values else {}))
+
+    def __post_init__(self) -> None:
+        for group, kind in _GROUPS.items():
+            if not isinstance(getattr(self, group), kind):
+                raise ConfigError(f"{group} must be a {kind.__name__}, got {getattr(self, group)!r}")
+        given = [name for name in ("weights", "freeze_epochs", "fine_tune_layers", "fine_tune_learning_rate")
+                 if self.flat()[name] is not None] + (["backbone_alpha"] if self.model.backbone_alpha != 1.0 else [])
+        if given and not self.model.is_backbone:
+            raise ConfigError(f"{given[0]} applies to a pretrained backbone (--model mobilenet_v2, ...), "
+                              f"not to model {self.model.name!r}")
 
 
 def is_backbone(model: str) -> bool:

@@ -1,11 +1,12 @@
 """`run(config)`: train a Keras model on streamed shards and export it for serving.
 
-    from shardflow.trainer import TrainerConfig, run
+    from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
 
-    result = run(TrainerConfig(examples="runs/digits/transform", output="runs/digits/model", epochs=5))
+    result = run(TrainerConfig(input=InputOptions(examples="runs/digits/transform"), fit=FitOptions(epochs=5),
+                               export=ExportOptions(output="runs/digits/model")))
     result["history"][-1]["val_accuracy"]
 
-Outputs in `config.output` (a local path or an s3:// / gs:// URI): `model/` (SavedModel +
+Outputs in `config.export.output` (a local path or an s3:// / gs:// URI): `model/` (SavedModel +
 shardflow_model.json), `history.json`, `curves.png`, `input_report.json`, `workers/` and
 `tensorboard/` (TensorBoard logs, written while training runs: `train/` and `validation/` with loss
 and metrics per epoch and `batch_*` every few steps, `input/` with the input-rate figures),
@@ -58,17 +59,18 @@ def output_dir(root: str) -> OutputDir:
 
 def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     started = time.time()
-    locations = (config.examples, config.transform, config.output, config.warm_start, config.hyperparameters)
+    locations = (config.input.examples, config.input.transform, config.export.output, config.model.warm_start,
+                 config.hyperparameters)
     enable_tensorflow_filesystems(loc for loc in locations if loc)
     config = apply_hyperparameters(config)
-    task = resolve_task(config)
-    check_enough_shards(task, config.train_split, cluster_from_env()[0])  # before workers connect
+    task = resolve_task(config.input)
+    check_enough_shards(task, config.input.train_split, cluster_from_env()[0])  # before workers connect
     placement = choose_strategy()
-    out = output_dir(config.output)
-    global_batch = config.batch_size * placement.replicas
-    to_model = RawToModel(task, _tft_layer(task), raw_pixels=config.is_backbone)
-    streams = build_streams(task, config, global_batch, placement.num_workers, to_model)
-    with precision_policy(config.mixed_precision):
+    out = output_dir(config.export.output)
+    global_batch = config.input.batch_size * placement.replicas
+    to_model = RawToModel(task, _tft_layer(task), raw_pixels=config.model.is_backbone)
+    streams = build_streams(task, config.input, global_batch, placement.num_workers, to_model)
+    with precision_policy(config.model.mixed_precision):
         with placement.strategy.scope():
             model = build_model(task, config)  # warm-started before the output is touched: it may be this output's
         with _chief_run(out, placement):
@@ -105,22 +107,22 @@ def _chief_run(out: OutputDir, placement: Placement) -> Iterator[None]:
 
 def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
            to_model: RawToModel, streams: Streams, started: float, echo: Callable[[str], None]) -> dict:
-    global_batch = config.batch_size * placement.replicas
+    global_batch = config.input.batch_size * placement.replicas
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
-        probe = probe_input_rate(streams.probe, config.input_probe_batches, global_batch)  # (rate, batches read)
+        probe = probe_input_rate(streams.probe, config.input.input_probe_batches, global_batch)  # (rate, batches read)
     echo(f"train: {task.kind} of {task.target!r} from {task.input_name!r}, {task.num_classes} classes, "
          f"{streams.train_examples} examples{_folds_note(config)}, "
          f"{streams.steps_per_epoch} steps/epoch of {global_batch} "
          f"({placement.kind}, {placement.replicas} replica(s)); input alone {probe[0]:,.0f} ex/s")
     timer = TrainTimer(global_batch)
     history = HistoryFile(storage.join(out.root, HISTORY_NAME), write=placement.is_chief)
-    progress = StepProgress(streams.steps_per_epoch, config.steps, global_batch, echo)
+    progress = StepProgress(streams.steps_per_epoch, config.fit.steps, global_batch, echo)
     steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress))
     return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps)
 
 
 def _folds_note(config: TrainerConfig) -> str:
-    folds = config.train_folds
+    folds = config.input.train_folds
     return "" if folds is None else f" (folds {','.join(map(str, folds.folds))} of {folds.count})"
 
 
@@ -143,7 +145,7 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
     if not placement.is_chief:
         return {"optimizer_steps": steps, "weights_sha256": digest}
     report = write_input_report(out.staged("input_report.json"), probe[0], timer.steady_rate(), {
-        "global_batch": config.batch_size * placement.replicas,
+        "global_batch": config.input.batch_size * placement.replicas,
         "probe_batches": probe[1], "epochs": timer.epochs, "strategy": placement.kind})
     write_rate_scalars(storage.join(out.root, TENSORBOARD, "input"), report, timer.epochs, steps)
     if history.entries:
@@ -163,13 +165,13 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
 
 def _model_info(config: TrainerConfig, task: TrainingTask, placement: Placement, steps: int) -> ModelInfo:
     options = {k: (list(v) if isinstance(v, tuple) else v.to_json() if isinstance(v, FoldSelection) else v)
-               for k, v in vars(config).items()}
+               for k, v in config.flat().items()}
     return ModelInfo(task=task.kind, label=task.target, num_classes=task.num_classes,
                      class_names=task.class_names, label_vocabulary=task.label_vocabulary, extra={
                          "component": "trainer", "shardflow_version": __version__, "input": task.input_name,
                          "examples": task.train_dir, "raw_examples": task.raw_dir,
                          "transform_graph": task.transform_graph, "materialized": task.materialized,
-                         "train_time_augmentation": list(config.augment),
+                         "train_time_augmentation": list(config.input.augment),
                          "ingest_ops": task.raw_manifest.extra.get("ingest_ops"),
                          "optimizer_steps": steps, "strategy": placement.kind, "workers": placement.num_workers,
                          "replicas": placement.replicas, "options": options})

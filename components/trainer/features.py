@@ -9,14 +9,14 @@ exactly the preprocessing it was trained with:
   pixels scaled to [0, 1] even with a transform graph, which then serves the target alone, so
   Transform's standardization and the backbone's preprocessing never both apply.
 
-In training the reader decodes what `reader_decodes` names (in its parallel map), and
-`training_pair` does the rest: a stored image that the graph reads as bytes (raw examples with a
-transform graph, or Transform's compact output, whose pixels stay in their stored encoding) goes
-through the tf.Transform layer; materialized values are taken as they are.
+In training the input stream (core/input_stream.py) decodes what `reader_decodes` names, and
+`training_pair` is its transform stage: a stored image that the graph reads as bytes (raw examples
+with a transform graph, or Transform's compact output, whose pixels stay in their stored encoding)
+goes through the tf.Transform layer; materialized values are taken as they are. The stream calls
+it on a chunk of records, or on one record as a batch of one.
 
     to_model = RawToModel(task, tft_layer=None)
     image, target = to_model.training_pair(batch)   # float32 [B, H, W, C], int32 [B]
-    image, target = to_model.training_example(record)   # one record: [H, W, C], int32 []
 """
 from __future__ import annotations
 
@@ -79,11 +79,6 @@ class RawToModel(tf.Module):
             image = self.image(batch) if self.image_through_graph else tf.cast(batch[name], tf.float32)
             return image, class_ids(batch[target], kind)
         return self.inputs_and_target(batch)
-
-    def training_example(self, record: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
-        """`training_pair` of one record (a batch of one: the graph and the lookups take batches)."""
-        image, target = self.training_pair({name: value[tf.newaxis] for name, value in record.items()})
-        return image[0], target[0]
 
     def image(self, parsed: dict[str, tf.Tensor]) -> tf.Tensor:
         """float32 [B, H, W, C] model input from the raw image bytes alone (serving has no labels)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import tf_keras as keras
 
 from ..core import storage
-from .config import TrainerConfig
+from .config import ExportOptions, FitOptions, InputOptions, ModelOptions, TrainerConfig
 
 HEAD, FINE_TUNE, ONE_PHASE = "head", "fine_tune", "train"
 DONE_SUFFIX = "-done"
@@ -40,16 +40,18 @@ class Phase:
 def phase_plan(config: TrainerConfig, epochs: int) -> list[Phase]:
     """The phases of a run: one for a model that is not a backbone, else head then fine-tuning.
 
-    >>> [p.name for p in phase_plan(TrainerConfig(examples="e", output="m", epochs=3), 3)]
+    >>> inputs, export = InputOptions(examples="e"), ExportOptions(output="m")
+    >>> [p.name for p in phase_plan(TrainerConfig(input=inputs, fit=FitOptions(epochs=3), export=export), 3)]
     ['train']
-    >>> phase_plan(TrainerConfig(examples="e", output="m", epochs=3, model="mobilenet_v2", freeze_epochs=1), 3)[1]
+    >>> backbone, fit = ModelOptions(name="mobilenet_v2"), FitOptions(epochs=3, freeze_epochs=1)
+    >>> phase_plan(TrainerConfig(input=inputs, model=backbone, fit=fit, export=export), 3)[1]
     Phase(name='fine_tune', first_epoch=1, end_epoch=3, learning_rate=0.0001)
     """
-    if not config.is_backbone:
-        return [Phase(ONE_PHASE, 0, epochs, config.learning_rate)]
-    frozen = epochs if config.freeze_epochs is None else config.freeze_epochs
-    tuned = config.fine_tune_learning_rate or config.learning_rate / 10
-    plan = [Phase(HEAD, 0, frozen, config.learning_rate), Phase(FINE_TUNE, frozen, epochs, tuned)]
+    if not config.model.is_backbone:
+        return [Phase(ONE_PHASE, 0, epochs, config.fit.learning_rate)]
+    frozen = epochs if config.fit.freeze_epochs is None else config.fit.freeze_epochs
+    tuned = config.fit.fine_tune_learning_rate or config.fit.learning_rate / 10
+    plan = [Phase(HEAD, 0, frozen, config.fit.learning_rate), Phase(FINE_TUNE, frozen, epochs, tuned)]
     return [phase for phase in plan if phase.epochs > 0]
 
 

@@ -12,7 +12,6 @@ owns the format: the Tuner writes through `hyperparameters_record`, the Trainer 
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from ..core import storage
@@ -47,6 +46,6 @@ def apply_hyperparameters(config: TrainerConfig) -> TrainerConfig:
         raise ConfigError(f"hyperparameters {config.hyperparameters!r}: no 'values' object")
     hyperparameters_record(values, "", None)  # the same names check as when it was written
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    if "epochs" in values and config.steps is not None:
+    if "epochs" in values and config.fit.steps is not None:
         values["steps"] = None
-    return dataclasses.replace(config, hyperparameters=None, **values)
+    return config.replaced(hyperparameters=None, **values)

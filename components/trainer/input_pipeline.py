@@ -1,16 +1,18 @@
-"""The tf.data streams the Trainer fits on: read → shuffle serialized → decode → transform graph → augment → batch.
+"""The Trainer's streams: its options handed to `core.input_stream.build_stream`, which owns the order.
 
-The reading, shuffling, parsing and decoding are `shardflow.core.reader.make_dataset`'s (`_stream`
-is the one place that says the whole order). Memory is bounded by the shuffle budget in bytes of
-serialized records (`--shuffle-buffer-mb`) and the prefetch depth, never by the dataset size. The
-training stream repeats, so an epoch is a step count (ceil(examples / global batch)) and every
-training batch is full; the eval stream is one pass that keeps its last partial batch.
+The training stream repeats, so an epoch is a step count (ceil(examples / global batch)) and every
+training batch is full; the eval stream is one pass that keeps its last partial batch. The Trainer
+gives the stream builder its options (`StreamOptions`, from the config's input options) and what it
+applies: the model step (`RawToModel.training_pair`: the tf.Transform graph or the scaling), the
+augmentation of a batch and, for `crop` on a JPEG input, the fused crop's windows. Memory is
+bounded by the shuffle budget in bytes of serialized records (`--shuffle-buffer-mb`) and the
+prefetch depth, never by the dataset size.
 
 Training with the `crop` augmentation on a JPEG image feature (no transform graph, classification)
 decodes only each example's crop window (`tf.image.decode_and_crop_jpeg`, as ImageNet input
 pipelines do) instead of decoding the whole image and warping it; see `fused_crop_applies`.
 
-    streams = build_streams(task, config, global_batch=64, num_workers=1, tft_layer=None)
+    streams = build_streams(task, config.input, global_batch=64, num_workers=1, to_model=RawToModel(task, None))
     model.fit(streams.train, steps_per_epoch=streams.steps_per_epoch, validation_data=streams.eval)
 """
 from __future__ import annotations
@@ -19,18 +21,18 @@ import contextlib
 import gzip
 import math
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import tensorflow as tf
 
 from ..core.errors import ShardflowError
 from ..core import storage
-from ..core.image_decode import decode_crop_resize
-from ..core.manifest import Manifest
-from ..core.reader import as_written, count_examples, decodes_per_record, make_dataset, shard_files
+from ..core.input_stream import DecodeCrop, StreamOptions, build_stream
+from ..core.reader import shard_files
 from ..core.tfrecord import CorruptRecordError, iter_records
 from .augment import augment_batch, crop_windows
-from .config import TrainerConfig
+from .class_weights import task_class_weights
+from .config import InputOptions
 from .features import RawToModel
 from .task import TrainingTask
 
@@ -45,6 +47,8 @@ class TooFewShardsError(ShardflowError, ValueError):
 
 @dataclass(frozen=True)
 class Streams:
+    """Elements are what Keras' fit takes: ({input name: images}, class ids[, sample weights])."""
+
     train: tf.data.Dataset
     eval: tf.data.Dataset | None
     steps_per_epoch: int
@@ -55,20 +59,23 @@ class Streams:
     probe: tf.data.Dataset  # the training stream without its shuffle window: what the input probe times
 
 
-def build_streams(task: TrainingTask, config: TrainerConfig, global_batch: int, num_workers: int,
+def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, num_workers: int,
                   to_model: RawToModel) -> Streams:
-    train_files = check_enough_shards(task, config.train_split, num_workers)
-    train_examples = count_examples(task.train_manifest, config.train_split, config.train_folds)
-    train = _stream(task, config, config.train_split, global_batch, to_model, training=True)
+    train_files = check_enough_shards(task, inputs.train_split, num_workers)
+    total = task.train_manifest.splits[inputs.train_split].num_examples
+    train_examples = total if inputs.train_folds is None else inputs.train_folds.size(total)
+    weights = task_class_weights(inputs.class_weight, task, inputs.train_split)
+    train = _stream(task, inputs, inputs.train_split, global_batch, to_model, training=True, weights=weights)
     eval_stream, eval_files, eval_examples = None, [], 0
-    if config.eval_split is not None:
-        eval_files = checked_files(task, config.eval_split)
-        eval_examples = task.train_manifest.splits[config.eval_split].num_examples
-        eval_stream = _stream(task, config, config.eval_split, global_batch, to_model, training=False)
+    if inputs.eval_split is not None:
+        eval_files = checked_files(task, inputs.eval_split)
+        eval_examples = task.train_manifest.splits[inputs.eval_split].num_examples
+        eval_stream = _stream(task, inputs, inputs.eval_split, global_batch, to_model, training=False)
     steps = max(1, math.ceil(train_examples / global_batch))
     # The same reading, decoding and model-side steps, with no window of records held in memory: a
     # probe of the shuffled stream would time batches cut from a window already read.
-    probe = _stream(task, config, config.train_split, global_batch, to_model, training=True, shuffle=False)
+    probe = _stream(task, inputs, inputs.train_split, global_batch, to_model, training=True, shuffle=False,
+                    weights=weights)
     return Streams(train, eval_stream, steps, train_examples, eval_examples, train_files, eval_files, probe)
 
 
@@ -87,90 +94,52 @@ def checked_files(task: TrainingTask, split: str) -> list[str]:
     return shard_files(task.train_dir, task.train_manifest, split)
 
 
-def _stream(task: TrainingTask, config: TrainerConfig, split: str, batch: int, to_model: RawToModel,
-            training: bool, shuffle: bool = True) -> tf.data.Dataset:
-    """The whole order: read → shuffle serialized → decode → transform graph → augment → batch → prefetch.
-
-    Up to the batch it is `make_dataset`'s: the model-side step (`to_model`) runs per record in its
-    parallel map when the images are large PNG/JPEG (each core decodes and transforms other
-    images), per batch otherwise (tf.data's per-call cost matters for 28x28 images).
-    """
-    augmenting = training and config.augment and not config.augment_on_device
-    fused = augmenting and fused_crop_applies(task, config, to_model)
-    reading = {"batch_size": batch, "features": [task.input_name, task.target], "repeat": training,
-               "shuffle_bytes": config.shuffle_bytes if training and shuffle else 0, "seed": config.seed,
-               "deterministic": config.deterministic or not training,
-               "folds": config.train_folds if split == config.train_split else None}
-    if fused:
-        dataset = _fused_crop(make_dataset(task.train_dir, split, decode=False, **reading), task, config, to_model, batch)
-    elif per_record_model_step(task):
-        dataset = make_dataset(task.train_dir, split, decode=to_model.reader_decodes,
-                               per_example=to_model.training_example, **reading)
-    else:
-        dataset = make_dataset(task.train_dir, split, decode=to_model.reader_decodes, **reading)
-        dataset = dataset.map(as_written(to_model.training_pair), num_parallel_calls=tf.data.AUTOTUNE)
-    if augmenting and not fused:
-        dataset = _augmented(dataset, config, masks=task.kind == "segmentation")
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
-    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to_model: RawToModel,
+            training: bool, shuffle: bool = True, weights: list[float] | None = None) -> tf.data.Dataset:
+    """One of the Trainer's streams: its options, its model step, its augmentation (training only)."""
+    augmenting = training and bool(inputs.augment) and not inputs.augment_on_device
+    fused = augmenting and fused_crop_applies(task, inputs, to_model)
+    options = StreamOptions(
+        batch_size=batch, shuffle_mb=inputs.shuffle_buffer_mb if training and shuffle else 0.0, seed=inputs.seed,
+        deterministic=inputs.deterministic or not training, repeat=training, drop_remainder=training,
+        features=(task.input_name, task.target), decode=tuple(to_model.reader_decodes),
+        folds=inputs.train_folds if split == inputs.train_split else None,
+        class_weights=tuple(weights) if training and weights is not None else None, input_name=task.input_name)
+    augment = _augmentation(inputs, masks=task.kind == "segmentation", cropped=fused) if augmenting else None
+    crop = DecodeCrop(task.input_name, _crop_windows(task, inputs, batch)) if fused else None
+    return build_stream(task.train_dir, split, options, model_step=to_model.training_pair, augment=augment, crop=crop)
 
 
-def per_record_model_step(task: TrainingTask) -> bool:
-    """True when a large PNG/JPEG image is decoded in the model-side step or by the reader."""
-    manifest = task.train_manifest
-    stored = Manifest({n: manifest.features[n] for n in (task.input_name, task.target)}, {}, "")
-    return decodes_per_record(stored)
+def _augmentation(inputs: InputOptions, masks: bool, cropped: bool) -> Callable:
+    """The augment stage's function: a batch's ops, randomness from (seed, batch index)."""
+    ops, seed = inputs.augment, inputs.seed
 
-
-def _augmented(dataset: tf.data.Dataset, config: TrainerConfig, masks: bool) -> tf.data.Dataset:
-    ops, seed = config.augment, config.seed
-
-    def augment(index: tf.Tensor, pair: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
-        images, target = pair
-        images, moved = augment_batch(images, target if masks else None, ops, tf.stack([tf.constant(seed, tf.int64), index]))
+    def augment(images: tf.Tensor, target: tf.Tensor, index: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        moved = target if masks else None
+        images, moved = augment_batch(images, moved, ops, tf.stack([tf.constant(seed, tf.int64), index]),
+                                      cropped=cropped)
         return images, moved if masks else target
 
-    return dataset.enumerate().map(as_written(augment), num_parallel_calls=tf.data.AUTOTUNE)
+    return augment
 
 
-def fused_crop_applies(task: TrainingTask, config: TrainerConfig, to_model: RawToModel) -> bool:
+def _crop_windows(task: TrainingTask, inputs: InputOptions, batch: int) -> Callable:
+    """The fused crop's window of the example at `position` of batch `index`: `crop_windows`' draws for that
+    batch's seed, so the seeding rule is the unfused path's (randomness from (seed, batch index))."""
+    height, width, _ = task.raw_input_spec.shape
+    ops, seed = inputs.augment, inputs.seed
+
+    def window(index: tf.Tensor, position: tf.Tensor) -> tf.Tensor:
+        return crop_windows(ops, tf.stack([tf.constant(seed, tf.int64), index]), batch, height, width)[position]
+
+    return window
+
+
+def fused_crop_applies(task: TrainingTask, inputs: InputOptions, to_model: RawToModel) -> bool:
     """Crop at decode time: `crop` asked for on a JPEG input decoded here (no transform graph, no masks to move)."""
-    return ("crop" in config.augment and not config.augment_on_device and not task.materialized
+    return ("crop" in inputs.augment and not inputs.augment_on_device and not task.materialized
             and to_model.tft_layer is None and task.kind == "classification"
             and task.raw_input_spec.encoding == "jpeg")
-
-
-def _fused_crop(dataset: tf.data.Dataset, task: TrainingTask, config: TrainerConfig, to_model: RawToModel,
-                batch: int) -> tf.data.Dataset:
-    """Parsed batches → (augmented float32 images in [0, 1], class ids), decoding only each crop window.
-
-    The windows are `crop_windows`' (the `crop` op's draws for each batch's seed), so the seeding
-    rule is the unfused path's: randomness from (seed, batch index). Each window is decoded in its
-    own call of a parallel map (a sequential `map_fn` over the batch left a core idle); the
-    training stream repeats, so its batches are full and re-batching restores them exactly.
-    """
-    name, ops = task.input_name, config.augment
-    height, width, channels = task.raw_input_spec.shape
-    parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": config.deterministic}
-
-    def with_windows(index: tf.Tensor, parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        count = tf.shape(parsed[name])[0]
-        seed = tf.stack([tf.constant(config.seed, tf.int64), index])
-        return {"blob": parsed[name], "window": crop_windows(ops, seed, count, height, width),
-                "target": to_model.target(parsed), "index": tf.fill([count], index)}
-
-    def cropped(example: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        image = decode_crop_resize(example["blob"], example["window"], [height, width], channels) / 255.0  # uint8
-        return {"image": image, "target": example["target"], "index": example["index"]}
-
-    def augmented(examples: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
-        seed = tf.stack([tf.constant(config.seed, tf.int64), examples["index"][0]])
-        images, _ = augment_batch(examples["image"], None, ops, seed, cropped=True)
-        return images, examples["target"]
-
-    records = dataset.enumerate().map(as_written(with_windows), **parallel).unbatch().map(as_written(cropped), **parallel)
-    return records.batch(batch, drop_remainder=True).map(as_written(augmented), **parallel)
 
 
 @contextlib.contextmanager

@@ -24,26 +24,26 @@ from .task import TrainingTask
 
 
 def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
-    """The architecture, warm-started from `config.warm_start` (before compiling: weights only), compiled.
+    """The architecture, warm-started from `config.model.warm_start` (before compiling: weights only), compiled.
 
-    Its initial weights come from `config.seed` (Python's, NumPy's and TensorFlow's generators): two runs
+    Its initial weights come from `config.input.seed` (Python's, NumPy's and TensorFlow's generators): two runs
     with the same seed start from the same weights, so a run repeats its metrics.
     """
-    keras.utils.set_random_seed(config.seed)
+    keras.utils.set_random_seed(config.input.seed)
     model = _architecture(task, config)
-    if config.augment and config.augment_on_device:
+    if config.input.augment and config.input.augment_on_device:
         model = _with_augment_layer(model, task, config)
-    if config.warm_start:
-        warm_start(model, config.warm_start)
+    if config.model.warm_start:
+        warm_start(model, config.model.warm_start)
     if not model.optimizer:
-        compile_model(model, task, config, config.learning_rate)
+        compile_model(model, task, config, config.fit.learning_rate)
     if not _is_user_model(config):
         trace_without_autograph(model)
     return model
 
 
 def _is_user_model(config: TrainerConfig) -> bool:
-    return config.model not in ("auto", "lenet", "unet") and not config.is_backbone
+    return config.model.name not in ("auto", "lenet", "unet") and not config.model.is_backbone
 
 
 def trace_without_autograph(model: keras.Model) -> None:
@@ -64,15 +64,15 @@ def compile_model(model: keras.Model, task: TrainingTask, config: TrainerConfig,
     """Adam, sparse categorical cross-entropy and the task's metrics (under mixed precision Keras wraps
     the optimizer in a LossScaleOptimizer itself)."""
     model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=keras.losses.SparseCategoricalCrossentropy(),
-                  metrics=training_metrics(task.kind, task.num_classes), jit_compile=config.xla)
+                  metrics=training_metrics(task.kind, task.num_classes), jit_compile=config.model.xla)
 
 
 def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     shape = tuple(task.input_spec.shape)
-    name = config.model
+    name = config.model.name
     if name == "auto":
         name = "unet" if task.kind == "segmentation" else "lenet"
-    if config.is_backbone:
+    if config.model.is_backbone:
         return _backbone_model(task, config)
     if name == "lenet":
         if task.kind != "classification":
@@ -92,17 +92,17 @@ def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
 def _backbone_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     from . import backbones  # tf_keras.applications: only for these models
 
-    spec, shape = backbones.backbone_spec(config.model), tuple(task.input_spec.shape)
-    weights = config.weights or "imagenet"
-    segmenter = config.model in BACKBONE_SEGMENTERS
+    spec, shape = backbones.backbone_spec(config.model.name), tuple(task.input_spec.shape)
+    weights = config.model.weights or "imagenet"
+    segmenter = config.model.name in BACKBONE_SEGMENTERS
     if task.kind == "segmentation" and not segmenter:
-        raise ConfigError(f"model {config.model!r} classifies images but the target {task.target!r} is a mask; "
+        raise ConfigError(f"model {config.model.name!r} classifies images but the target {task.target!r} is a mask; "
                           f"use {', '.join(BACKBONE_SEGMENTERS)}")
     if task.kind == "classification" and segmenter:
-        raise ConfigError(f"model {config.model!r} segments images but the target {task.target!r} is a label; "
+        raise ConfigError(f"model {config.model.name!r} segments images but the target {task.target!r} is a label; "
                           f"use {', '.join(BACKBONE_CLASSIFIERS)}")
     build = backbones.unet_on_backbone if segmenter else backbones.classifier
-    return build(spec, task.input_name, shape, task.num_classes, weights, config.backbone_alpha)
+    return build(spec, task.input_name, shape, task.num_classes, weights, config.model.backbone_alpha)
 
 
 def _user_hook(reference: str) -> Callable:
@@ -117,5 +117,5 @@ def _with_augment_layer(model: keras.Model, task: TrainingTask, config: TrainerC
         raise ConfigError("augment_on_device works for classification only: a model layer cannot move the masks "
                           "with the images; augment segmentation in the input pipeline (the default)")
     inputs = keras.Input(shape=tuple(task.input_spec.shape), name=task.input_name, dtype="float32")
-    augmented = AugmentLayer(config.augment, config.seed, name="augment")(inputs)
+    augmented = AugmentLayer(config.input.augment, config.input.seed, name="augment")(inputs)
     return keras.Model(inputs, model(augmented), name=f"{model.name}_augmented")

@@ -6,7 +6,7 @@ Three inputs are possible:
 - Transform output (materialized): trained as is; its `transform_graph` goes into the served model;
 - ExampleGen output plus `--transform TOUT`: the transform graph is applied in the input pipeline.
 
-    task = resolve_task(config)
+    task = resolve_task(config.input)
     task.kind, task.input_name, task.target, task.num_classes   # 'classification', 'x', 'y', 10
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Mapping
 from ..core import storage
 from ..core.errors import ConfigError
 from ..core.manifest import FeatureSpec, Manifest, read_manifest
-from .config import TrainerConfig
+from .config import InputOptions
 
 
 @dataclass(frozen=True)
@@ -46,41 +46,41 @@ class TrainingTask:
         return self.raw_manifest.features[self.input_name]
 
 
-def resolve_task(config: TrainerConfig) -> TrainingTask:
-    """The task for `config`; ConfigError naming the option when the data does not fit it."""
-    manifest = read_manifest(config.examples)
+def resolve_task(inputs: InputOptions) -> TrainingTask:
+    """The task for the input options; ConfigError naming the option when the data does not fit it."""
+    manifest = read_manifest(inputs.examples)
     if manifest.extra.get("component") == "transform":
-        if config.transform is not None:
-            raise ConfigError(f"examples {config.examples!r} are already transformed; drop --transform")
-        graph = storage.join(config.examples, manifest.extra["transform_graph"])
+        if inputs.transform is not None:
+            raise ConfigError(f"examples {inputs.examples!r} are already transformed; drop --transform")
+        graph = storage.join(inputs.examples, manifest.extra["transform_graph"])
         raw_dir = storage.parent(manifest.extra["inputs"][0]["path"])
-        return _task(config, manifest, read_manifest(raw_dir), raw_dir, graph, materialized=True)
-    if config.transform is not None:
-        transformed = read_manifest(config.transform)
-        graph = storage.join(config.transform, transformed.extra["transform_graph"])
-        return _task(config, transformed, manifest, config.examples, graph, materialized=False)
-    return _task(config, manifest, manifest, config.examples, None, materialized=False)
+        return _task(inputs, manifest, read_manifest(raw_dir), raw_dir, graph, materialized=True)
+    if inputs.transform is not None:
+        transformed = read_manifest(inputs.transform)
+        graph = storage.join(inputs.transform, transformed.extra["transform_graph"])
+        return _task(inputs, transformed, manifest, inputs.examples, graph, materialized=False)
+    return _task(inputs, manifest, manifest, inputs.examples, None, materialized=False)
 
 
-def _task(config: TrainerConfig, model_side: Manifest, raw: Manifest, raw_dir: str, graph: str | None,
+def _task(inputs: InputOptions, model_side: Manifest, raw: Manifest, raw_dir: str, graph: str | None,
           materialized: bool) -> TrainingTask:
     """`model_side`: the features the model sees (transformed when there is a graph)."""
-    for split in (config.train_split, config.eval_split):
+    for split in (inputs.train_split, inputs.eval_split):
         if split is not None and split not in raw.splits:
             raise ConfigError(f"split {split!r} is not in {raw_dir} (has {sorted(raw.splits)})")
     images = [n for n, f in model_side.features.items() if f.role == "image"]
     if not images:
         raise ConfigError(f"{raw_dir}: no image feature to train on (features {sorted(model_side.features)})")
     input_name = images[0]
-    target = choose_target(config.label, {name: f.role for name, f in model_side.features.items()})
+    target = choose_target(inputs.label, {name: f.role for name, f in model_side.features.items()})
     kind = task_kind(model_side.features[target].role)
     if input_name not in raw.features:
         raise ConfigError(f"the model input {input_name!r} is not a raw feature of {raw_dir}: "
                           "a custom preprocessing_fn must keep the image feature's name")
-    vocabulary = _vocabulary(model_side, target, graph) if graph else _raw_vocabulary(raw, target, config)
-    num_classes = config.num_classes or _num_classes(model_side, raw, target, vocabulary, kind, config)
+    vocabulary = _vocabulary(model_side, target, graph) if graph else _raw_vocabulary(raw, target, inputs)
+    num_classes = inputs.num_classes or _num_classes(model_side, raw, target, vocabulary, kind, inputs)
     names = _class_names(vocabulary, num_classes)
-    return TrainingTask(kind, input_name, target, num_classes, names, vocabulary, config.examples, raw_dir, raw,
+    return TrainingTask(kind, input_name, target, num_classes, names, vocabulary, inputs.examples, raw_dir, raw,
                         model_side if materialized else raw, graph, materialized)
 
 
@@ -115,18 +115,18 @@ def _vocabulary(manifest: Manifest, target: str, graph: str) -> list[str] | None
     return [line.rstrip("\n") for line in storage.read_text(path).splitlines()][: info["size"]]
 
 
-def _raw_vocabulary(raw: Manifest, target: str, config: TrainerConfig) -> list[str] | None:
+def _raw_vocabulary(raw: Manifest, target: str, inputs: InputOptions) -> list[str] | None:
     """Without Transform, a string label's classes are train's values in sorted order (+ one OOV)."""
     if raw.features[target].dtype != "string":
         return None
-    counts = raw.splits[config.train_split].label_counts.get(target)
+    counts = raw.splits[inputs.train_split].label_counts.get(target)
     if not counts:
         raise ConfigError(f"label {target!r}: the manifest has no value counts to build its classes from")
     return sorted(counts)
 
 
 def _num_classes(model_side: Manifest, raw: Manifest, target: str, vocabulary: list[str] | None, kind: str,
-                 config: TrainerConfig) -> int:
+                 inputs: InputOptions) -> int:
     if vocabulary is not None:
         return len(vocabulary) + 1
     if kind == "segmentation":

@@ -2,8 +2,8 @@
 
 Every phase trains with the same callbacks (timer, history, progress), a backup of its own in
 `checkpoints/` (the one-phase run's is `checkpoints/` itself, as before fine-tuning existed), the step
-budget, and TensorBoard on the chief. With `--class-weight`, the train stream carries per-example
-(per-pixel for masks) sample weights.
+budget, and TensorBoard on the chief. The streams come ready for `fit` (input_pipeline.py): named
+inputs, and with `--class-weight` per-example (per-pixel for masks) sample weights.
 
     steps = fit_phases(config, task, placement, out_root, model, streams, (timer, history, progress))
 """
@@ -13,13 +13,10 @@ import contextlib
 import math
 from typing import Iterator
 
-import tensorflow as tf
 import tf_keras as keras
 
 from ..core import storage
-from ..core.reader import as_written
 from .callbacks import HistoryFile, StepAndEpochBackup, StopAtStep, TrainTimer
-from .class_weights import task_class_weights
 from .config import TrainerConfig
 from .distribution import Placement
 from .fine_tuning import Phase, finished_phase, freeze_for, phase_plan, restore_phase_end, save_phase_end
@@ -36,9 +33,7 @@ def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, 
                streams: Streams, watchers: tuple[TrainTimer, HistoryFile, StepProgress]) -> int:
     """Trains every phase of the plan not yet done; returns the optimizer steps of all phases."""
     timer, history, progress = watchers
-    epochs = config.epochs or math.ceil(config.steps / streams.steps_per_epoch)
-    weights = task_class_weights(config.class_weight, task, config.train_split)
-    train = _as_dict_input(streams.train if weights is None else with_sample_weights(streams.train, weights), task)
+    epochs = config.fit.epochs or math.ceil(config.fit.steps / streams.steps_per_epoch)
     steps = 0
     for phase in (plan := phase_plan(config, epochs)):
         checkpoints = storage.join(root, CHECKPOINTS, *([phase.name] if len(plan) > 1 else []))
@@ -47,19 +42,19 @@ def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, 
             restore_phase_end(model, storage.join(root, CHECKPOINTS), phase)
             steps = done["optimizer_steps"]
             continue
-        if config.is_backbone:
+        if config.model.is_backbone:
             _prepare_phase(model, task, config, placement, phase)
-        history.phase, history.step_offset = (phase.name if config.is_backbone else None), steps
+        history.phase, history.step_offset = (phase.name if config.model.is_backbone else None), steps
         progress.step_offset = steps
-        callbacks = [StepAndEpochBackup(checkpoints, save_freq=config.checkpoint_every), timer, history, progress]
-        callbacks += [StopAtStep(config.steps)] if config.steps else []
+        callbacks = [StepAndEpochBackup(checkpoints, save_freq=config.fit.checkpoint_every), timer, history, progress]
+        callbacks += [StopAtStep(config.fit.steps)] if config.fit.steps else []
         board = _tensorboard(root, streams) if placement.is_chief else None  # others would repeat the chief's
         callbacks += [board] if board else []
         with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression), \
                 _ended_on_error(board):
-            model.fit(train, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
+            model.fit(streams.train, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
                       steps_per_epoch=streams.steps_per_epoch,
-                      validation_data=_as_dict_input(streams.eval, task) if streams.eval is not None else None,
+                      validation_data=streams.eval,
                       callbacks=callbacks, verbose=0)  # StepProgress reports instead of Keras' bar
         steps += int(model.optimizer.iterations.numpy())
         if phase is not plan[-1]:
@@ -88,7 +83,7 @@ def _prepare_phase(model: keras.Model, task: TrainingTask, config: TrainerConfig
                    phase: Phase) -> None:
     """The backbone's layers frozen or unfrozen for `phase`, and a fresh optimizer at its learning rate."""
     with placement.strategy.scope():
-        freeze_for(model, phase, config.fine_tune_layers)
+        freeze_for(model, phase, config.fit.fine_tune_layers)
         compile_model(model, task, config, phase.learning_rate)
 
 
@@ -101,12 +96,3 @@ def _tensorboard(root: str, streams: Streams) -> keras.callbacks.TensorBoard:
     return keras.callbacks.TensorBoard(storage.join(root, TENSORBOARD), write_graph=False, profile_batch=0,
                                        update_freq=tensorboard_step_every(streams.steps_per_epoch))
 
-
-def _as_dict_input(dataset: tf.data.Dataset, task: TrainingTask) -> tf.data.Dataset:
-    return dataset.map(as_written(lambda image, *rest: ({task.input_name: image}, *rest)))
-
-
-def with_sample_weights(dataset: tf.data.Dataset, class_weights: list[float]) -> tf.data.Dataset:
-    """(image, ids) → (image, ids, the ids' class weights): per example for labels, per pixel for masks."""
-    table = tf.constant(class_weights, tf.float32)
-    return dataset.map(as_written(lambda image, ids: (image, ids, tf.gather(table, ids))))

@@ -3,8 +3,9 @@
 A trial is a short `shardflow train` run (`base`, with `trial_epochs`) whose tunable options take the
 trial's values; the search picks them with KerasTuner's random search or Hyperband.
 
->>> from shardflow.trainer import TrainerConfig
->>> base = TrainerConfig(examples="runs/ex", output="runs/tune/trials", epochs=2)
+>>> from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
+>>> base = TrainerConfig(input=InputOptions(examples="runs/ex"), fit=FitOptions(epochs=2),
+...                      export=ExportOptions(output="runs/tune/trials"))
 >>> TunerConfig(base=base, output="runs/tune", max_trials=4).algorithm
 'random'
 """
@@ -41,11 +42,11 @@ class TunerConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (2 if name == "hyperband_factor" else 1):
                 raise ConfigError(f"{name} must be an integer >= {2 if name == 'hyperband_factor' else 1}, got {value!r}")
-        if self.base.epochs is None:
+        if self.base.fit.epochs is None:
             raise ConfigError("trials train for a number of epochs (--trial-epochs), not --steps")
         if self.objective is not None and not self.objective.replace("_", "").isalnum():
             raise ConfigError(f"objective must be a metric name such as val_accuracy, got {self.objective!r}")
 
     def check_inputs(self) -> None:
         """The checks that read storage: the examples are an ExampleGen or Transform output."""
-        check_examples(self.base.examples, transform_ok=True)
+        check_examples(self.base.input.examples, transform_ok=True)

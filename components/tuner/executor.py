@@ -15,7 +15,6 @@ every trial's values and score), written last: it is the completion marker.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any, Callable
 
@@ -37,7 +36,7 @@ def output_dir(root: str) -> OutputDir:
 
 def run(config: TunerConfig, echo: Callable[[str], None] = print) -> dict[str, Any]:
     config.check_inputs()
-    enable_tensorflow_filesystems([config.output, config.base.examples])
+    enable_tensorflow_filesystems([config.output, config.base.input.examples])
     import keras_tuner as kt
 
     dimensions = parse_space(config.space)
@@ -63,7 +62,7 @@ def run(config: TunerConfig, echo: Callable[[str], None] = print) -> dict[str, A
 
 
 def _default_objective(config: TunerConfig) -> str:
-    return "val_mean_iou" if resolve_task(config.base).kind == "segmentation" else "val_accuracy"
+    return "val_mean_iou" if resolve_task(config.base.input).kind == "segmentation" else "val_accuracy"
 
 
 def _tuner(kt: Any, config: TunerConfig, dimensions: tuple[Dimension, ...], objective: str,
@@ -73,7 +72,7 @@ def _tuner(kt: Any, config: TunerConfig, dimensions: tuple[Dimension, ...], obje
         register(space, dimension)
     goal = kt.Objective(objective, "min" if "loss" in objective else "max")
     if config.algorithm == "hyperband":
-        oracle = kt.oracles.HyperbandOracle(goal, max_epochs=config.base.epochs, factor=config.hyperband_factor,
+        oracle = kt.oracles.HyperbandOracle(goal, max_epochs=config.base.fit.epochs, factor=config.hyperband_factor,
                                             seed=config.seed, hyperparameters=space)
     else:
         oracle = kt.oracles.RandomSearchOracle(goal, max_trials=config.max_trials, seed=config.seed,
@@ -110,7 +109,7 @@ def _trainer_tuner(kt: Any) -> type:
                 raise ShardflowError(f"objective {self.objective!r} is not a training metric "
                                      f"(the trials log {', '.join(k for k in last if k != 'phase')})")
             self.echo(f"tune: trial {trial.trial_id}: {values} → {self.objective} {last[self.objective]:.4f} "
-                      f"({config.epochs} epochs, {time.time() - started:.1f} s)")
+                      f"({config.fit.epochs} epochs, {time.time() - started:.1f} s)")
             return {self.objective: float(last[self.objective])}
 
     return TrainerTuner
@@ -118,14 +117,14 @@ def _trainer_tuner(kt: Any) -> type:
 
 def trial_config(config: TunerConfig, trial_id: str, values: dict[str, Any], tuner_values: dict[str, Any]) -> Any:
     """The Trainer's config of one trial; Hyperband's later rounds continue the earlier round's model."""
-    epochs = int(tuner_values.get("tuner/epochs", config.base.epochs))
-    warm_start = config.base.warm_start
+    epochs = int(tuner_values.get("tuner/epochs", config.base.fit.epochs))
+    warm_start = config.base.model.warm_start
     previous = tuner_values.get("tuner/trial_id")
     if previous:
         warm_start = storage.join(config.output, TRIALS, previous, "model")
         epochs -= int(tuner_values.get("tuner/initial_epoch", 0))
     output = storage.join(config.output, TRIALS, trial_id)
-    return dataclasses.replace(config.base, output=output, epochs=max(epochs, 1), warm_start=warm_start, **values)
+    return config.base.replaced(output=output, epochs=max(epochs, 1), warm_start=warm_start, **values)
 
 
 def _record(tuner: Any, objective: str, started: float) -> dict[str, Any]:

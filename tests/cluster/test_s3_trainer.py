@@ -29,7 +29,7 @@ from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.pusher import PusherConfig, resolve_latest
 from shardflow.pusher import run as push
-from shardflow.trainer import TrainerConfig
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, ModelOptions, TrainerConfig
 from shardflow.trainer import run as train
 from shardflow.transform import TransformConfig
 from shardflow.transform import run as transform
@@ -72,8 +72,10 @@ def trained(s3_examples: str, bucket: str, tmp_path_factory: pytest.TempPathFact
     os.chdir(work)
     try:
         output = f"s3://{bucket}/model"
-        summary = train(TrainerConfig(examples=s3_examples, output=output, steps=30, batch_size=8, shuffle_buffer_mb=0.5,
-                                      checkpoint_every=10, input_probe_batches=2), echo=lambda _: None)
+        summary = train(TrainerConfig(input=InputOptions(examples=s3_examples, batch_size=8, shuffle_buffer_mb=0.5,
+                                                         input_probe_batches=2),
+                                      fit=FitOptions(steps=30, checkpoint_every=10),
+                                      export=ExportOptions(output=output)), echo=lambda _: None)
     finally:
         os.chdir(before)
     return output, summary, work
@@ -120,8 +122,10 @@ def test_transform_graph_on_s3_is_applied_in_training_and_inside_the_served_mode
         s3_examples: str, bucket: str, trained: tuple[str, dict, Path], empty_cwd: Path) -> None:
     graph_dir, output = f"s3://{bucket}/transform", f"s3://{bucket}/model_tft"
     transform(TransformConfig(examples=s3_examples, output=graph_dir), echo=lambda _: None)
-    summary = train(TrainerConfig(examples=s3_examples, transform=graph_dir, output=output, steps=5, batch_size=8,
-                                  input_probe_batches=1, warm_start=f"{trained[0]}/model"), echo=lambda _: None)
+    summary = train(TrainerConfig(input=InputOptions(examples=s3_examples, transform=graph_dir, batch_size=8,
+                                                     input_probe_batches=1),
+                                  model=ModelOptions(warm_start=f"{trained[0]}/model"), fit=FitOptions(steps=5),
+                                  export=ExportOptions(output=output)), echo=lambda _: None)
     assert summary["optimizer_steps"] == 5 and summary["transform_graph"] == f"{graph_dir}/transform_graph"
     records = _eval_records(s3_examples)
     served = tf.saved_model.load(f"{output}/model").signatures["serving_default"](examples=tf.constant(records))

@@ -21,7 +21,7 @@ import pytest
 import tf_keras as keras
 
 from shardflow.core.model_info import ModelInfo
-from shardflow.core.reader import make_dataset
+from shardflow.core.input_stream import StreamOptions, build_stream
 from shardflow.evaluator import ConfigError, EvaluationError, EvaluatorConfig, Regression, Threshold, run
 from shardflow.cli import main as shardflow_main
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
@@ -90,7 +90,7 @@ def models(bands: Path, segments: Path, tmp_path_factory: pytest.TempPathFactory
 
 
 def _read(examples: Path) -> dict[str, np.ndarray]:
-    batch = next(iter(make_dataset(examples, "eval", batch_size=1000)))
+    batch = next(iter(build_stream(examples, "eval", StreamOptions(batch_size=1000))))
     return {name: tensor.numpy() for name, tensor in batch.items()}
 
 

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.photo_data import ensure_photo_index, ensure_photos
 from helpers_images import random_pixels, write_csv, write_png
 from shardflow.core.beam_setup import MULTI_THREAD_MIN_WORK_SECONDS
-from shardflow.core.reader import make_dataset
+from shardflow.core.input_stream import StreamOptions, build_stream
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 from shardflow.example_gen.columns import detect_columns
 from shardflow.example_gen.data_root import open_data_root
@@ -52,7 +52,7 @@ def test_photos_on_the_pool_and_on_threads_with_the_bytes_of_a_single_thread(pho
     phases = pooled.extra["phase_seconds"]  # where the time went, for the benchmark's arithmetic
     assert list(phases) == ["plan", "rows_and_shards", "statistics", "finish"]
     assert abs(sum(phases.values()) - pooled.extra["seconds"]) < 0.05
-    batch = next(iter(make_dataset(tmp_path / "auto", "train", batch_size=4)))
+    batch = next(iter(build_stream(tmp_path / "auto", "train", StreamOptions(batch_size=4))))
     assert batch["x"].shape == (4, 224, 224, 3) and np.asarray(batch["x"]).std() > 10  # real pixels, not blank
 
 

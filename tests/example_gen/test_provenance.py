@@ -18,7 +18,7 @@ from helpers_reader import collect
 from shardflow.core.errors import ShardflowError
 from shardflow.core.example_rows import PROVENANCE_KEY, NoProvenanceError, read_example_rows
 from shardflow.core.manifest import Manifest, read_manifest
-from shardflow.core.reader import make_dataset
+from shardflow.core.input_stream import StreamOptions, build_stream
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
@@ -42,7 +42,7 @@ def _check_split(out: Path, manifest: Manifest, split: str, cells: dict[str, dic
     """The provenance of `split` matches the reader's examples one by one; returns its (index, row)s."""
     rows = read_example_rows(out, manifest, split)
     assert len(rows) == manifest.splits[split].num_examples
-    examples = collect(make_dataset(out, split, batch_size=16))
+    examples = collect(build_stream(out, split, StreamOptions(batch_size=16)))
     listed = rows.describe(range(len(rows)))
     for position, entry in enumerate(listed):
         assert entry["split"] == split

@@ -11,7 +11,7 @@ from shardflow.cli import main
 from shardflow.core.errors import ConfigError
 from shardflow.label_finder import LabelFinderConfig
 from shardflow.label_finder.cli import add_arguments, config_from_args
-from shardflow.trainer import TrainerConfig
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
 
 from helpers_images import write_csv, write_png, random_pixels
 
@@ -19,7 +19,9 @@ pytestmark = pytest.mark.unit
 
 
 def _train(**options: object) -> TrainerConfig:
-    return TrainerConfig(**{"examples": "runs/examples", "output": "runs/issues", "epochs": 2, **options})
+    base = TrainerConfig(input=InputOptions(examples="runs/examples"), fit=FitOptions(epochs=2),
+                         export=ExportOptions(output="runs/issues"))
+    return base.replaced(**options)
 
 
 @pytest.mark.parametrize("options, message", [
@@ -39,8 +41,9 @@ def test_bad_values_are_config_errors_naming_the_option(options: dict, message: 
 def test_each_fold_model_trains_on_the_other_folds_into_its_own_output() -> None:
     config = LabelFinderConfig(train=_train(seed=7, model="lenet", batch_size=16), output="runs/issues", folds=4)
     fold = config.fold_trainer_config(2, "runs/issues/.staging/folds/2/train")
-    assert fold.output == "runs/issues/.staging/folds/2/train" and fold.train_folds.folds == (0, 1, 3)
-    assert (fold.train_folds.count, fold.train_folds.seed, fold.model, fold.batch_size) == (4, 7, "lenet", 16)
+    folds = fold.input.train_folds
+    assert fold.export.output == "runs/issues/.staging/folds/2/train" and folds.folds == (0, 1, 3)
+    assert (folds.count, folds.seed, fold.model.name, fold.input.batch_size) == (4, 7, "lenet", 16)
     assert config.held_out(2).folds == (2,) and config.held_out(2).seed == 7
 
 
@@ -53,8 +56,9 @@ def test_every_train_flag_reaches_the_fold_models() -> None:
                               "--batch-size", "8", "--augment", "flip", "--folds", "5", "--rule", "off_diagonal"])
     config = config_from_args(args, [])
     assert (config.folds, config.rule, config.output, config.keep_models) == (5, "off_diagonal", "out", False)
-    assert (config.train.epochs, config.train.model, config.train.batch_size, config.train.augment) == \
-        (3, "lenet", 8, ("flip",))
+    train = config.train
+    got = (train.fit.epochs, train.model.name, train.input.batch_size, train.input.augment)
+    assert got == (3, "lenet", 8, ("flip",))
 
 
 @pytest.fixture(scope="module")

@@ -93,10 +93,10 @@ def test_reading_s3_from_a_library_call_leaves_sys_exit_and_the_excepthook_alone
                                                                                   s3_server, s3_bucket) -> None:
     from helpers_s3 import upload_tree
 
-    from shardflow.core.reader import make_dataset
+    from shardflow.core.input_stream import StreamOptions, build_stream
 
     uri = upload_tree(s3_server, examples, s3_bucket, "examples")
     before = (sys.exit, sys.excepthook, getattr(sys, "_shardflow_exit_guard", False))
-    batch = next(iter(make_dataset(uri, "train", batch_size=4)))
+    batch = next(iter(build_stream(uri, "train", StreamOptions(batch_size=4))))
     assert batch["x"].shape[0] == 4
     assert (sys.exit, sys.excepthook, getattr(sys, "_shardflow_exit_guard", False)) == before

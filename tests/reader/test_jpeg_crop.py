@@ -14,10 +14,10 @@ import tensorflow as tf
 
 from shardflow.core.image_decode import JPEG_DCT, decode_crop_resize, decode_then_crop_resize
 from shardflow.core.manifest import read_manifest
-from shardflow.core.reader import make_dataset
+from shardflow.core.input_stream import StreamOptions, build_stream
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
-from shardflow.trainer import TrainerConfig, run
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
 from shardflow.trainer.augment import MIN_CROP_SCALE, _matrix, _op_seeds, crop_windows
 
 from helpers_images import write_csv, write_png
@@ -53,7 +53,8 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _blobs(out: Path) -> list[tf.Tensor]:
     manifest = read_manifest(out)
-    return [b for batch in make_dataset(out, "train", batch_size=8, decode=False) for b in batch["x"]][:manifest.splits["train"].num_examples]
+    stream = build_stream(out, "train", StreamOptions(batch_size=8, decode=False))
+    return [b for batch in stream for b in batch["x"]][:manifest.splits["train"].num_examples]
 
 
 def test_windows_hold_the_crop_op_scale_and_offsets() -> None:
@@ -104,12 +105,13 @@ def _task_and_stream(out: Path, augment: tuple[str, ...]) -> tuple[bool, tf.Tens
     from shardflow.trainer.input_pipeline import build_streams, fused_crop_applies
     from shardflow.trainer.task import resolve_task
 
-    config = TrainerConfig(examples=str(out), output="unused", steps=1, augment=augment, shuffle_buffer_mb=0,
-                           deterministic=True, batch_size=8, seed=4)
-    task = resolve_task(config)
+    config = TrainerConfig(input=InputOptions(examples=str(out), augment=augment, shuffle_buffer_mb=0,
+                                              deterministic=True, batch_size=8, seed=4),
+                           fit=FitOptions(steps=1), export=ExportOptions(output="unused"))
+    task = resolve_task(config.input)
     to_model = RawToModel(task, None)
-    images = next(iter(build_streams(task, config, 8, 1, to_model).train))[0]
-    return fused_crop_applies(task, config, to_model), images
+    images = next(iter(build_streams(task, config.input, 8, 1, to_model).train))[0]["x"]
+    return fused_crop_applies(task, config.input, to_model), images
 
 
 def test_crop_is_fused_on_jpeg_only_and_is_seeded(shards: dict[str, Path]) -> None:
@@ -117,14 +119,16 @@ def test_crop_is_fused_on_jpeg_only_and_is_seeded(shards: dict[str, Path]) -> No
     assert fused and images.shape == (8, HEIGHT, WIDTH, 3) and images.dtype == tf.float32
     _, again = _task_and_stream(shards["jpeg"], ("crop", "flip"))
     np.testing.assert_array_equal(images.numpy(), again.numpy())  # the same seed, the same crops
-    plain = next(iter(make_dataset(shards["jpeg"], "train", batch_size=8)))["x"].numpy() / 255.0
+    plain = next(iter(build_stream(shards["jpeg"], "train", StreamOptions(batch_size=8))))["x"].numpy() / 255.0
     assert 0.0 <= images.numpy().min() and images.numpy().max() <= 1.0 and not np.allclose(images.numpy(), plain, atol=1e-2)
     assert not _task_and_stream(shards["png"], ("crop", "flip"))[0]
     assert not _task_and_stream(shards["jpeg"], ("flip",))[0]
 
 
 def test_trainer_with_crop_on_jpeg_learns_the_colours(shards: dict[str, Path], tmp_path: Path) -> None:
-    summary = run(TrainerConfig(examples=str(shards["jpeg"]), output=str(tmp_path / "m"), steps=60, batch_size=8,
-                                augment=("crop", "flip"), learning_rate=3e-3, input_probe_batches=2), echo=lambda _: None)
+    summary = run(TrainerConfig(input=InputOptions(examples=str(shards["jpeg"]), batch_size=8, augment=("crop", "flip"),
+                                                   input_probe_batches=2),
+                                fit=FitOptions(steps=60, learning_rate=3e-3),
+                                export=ExportOptions(output=str(tmp_path / "m"))), echo=lambda _: None)
     assert summary["optimizer_steps"] == 60 and summary["train_time_augmentation"] == ["crop", "flip"]
     assert summary["history"][-1]["val_accuracy"] >= 0.75  # 3 classes: chance is 1/3

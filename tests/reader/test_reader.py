@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from shardflow.core import reader
 from shardflow.core.manifest import IncompleteOutputError, read_manifest
-from shardflow.core.reader import count_examples, decode_batch, feature_spec, make_dataset
+from shardflow.core.input_stream import StreamOptions, build_stream
+from shardflow.core.reader import decode_batch, feature_spec
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
 from helpers_images import random_pixels, read_pixels, write_csv, write_png
@@ -80,9 +81,9 @@ def _csv_rows(data: Path, split: str) -> list[list[str]]:
 def test_raw_storage_decodes_bit_exact_in_csv_order(photos: Path, raw_out: Path, split: str) -> None:
     manifest = read_manifest(raw_out)
     assert len(manifest.splits[split].shards) == 3  # order across shards and chunk parts is exercised
-    got = collect(make_dataset(raw_out, split, batch_size=4))
+    got = collect(build_stream(raw_out, split, StreamOptions(batch_size=4)))
     rows = _csv_rows(photos, split)
-    assert len(got["y"]) == len(rows) == count_examples(manifest, split)
+    assert len(got["y"]) == len(rows) == manifest.splits[split].num_examples
     for i, row in enumerate(rows):
         for column in FILE_COLUMNS:
             expected = read_pixels(photos / row[HEADER.index(column)])
@@ -94,7 +95,7 @@ def test_raw_storage_decodes_bit_exact_in_csv_order(photos: Path, raw_out: Path,
 
 
 def test_element_spec_has_static_shapes_and_dtypes(raw_out: Path) -> None:
-    spec = make_dataset(raw_out, "train", batch_size=4).element_spec
+    spec = build_stream(raw_out, "train", StreamOptions(batch_size=4)).element_spec
     assert spec["gray"] == tf.TensorSpec([None, 12, 10, 1], tf.uint8)
     assert spec["rgb"] == tf.TensorSpec([None, 12, 10, 3], tf.uint8)
     assert spec["depth"] == tf.TensorSpec([None, 12, 10, 1], tf.uint16)
@@ -110,7 +111,7 @@ def test_feature_spec_and_decode_batch_by_hand(raw_out: Path) -> None:
     assert spec["score"] == tf.io.FixedLenFeature([], tf.float32)
     records = tf.data.TFRecordDataset([str(p) for p in manifest.shard_paths(raw_out, "eval")]).batch(6)
     decoded = decode_batch(tf.io.parse_example(next(iter(records)), spec), manifest)
-    reference = collect(make_dataset(raw_out, "eval", batch_size=6))
+    reference = collect(build_stream(raw_out, "eval", StreamOptions(batch_size=6)))
     for name, tensor in decoded.items():
         np.testing.assert_array_equal(tensor.numpy(), reference[name], err_msg=name)
 
@@ -122,8 +123,8 @@ def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(raw_out: Path, coded
     for path in map(Path, manifest.shard_paths(coded_out, split)):
         assert path.name.endswith(".tfrecord.gz") and path.read_bytes()[:2] == b"\x1f\x8b"
     assert {manifest.features[c].encoding for c in ("gray", "rgb", "depth")} == {"png"}
-    coded = collect(make_dataset(coded_out, split, batch_size=5))
-    raw = collect(make_dataset(raw_out, split, batch_size=5))
+    coded = collect(build_stream(coded_out, split, StreamOptions(batch_size=5)))
+    raw = collect(build_stream(raw_out, split, StreamOptions(batch_size=5)))
     for name in ("gray", "rgb", "depth", "y", "site", "score"):
         assert coded[name].dtype == raw[name].dtype, name
         np.testing.assert_array_equal(coded[name], raw[name], err_msg=name)
@@ -137,62 +138,66 @@ def test_png_storage_with_gzip_equals_raw_and_jpeg_is_close(raw_out: Path, coded
 def test_png_and_jpeg_decode_per_record_with_shuffle_repeat_and_drop_remainder(
         coded_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Large PNG/JPEG images take the per-record decode path: the same pixels and examples in every mode."""
-    chunked = collect(make_dataset(coded_out, "train", batch_size=4))
+    chunked = collect(build_stream(coded_out, "train", StreamOptions(batch_size=4)))
     monkeypatch.setattr(reader, "PER_RECORD_PIXELS", 12 * 10)  # these 12x10 images count as large
     assert reader.decodes_per_record(read_manifest(coded_out))
-    ordered = collect(make_dataset(coded_out, "train", batch_size=4))
+    ordered = collect(build_stream(coded_out, "train", StreamOptions(batch_size=4)))
     for name in chunked:
         assert chunked[name].dtype == ordered[name].dtype, name
         np.testing.assert_array_equal(chunked[name], ordered[name], err_msg=name)
     key = lambda batch: sorted(zip(batch["y"].tolist(), (i.tobytes() for i in batch["rgb"]),  # noqa: E731
                                    (i.tobytes() for i in batch["rgb_lossy"])))
     budget = budget_for(coded_out, 6)
-    shuffled = collect(make_dataset(coded_out, "train", batch_size=4, shuffle_bytes=budget, seed=2, deterministic=False))
+    shuffled = collect(build_stream(coded_out, "train", StreamOptions(batch_size=4, shuffle_mb=budget, seed=2,
+                                                                      deterministic=False)))
     assert key(shuffled) == key(ordered) and not np.array_equal(shuffled["rgb"], ordered["rgb"])
-    repeated = make_dataset(coded_out, "train", batch_size=5, repeat=True, drop_remainder=True)
+    repeated = build_stream(coded_out, "train", StreamOptions(batch_size=5, repeat=True, drop_remainder=True))
     assert repeated.element_spec["rgb_lossy"] == tf.TensorSpec([5, 12, 10, 3], tf.uint8)
     got = np.concatenate([b["gray_lossy"].numpy() for b in repeated.take(4)])
     np.testing.assert_array_equal(got, np.concatenate([ordered["gray_lossy"], ordered["gray_lossy"][:6]]))
-    stored = next(iter(make_dataset(coded_out, "train", batch_size=4, decode=False)))
+    stored = next(iter(build_stream(coded_out, "train", StreamOptions(batch_size=4, decode=False))))
     assert stored["rgb_lossy"].dtype == tf.string and stored["rgb_lossy"].shape == (4,)
 
 
 def test_batch_size_and_drop_remainder(raw_out: Path) -> None:
-    sizes = [len(b["y"]) for b in make_dataset(raw_out, "train", batch_size=4)]
+    sizes = [len(b["y"]) for b in build_stream(raw_out, "train", StreamOptions(batch_size=4))]
     assert sizes == [4, 4, 4, 2]
-    dropped = make_dataset(raw_out, "train", batch_size=4, drop_remainder=True)
+    dropped = build_stream(raw_out, "train", StreamOptions(batch_size=4, drop_remainder=True))
     assert [len(b["y"]) for b in dropped] == [4, 4, 4]
     assert dropped.element_spec["gray"].shape.as_list() == [4, 12, 10, 1]
 
 
 def test_repeat_continues_into_the_next_epoch_in_order(raw_out: Path) -> None:
-    once = collect(make_dataset(raw_out, "train", batch_size=14))["depth"]
-    repeated = make_dataset(raw_out, "train", batch_size=4, repeat=True)
+    once = collect(build_stream(raw_out, "train", StreamOptions(batch_size=14)))["depth"]
+    repeated = build_stream(raw_out, "train", StreamOptions(batch_size=4, repeat=True))
     got = np.concatenate([b["depth"].numpy() for b in repeated.take(5)])
     np.testing.assert_array_equal(got, np.concatenate([once, once[:6]]))
 
 
 def test_shuffle_is_a_repeatable_permutation(raw_out: Path) -> None:
-    ordered = collect(make_dataset(raw_out, "train", batch_size=4))["depth"]
-    first = collect(make_dataset(raw_out, "train", batch_size=4, shuffle_bytes=budget_for(raw_out, 20), seed=3))["depth"]
-    second = collect(make_dataset(raw_out, "train", batch_size=4, shuffle_bytes=budget_for(raw_out, 20), seed=3))["depth"]
+    ordered = collect(build_stream(raw_out, "train", StreamOptions(batch_size=4)))["depth"]
+    first = collect(build_stream(raw_out, "train", StreamOptions(batch_size=4, shuffle_mb=budget_for(raw_out, 20),
+                                                                 seed=3)))["depth"]
+    second = collect(build_stream(raw_out, "train", StreamOptions(batch_size=4, shuffle_mb=budget_for(raw_out, 20),
+                                                                  seed=3)))["depth"]
     np.testing.assert_array_equal(first, second)
     assert not np.array_equal(first, ordered)
     key = lambda images: sorted(image.tobytes() for image in images)  # noqa: E731 - order-free comparison
     assert key(first) == key(ordered)
-    loose = collect(make_dataset(raw_out, "train", batch_size=4, deterministic=False))["depth"]
+    loose = collect(build_stream(raw_out, "train", StreamOptions(batch_size=4, deterministic=False)))["depth"]
     assert key(loose) == key(ordered)
 
 
 def test_every_epoch_is_a_new_order_of_the_same_examples(raw_out: Path) -> None:
     key = lambda images: sorted(image.tobytes() for image in images)  # noqa: E731 - order-free comparison
-    ordered = key(collect(make_dataset(raw_out, "train", batch_size=4))["depth"])
+    ordered = key(collect(build_stream(raw_out, "train", StreamOptions(batch_size=4)))["depth"])
     # 14 train examples, batches of 14: each batch of the repeated stream is one whole epoch.
-    repeated = make_dataset(raw_out, "train", batch_size=14, shuffle_bytes=budget_for(raw_out, 6), seed=5, repeat=True)
+    repeated = build_stream(raw_out, "train", StreamOptions(batch_size=14, shuffle_mb=budget_for(raw_out, 6), seed=5,
+                                                            repeat=True))
     epochs = [batch["depth"].numpy() for batch in repeated.take(4)]
     assert all(key(epoch) == ordered for epoch in epochs)
     assert len({epoch.tobytes() for epoch in epochs}) == 4
-    once = make_dataset(raw_out, "train", batch_size=14, shuffle_bytes=budget_for(raw_out, 6), seed=5)
+    once = build_stream(raw_out, "train", StreamOptions(batch_size=14, shuffle_mb=budget_for(raw_out, 6), seed=5))
     passes = [collect(once)["depth"] for _ in range(3)]
     assert passes[0].tobytes() == epochs[0].tobytes()  # a new pass starts where a fresh dataset starts
     assert len({p.tobytes() for p in passes}) == 3
@@ -203,14 +208,16 @@ def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path, shuffl
     # The rewrite tf.distribute applies per worker under AutoShardPolicy.FILE (no public entry point).
     from tensorflow.python.data.experimental.ops.distribute import _AutoShardDataset
 
-    everything = sorted(image.tobytes() for image in collect(make_dataset(raw_out, "train", batch_size=32))["depth"])
+    everything = sorted(image.tobytes() for image in collect(build_stream(raw_out, "train",
+                                                                          StreamOptions(batch_size=32)))["depth"])
     shards = sorted((raw_out / "Split-train").glob("data-*"))
     assert len(shards) == 3
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
     seen = []
     for worker in range(2):
-        dataset = make_dataset(raw_out, "train", batch_size=3, shuffle_bytes=budget_for(raw_out, shuffle_buffer), seed=1)
+        stream_options = StreamOptions(batch_size=3, shuffle_mb=budget_for(raw_out, shuffle_buffer), seed=1)
+        dataset = build_stream(raw_out, "train", stream_options)
         sharded = _AutoShardDataset(dataset.with_options(options), 2, worker)
         seen.append(sorted(image.tobytes() for image in collect(sharded)["depth"]))
     assert seen[0] and seen[1] and not set(seen[0]) & set(seen[1])
@@ -218,21 +225,19 @@ def test_file_auto_sharding_gives_each_worker_whole_shards(raw_out: Path, shuffl
 
 
 def test_features_subset(raw_out: Path) -> None:
-    batch = next(iter(make_dataset(raw_out, "eval", batch_size=2, features=["y", "gray"])))
+    batch = next(iter(build_stream(raw_out, "eval", StreamOptions(batch_size=2, features=["y", "gray"]))))
     assert set(batch) == {"y", "gray"}
     with pytest.raises(ValueError, match="'nope'"):
-        make_dataset(raw_out, "eval", batch_size=2, features=["y", "nope"])
+        build_stream(raw_out, "eval", StreamOptions(batch_size=2, features=["y", "nope"]))
 
 
 def test_bad_arguments_name_the_value(raw_out: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="batch_size.*0"):
-        make_dataset(raw_out, "train", batch_size=0)
+        build_stream(raw_out, "train", StreamOptions(batch_size=0))
     with pytest.raises(ValueError, match="'test'.*eval.*train"):
-        make_dataset(raw_out, "test", batch_size=2)
-    with pytest.raises(ValueError, match="'test'"):
-        count_examples(read_manifest(raw_out), "test")
+        build_stream(raw_out, "test", StreamOptions(batch_size=2))
     with pytest.raises(IncompleteOutputError):
-        make_dataset(tmp_path, "train", batch_size=2)
+        build_stream(tmp_path, "train", StreamOptions(batch_size=2))
 
 
 def test_missing_or_changed_shard_is_reported(raw_out: Path, tmp_path: Path) -> None:
@@ -241,15 +246,15 @@ def test_missing_or_changed_shard_is_reported(raw_out: Path, tmp_path: Path) -> 
     stray = shards[0].with_name("data-99999-of-99999.tfrecord")
     shutil.copyfile(shards[0], stray)  # a shard of another run, not in the manifest
     with pytest.raises(ValueError, match=f"not listed.*{stray.name}"):
-        make_dataset(copy, "train", batch_size=2)
+        build_stream(copy, "train", StreamOptions(batch_size=2))
     stray.unlink()
     with open(shards[2], "ab") as stream:
         stream.write(b"\0")
     with pytest.raises(ValueError, match=shards[2].name):
-        make_dataset(copy, "train", batch_size=2)
+        build_stream(copy, "train", StreamOptions(batch_size=2))
     shards[1].unlink()
     with pytest.raises(FileNotFoundError, match=shards[1].name):
-        make_dataset(copy, "train", batch_size=2)
+        build_stream(copy, "train", StreamOptions(batch_size=2))
 
 
 def test_empty_split_yields_no_batches(raw_out: Path, tmp_path: Path) -> None:
@@ -257,6 +262,6 @@ def test_empty_split_yields_no_batches(raw_out: Path, tmp_path: Path) -> None:
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest["splits"]["holdout"] = {"num_examples": 0, "shards": [], "label_counts": {}}
     (copy / "manifest.json").write_text(json.dumps(manifest))
-    dataset = make_dataset(copy, "holdout", batch_size=3)
+    dataset = build_stream(copy, "holdout", StreamOptions(batch_size=3))
     assert list(dataset) == []
     assert dataset.element_spec["rgb"] == tf.TensorSpec([None, 12, 10, 3], tf.uint8)

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shardflow.core import record_stream
+from shardflow.core import input_stream
 from shardflow.core.errors import ConfigError
 from shardflow.core.folds import FoldSelection, fold_assignment
 from shardflow.core.manifest import read_manifest
-from shardflow.core.reader import count_examples, make_dataset
+from shardflow.core.input_stream import StreamOptions, build_stream
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
 from helpers_images import random_pixels, write_csv, write_png
@@ -81,7 +81,7 @@ def numbered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _ids(out: Path, **options: object) -> list[int]:
-    return collect(make_dataset(out, "train", batch_size=8, features=["rid"], **options))["rid"].tolist()
+    return collect(build_stream(out, "train", StreamOptions(batch_size=8, features=["rid"], **options)))["rid"].tolist()
 
 
 def test_the_reader_yields_exactly_the_selected_folds_in_shard_order(numbered: Path,
@@ -90,13 +90,13 @@ def test_the_reader_yields_exactly_the_selected_folds_in_shard_order(numbered: P
     assert [s.num_examples for s in manifest.splits["train"].shards] == [15, 15, 15]
     order = _ids(numbered)
     assert sorted(order) == list(range(ROWS))
-    monkeypatch.setattr(record_stream, "READ_CHUNK", 4)  # chunks of 4: positions cross chunk boundaries in a shard
+    monkeypatch.setattr(input_stream, "READ_CHUNK", 4)  # chunks of 4: positions cross chunk boundaries in a shard
     seen: list[int] = []
     for k in range(3):
         held_out, training = FoldSelection.held_out(3, k, seed=2), FoldSelection.training(3, k, seed=2)
         expected = [order[p] for p in np.flatnonzero(held_out.mask(ROWS))]
         assert _ids(numbered, folds=held_out) == expected
-        assert count_examples(manifest, "train", held_out) == len(expected) == 15
+        assert held_out.size(manifest.splits["train"].num_examples) == len(expected) == 15
         rest = _ids(numbered, folds=training)
         assert sorted(rest) == sorted(set(order) - set(expected)) and len(rest) == 30
         seen += expected
@@ -104,13 +104,14 @@ def test_the_reader_yields_exactly_the_selected_folds_in_shard_order(numbered: P
 
 
 def test_a_shuffled_interleaved_stream_yields_the_same_fold(numbered: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(record_stream, "READ_CHUNK", 4)
+    monkeypatch.setattr(input_stream, "READ_CHUNK", 4)
     training = FoldSelection.training(3, 1, seed=2)
     in_order = _ids(numbered, folds=training)
-    shuffled = _ids(numbered, folds=training, shuffle_bytes=budget_for(numbered, 10), seed=5, deterministic=False)
+    shuffled = _ids(numbered, folds=training, shuffle_mb=budget_for(numbered, 10), seed=5, deterministic=False)
     assert shuffled != in_order and sorted(shuffled) == sorted(in_order)
-    repeated = collect(make_dataset(numbered, "train", batch_size=30, features=["rid"], folds=training, repeat=True,
-                                    shuffle_bytes=budget_for(numbered, 10), seed=5).take(4))["rid"]
+    options = StreamOptions(batch_size=30, features=["rid"], folds=training, repeat=True,
+                            shuffle_mb=budget_for(numbered, 10), seed=5)
+    repeated = collect(build_stream(numbered, "train", options).take(4))["rid"]
     assert set(repeated.tolist()) == set(in_order)  # epochs after the first keep to the same folds
 
 

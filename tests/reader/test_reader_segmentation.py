@@ -10,7 +10,7 @@ from PIL import Image
 from helpers_images import random_pixels, write_csv, write_palette_mask, write_png
 from helpers_reader import collect
 from shardflow.core.manifest import read_manifest
-from shardflow.core.reader import make_dataset
+from shardflow.core.input_stream import StreamOptions, build_stream
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
 SEG_SIZE = (16, 13)  # resize target (H, W), an up-scale by a non-integer factor
@@ -42,7 +42,7 @@ def test_segmentation_resize_keeps_mask_class_ids(segmentation: tuple[Path, Path
     height, width = SEG_SIZE
     seen = 0
     for split in ("train", "eval"):
-        got = collect(make_dataset(out, split, batch_size=3))
+        got = collect(build_stream(out, split, StreamOptions(batch_size=3)))
         assert got["img"].shape[1:] == (height, width, 3) and got["msk"].shape[1:] == (height, width, 1)
         assert set(np.unique(got["msk"])) <= set(SEG_CLASSES.tolist())
         for img, msk, case in zip(got["img"], got["msk"], got["case_id"]):

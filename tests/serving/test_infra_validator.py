@@ -38,7 +38,7 @@ from shardflow.infra_validator import InfraValidatorConfig
 from shardflow.infra_validator import run as infra_validate
 from shardflow.pusher import PusherConfig, read_pointer
 from shardflow.pusher import run as push
-from shardflow.trainer import TrainerConfig
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
 from shardflow.trainer import run as train
 
 QUIET = {"echo": lambda _: None}
@@ -62,8 +62,8 @@ def examples(root: Path, demo_data: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def model(root: Path, examples: Path) -> Path:
-    train(TrainerConfig(examples=str(examples), output=str(root / "train"), steps=5, batch_size=32,
-                        input_probe_batches=1), **QUIET)
+    train(TrainerConfig(input=InputOptions(examples=str(examples), batch_size=32, input_probe_batches=1),
+                        fit=FitOptions(steps=5), export=ExportOptions(output=str(root / "train"))), **QUIET)
     return root / "train" / "model"
 
 

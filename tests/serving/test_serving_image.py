@@ -23,7 +23,7 @@ from shardflow.core.serving_image import canonical_pixels
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.example_gen.images import ImageRules, decode
-from shardflow.trainer import TrainerConfig
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
 from shardflow.trainer import run as train
 
 MAX_PIXELS = 10_000_000
@@ -98,8 +98,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[
                                           IndexSpec(str(root / "eval.csv"), "eval")),
                                  data_root=str(root), output=str(examples), resize=(("*", (32, 32)),),
                                  channels=(("*", "rgb"),), storage=(("*", "jpeg"),)), echo=lambda _: None)
-    train(TrainerConfig(examples=str(examples), output=str(root / "m"), steps=40, batch_size=8, learning_rate=3e-3,
-                        input_probe_batches=2), echo=lambda _: None)
+    train(TrainerConfig(input=InputOptions(examples=str(examples), batch_size=8, input_probe_batches=2),
+                        fit=FitOptions(steps=40, learning_rate=3e-3), export=ExportOptions(output=str(root / "m"))),
+          echo=lambda _: None)
     return root / "m" / "model", examples, originals[40:], labels[40:]
 
 

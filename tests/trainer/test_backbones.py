@@ -3,7 +3,6 @@ fine-tuning that resumes in phase two, the backbone's preprocessing inside the s
 mixed precision with a float32 softmax. MobileNetV2 at alpha 0.35 on 96x96 photos keeps it small."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -20,7 +19,7 @@ from PIL import Image
 from shardflow.core.errors import ConfigError
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
-from shardflow.trainer import TrainerConfig
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, ModelOptions, TrainerConfig
 from shardflow.trainer.executor import run as train
 from shardflow.trainer.export import warm_start
 from shardflow.trainer.fine_tuning import backbone_layer
@@ -68,14 +67,16 @@ def weights_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[n
 
 
 def _config(photos: Path, out: Path, weights: Path, **options: object) -> TrainerConfig:
-    return TrainerConfig(examples=str(photos / "examples"), output=str(out), model="mobilenet_v2",
-                         weights=str(weights), backbone_alpha=ALPHA, batch_size=8, input_probe_batches=1,
-                         **options)
+    base = TrainerConfig(input=InputOptions(examples=str(photos / "examples"), batch_size=8, input_probe_batches=1),
+                         model=ModelOptions(name="mobilenet_v2", weights=str(weights), backbone_alpha=ALPHA),
+                         fit=FitOptions(steps=1), export=ExportOptions(output=str(out)))
+    return base.replaced(**{"steps": None, **options})
 
 
 def _trained_backbone(photos: Path, weights: Path, out: Path) -> list[np.ndarray]:
     """The backbone weights of the model exported in `out`, loaded into a fresh model of the same build."""
-    model = build_model(resolve_task(_config(photos, out, weights, epochs=1)), _config(photos, out, weights, epochs=1))
+    model = build_model(resolve_task(_config(photos, out, weights, epochs=1).input), _config(photos, out, weights,
+                                                                                             epochs=1))
     warm_start(model, out / "model")
     return backbone_layer(model).get_weights()
 
@@ -83,10 +84,10 @@ def _trained_backbone(photos: Path, weights: Path, out: Path) -> list[np.ndarray
 def test_the_weights_file_is_loaded_into_the_backbone(photos: Path, weights_file: tuple) -> None:
     path, saved = weights_file
     config = _config(photos, photos / "unused", path, epochs=1)
-    loaded = backbone_layer(build_model(resolve_task(config), config)).get_weights()
+    loaded = backbone_layer(build_model(resolve_task(config.input), config)).get_weights()
     assert len(loaded) == len(saved) and all(np.array_equal(a, b) for a, b in zip(loaded, saved))
-    fresh = dataclasses.replace(config, weights="none")
-    other = backbone_layer(build_model(resolve_task(fresh), fresh)).get_weights()
+    fresh = config.replaced(weights="none")
+    other = backbone_layer(build_model(resolve_task(fresh.input), fresh)).get_weights()
     assert not all(np.array_equal(a, b) for a, b in zip(other, saved))  # the load made the difference
 
 
@@ -96,7 +97,7 @@ def test_a_weights_file_of_another_backbone_is_one_clear_error(photos: Path, tmp
                                    weights=None).save_weights(wrong)
     config = _config(photos, tmp_path / "m", wrong, epochs=1)
     with pytest.raises(ConfigError, match=r"weights '.*resnet.h5' do not fit the .* backbone"):
-        build_model(resolve_task(config), config)
+        build_model(resolve_task(config.input), config)
 
 
 def test_head_phase_keeps_the_backbone_and_fine_tuning_moves_only_its_top(photos: Path, weights_file: tuple,
@@ -109,9 +110,9 @@ def test_head_phase_keeps_the_backbone_and_fine_tuning_moves_only_its_top(photos
     summary = train(_config(photos, tmp_path / "tuned", path, epochs=2, freeze_epochs=1, fine_tune_layers=top),
                     echo=lambda _: None)
     config = _config(photos, tmp_path / "tuned", path, epochs=1)
-    model = build_model(resolve_task(config), config)
+    model = build_model(resolve_task(config.input), config)
     warm_start(model, tmp_path / "tuned" / "model")
-    reference = build_model(resolve_task(config), config)  # the saved weights, layer by layer
+    reference = build_model(resolve_task(config.input), config)  # the saved weights, layer by layer
     layers, before = backbone_layer(model).layers, backbone_layer(reference).layers
     changed = {layer.name for layer, old in zip(layers, before)
                if any(not np.array_equal(a, b) for a, b in zip(layer.get_weights(), old.get_weights()))}
@@ -134,7 +135,7 @@ def test_the_served_model_applies_the_backbones_preprocessing_to_pixels_as_befor
     out = served.signatures["serving_image"](images=tf.constant([photo, big]))
     assert out["probabilities"].shape == (2, 3) and np.allclose(out["probabilities"].numpy().sum(1), 1, atol=1e-5)
     config = _config(photos, tmp_path / "m", path, epochs=1)
-    model = build_model(resolve_task(config), config)
+    model = build_model(resolve_task(config.input), config)
     warm_start(model, tmp_path / "m" / "model")
     pixels = tf.cast(tf.io.decode_jpeg(photo, dct_method="INTEGER_ACCURATE"), tf.float32)[tf.newaxis] / 255.0
     direct = model({"image": pixels}, training=False).numpy()  # [0, 1] in, as every shardflow model takes
@@ -148,7 +149,7 @@ def test_mixed_precision_keeps_a_float32_softmax_and_a_loss_scaled_optimizer(pho
     path, _ = weights_file
     config = _config(photos, tmp_path / "m", path, epochs=1, mixed_precision=True)
     with precision_policy(True):
-        model = build_model(resolve_task(config), config)
+        model = build_model(resolve_task(config.input), config)
     assert keras.mixed_precision.global_policy().name == "float32"  # restored: a library call leaves no trace
     assert isinstance(model.optimizer, keras.mixed_precision.LossScaleOptimizer)
     assert model.get_layer("probabilities").dtype_policy.compute_dtype == "float32"

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from shardflow.core.errors import ConfigError
 from shardflow.evaluator import EvaluatorConfig
 from shardflow.evaluator import run as evaluate
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
-from shardflow.trainer import TrainerConfig
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
 from shardflow.trainer.class_weights import task_class_weights
 from shardflow.trainer.executor import run as train
 from shardflow.trainer.task import resolve_task
-from shardflow.trainer.training_loop import with_sample_weights
+from shardflow.trainer.features import RawToModel
+from shardflow.trainer.input_pipeline import build_streams
 
 from helpers_images import write_csv, write_png
 
@@ -45,8 +45,10 @@ def imbalanced(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _rare_recall(root: Path, name: str, **options: object) -> float:
-    config = TrainerConfig(examples=str(root / "examples"), output=str(root / name), epochs=4, batch_size=16,
-                           seed=1, deterministic=True, input_probe_batches=1, **options)
+    config = TrainerConfig(input=InputOptions(examples=str(root / "examples"), batch_size=16, seed=1,
+                                              deterministic=True,
+                                              input_probe_batches=1),
+                           fit=FitOptions(epochs=4), export=ExportOptions(output=str(root / name))).replaced(**options)
     # The Trainer's seed orders the data; the initial weights come from the process's global generators,
     # whose state depends on which tests ran before in this process (another order under pytest-xdist: a
     # 0.08 vs 0.0 recall once). Seeded here, both models start from the same weights in every order.
@@ -61,8 +63,9 @@ def _rare_recall(root: Path, name: str, **options: object) -> float:
 
 
 def test_balanced_weights_come_from_the_manifest_counts(imbalanced: Path) -> None:
-    config = TrainerConfig(examples=str(imbalanced / "examples"), output="unused", epochs=1, class_weight="balanced")
-    task = resolve_task(config)
+    config = TrainerConfig(input=InputOptions(examples=str(imbalanced / "examples"), class_weight="balanced"),
+                           fit=FitOptions(epochs=1), export=ExportOptions(output="unused"))
+    task = resolve_task(config.input)
     weights = task_class_weights("balanced", task, "train")
     assert task.class_names == ["common", "rare", "<OOV>"]
     assert weights == pytest.approx([300 / (2 * 270), 300 / (2 * 30), 1.0])
@@ -71,13 +74,17 @@ def test_balanced_weights_come_from_the_manifest_counts(imbalanced: Path) -> Non
         task_class_weights("bird=2", task, "train")
 
 
-def test_sample_weights_follow_each_example_and_each_pixel() -> None:
-    labels = tf.data.Dataset.from_tensors((tf.zeros([3, 2, 2, 1]), tf.constant([0, 1, 1])))
-    (_, ids, weights), = with_sample_weights(labels, [0.5, 3.0]).as_numpy_iterator()
-    assert weights.tolist() == [0.5, 3.0, 3.0]
-    masks = tf.data.Dataset.from_tensors((tf.zeros([1, 2, 2, 1]), tf.constant([[[0, 1], [1, 1]]])))
-    (_, _, pixel_weights), = with_sample_weights(masks, [0.5, 3.0]).as_numpy_iterator()
-    assert pixel_weights.tolist() == [[[0.5, 3.0], [3.0, 3.0]]]
+def test_the_train_stream_carries_each_examples_weight_and_eval_none(imbalanced: Path) -> None:
+    """Per example here; per pixel for masks: tests/reader/test_input_stream.py."""
+    config = TrainerConfig(input=InputOptions(examples=str(imbalanced / "examples"), class_weight="rare=4",
+                                              batch_size=32, deterministic=True),
+                           fit=FitOptions(epochs=1), export=ExportOptions(output="unused"))
+    task = resolve_task(config.input)
+    streams = build_streams(task, config.input, 32, 1, RawToModel(task, None))
+    (inputs, ids, weights), = streams.train.take(1).as_numpy_iterator()
+    assert set(inputs) == {"x"} and set(ids.tolist()) == {0, 1}
+    assert weights.tolist() == [4.0 if i == 1 else 1.0 for i in ids.tolist()]
+    assert all(len(element) == 2 for element in streams.eval.take(2))  # no weights in validation
 
 
 def test_balanced_weights_raise_the_rare_class_recall(imbalanced: Path) -> None:

@@ -20,7 +20,7 @@ from benchmarks.photo_data import ensure_photo_index, ensure_photos
 from helpers_processes import run_with_peak_rss
 from shardflow.core.manifest import read_manifest
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
-from shardflow.trainer.config import TrainerConfig
+from shardflow.trainer.config import ExportOptions, FitOptions, InputOptions, TrainerConfig
 from shardflow.trainer.features import RawToModel
 from shardflow.trainer.input_pipeline import build_streams
 from shardflow.trainer.reports import input_verdict
@@ -101,10 +101,10 @@ def test_the_input_probe_reads_the_training_stream_without_its_shuffle(photo_exa
     Asserted on the streams' graphs, not on a rate: the probe reads and decodes as training does,
     with no shuffle (no window of records held in memory) anywhere in it.
     """
-    config = TrainerConfig(examples=str(photo_examples), output=str(tmp_path / "m"), epochs=1, batch_size=BATCH,
-                           eval_split=None)
-    task = resolve_task(config)
-    streams = build_streams(task, config, BATCH, 1, RawToModel(task, None))
+    config = TrainerConfig(input=InputOptions(examples=str(photo_examples), batch_size=BATCH, eval_split=None),
+                           fit=FitOptions(epochs=1), export=ExportOptions(output=str(tmp_path / "m")))
+    task = resolve_task(config.input)
+    streams = build_streams(task, config.input, BATCH, 1, RawToModel(task, None))
     train, probe = _dataset_ops(streams.train), _dataset_ops(streams.probe)
     assert {"StatelessShuffle", "DecodeJpeg"} <= train  # the window permutation and the decode after it
     assert "DecodeJpeg" in probe and probe <= train

@@ -20,10 +20,11 @@ import tf_keras as keras
 
 from shardflow.core.manifest import read_manifest
 from shardflow.core.model_info import read_model_info
-from shardflow.core.reader import make_dataset, shard_files
+from shardflow.core.input_stream import StreamOptions, build_stream
+from shardflow.core.reader import shard_files
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
-from shardflow.trainer import TrainerConfig, run
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, ModelOptions, TrainerConfig, run
 from shardflow.trainer.executor import weights_digest
 from shardflow.core.errors import ConfigError
 from shardflow.trainer.input_pipeline import CorruptShardError, TooFewShardsError
@@ -52,8 +53,10 @@ def digits_transformed(digits: Path, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="module")
 def trained(digits_transformed: Path) -> tuple[Path, dict]:
     out = digits_transformed.parent / "model"
-    return out, run(TrainerConfig(examples=str(digits_transformed), output=str(out), steps=240, batch_size=64,
-                                  checkpoint_every=50, input_probe_batches=10), echo=lambda _: None)
+    return out, run(TrainerConfig(input=InputOptions(examples=str(digits_transformed), batch_size=64,
+                                                     input_probe_batches=10),
+                                  fit=FitOptions(steps=240, checkpoint_every=50),
+                                  export=ExportOptions(output=str(out))), echo=lambda _: None)
 
 
 def test_lenet_on_digits_reaches_the_stated_eval_accuracy(trained: tuple[Path, dict]) -> None:
@@ -90,8 +93,10 @@ def test_serving_signature_on_raw_examples_equals_the_model_on_transformed_data(
 
 def test_raw_examples_with_the_transform_graph_on_the_fly_train_and_serve(digits: Path, digits_transformed: Path,
                                                                           tmp_path: Path) -> None:
-    summary = run(TrainerConfig(examples=str(digits), transform=str(digits_transformed), output=str(tmp_path / "m"),
-                                steps=30, augment=("rotate", "brightness"), input_probe_batches=5), echo=lambda _: None)
+    summary = run(TrainerConfig(input=InputOptions(examples=str(digits), transform=str(digits_transformed),
+                                                   augment=("rotate", "brightness"), input_probe_batches=5),
+                                fit=FitOptions(steps=30), export=ExportOptions(output=str(tmp_path / "m"))),
+                  echo=lambda _: None)
     assert summary["optimizer_steps"] == 30 and not summary["materialized"]
     assert summary["train_time_augmentation"] == ["rotate", "brightness"]
     assert read_model_info(tmp_path / "m" / "model").extra["transform_graph"] == str(digits_transformed / "transform_graph")
@@ -102,13 +107,18 @@ def test_warm_start_loads_the_exported_weights(trained: tuple[Path, dict], digit
     from shardflow.trainer.model_builder import build_model
     from shardflow.trainer.task import resolve_task
 
-    config = TrainerConfig(examples=str(digits_transformed), output="unused", steps=1)
-    assert weights_digest(build_model(resolve_task(config), config)) != summary["weights_sha256"]
-    warmed = TrainerConfig(examples=str(digits_transformed), output="unused", steps=1, warm_start=str(out / "model"))
-    assert weights_digest(build_model(resolve_task(warmed), warmed)) == summary["weights_sha256"]
-    unet_config = TrainerConfig(examples=str(digits_transformed), output="unused", steps=1, model="unet")
+    config = TrainerConfig(input=InputOptions(examples=str(digits_transformed)), fit=FitOptions(steps=1),
+                           export=ExportOptions(output="unused"))
+    assert weights_digest(build_model(resolve_task(config.input), config)) != summary["weights_sha256"]
+    warmed = TrainerConfig(input=InputOptions(examples=str(digits_transformed)),
+                           model=ModelOptions(warm_start=str(out / "model")), fit=FitOptions(steps=1),
+                           export=ExportOptions(output="unused"))
+    assert weights_digest(build_model(resolve_task(warmed.input), warmed)) == summary["weights_sha256"]
+    unet_config = TrainerConfig(input=InputOptions(examples=str(digits_transformed)),
+                                model=ModelOptions(name="unet"), fit=FitOptions(steps=1),
+                                export=ExportOptions(output="unused"))
     with pytest.raises(ConfigError, match="unet"):
-        build_model(resolve_task(unet_config), unet_config)
+        build_model(resolve_task(unet_config.input), unet_config)
 
 
 def _train_command(examples: Path, out: Path, steps: int) -> list[str]:
@@ -145,8 +155,9 @@ def test_a_corrupt_shard_stops_training_naming_the_file(digits: Path, tmp_path: 
     data[len(data) // 2] ^= 0xFF  # same size, so only the CRC can tell
     shard.write_bytes(bytes(data))
     with pytest.raises(CorruptShardError, match=str(shard)):
-        run(TrainerConfig(examples=str(broken), output=str(tmp_path / "m"), epochs=2, input_probe_batches=1,
-                          shuffle_buffer_mb=0), echo=lambda _: None)
+        run(TrainerConfig(input=InputOptions(examples=str(broken), input_probe_batches=1, shuffle_buffer_mb=0),
+                          fit=FitOptions(epochs=2), export=ExportOptions(output=str(tmp_path / "m"))),
+            echo=lambda _: None)
     assert not (tmp_path / "m" / "model").exists()
     # The failed fit's TensorBoard writer was ended: its step is no longer this thread's summary step
     # (left set, later scalars in the process were recorded only on that dead step's multiples).
@@ -158,7 +169,8 @@ def test_too_few_shards_for_the_workers_is_a_clear_error(digits: Path, tmp_path:
     cluster = {"worker": [f"127.0.0.1:{p}" for p in (1, 2, 3)]}
     monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}}))
     with pytest.raises(TooFewShardsError, match=r"2 train shard\(s\) .* for 3 workers.*--min-shards 3"):
-        run(TrainerConfig(examples=str(digits), output=str(tmp_path / "m"), steps=1), echo=lambda _: None)
+        run(TrainerConfig(input=InputOptions(examples=str(digits)), fit=FitOptions(steps=1),
+                          export=ExportOptions(output=str(tmp_path / "m"))), echo=lambda _: None)
 
 
 def test_two_workers_train_together_and_end_with_the_same_weights(digits: Path, tmp_path: Path) -> None:
@@ -184,16 +196,17 @@ def test_eval_stream_is_never_augmented_and_train_stream_is(digits: Path) -> Non
     from shardflow.trainer.input_pipeline import build_streams
     from shardflow.trainer.task import resolve_task
 
-    config = TrainerConfig(examples=str(digits), output="unused", steps=1, augment=("rotate", "brightness"),
-                           shuffle_buffer_mb=0, deterministic=True, batch_size=32)
-    task = resolve_task(config)
-    streams = build_streams(task, config, 32, 1, RawToModel(task, None))
-    plain = [b["x"].numpy() / 255.0 for b in make_dataset(digits, "eval", batch_size=32).take(2)]
-    evaluated = [images.numpy() for images, _ in streams.eval.take(2)]
+    config = TrainerConfig(input=InputOptions(examples=str(digits), augment=("rotate", "brightness"),
+                                              shuffle_buffer_mb=0, deterministic=True, batch_size=32),
+                           fit=FitOptions(steps=1), export=ExportOptions(output="unused"))
+    task = resolve_task(config.input)
+    streams = build_streams(task, config.input, 32, 1, RawToModel(task, None))
+    plain = [b["x"].numpy() / 255.0 for b in build_stream(digits, "eval", StreamOptions(batch_size=32)).take(2)]
+    evaluated = [inputs["x"].numpy() for inputs, _ in streams.eval.take(2)]
     for got, want in zip(evaluated, plain):
         np.testing.assert_allclose(got, want, atol=1e-6)
-    trained_batch = next(iter(streams.train))[0].numpy()
-    first_train = next(iter(make_dataset(digits, "train", batch_size=32)))["x"].numpy() / 255.0
+    trained_batch = next(iter(streams.train))[0]["x"].numpy()
+    first_train = next(iter(build_stream(digits, "train", StreamOptions(batch_size=32))))["x"].numpy() / 255.0
     assert not np.allclose(trained_batch, first_train, atol=1e-3)
 
 
@@ -203,8 +216,10 @@ def test_unet_trains_on_masks_and_serves_per_pixel_classes(demo_data: Path, tmp_
     examples = tmp_path / "examples"
     example_gen(ExampleGenConfig(indexes=(IndexSpec(str(index)),), data_root=str(seg), output=str(examples)),
                 echo=lambda _: None)
-    summary = run(TrainerConfig(examples=str(examples), output=str(tmp_path / "m"), steps=6, batch_size=8,
-                                num_classes=2, augment=("flip", "crop"), input_probe_batches=2), echo=lambda _: None)
+    summary = run(TrainerConfig(input=InputOptions(examples=str(examples), batch_size=8, num_classes=2,
+                                                   augment=("flip", "crop"), input_probe_batches=2),
+                                fit=FitOptions(steps=6), export=ExportOptions(output=str(tmp_path / "m"))),
+                  echo=lambda _: None)
     info = read_model_info(tmp_path / "m" / "model")
     assert (info.task, info.num_classes, summary["optimizer_steps"]) == ("segmentation", 2, 6)
     manifest = read_manifest(examples)
@@ -224,8 +239,8 @@ def test_segmentation_logs_mean_iou_and_dice_per_epoch_as_the_evaluator_scores_t
     examples = tmp_path / "examples"
     example_gen(ExampleGenConfig(indexes=(IndexSpec(str(index)),), data_root=str(index.parent), output=str(examples)),
                 echo=lambda _: None)
-    run(TrainerConfig(examples=str(examples), output=str(tmp_path / "m"), epochs=2, batch_size=8, num_classes=2,
-                      input_probe_batches=1), echo=lambda _: None)
+    run(TrainerConfig(input=InputOptions(examples=str(examples), batch_size=8, num_classes=2, input_probe_batches=1),
+                      fit=FitOptions(epochs=2), export=ExportOptions(output=str(tmp_path / "m"))), echo=lambda _: None)
     epochs = json.loads((tmp_path / "m" / "history.json").read_text())["epochs"]
     history = {name: [entry[name] for entry in epochs] for name in epochs[-1]}
     for name in ("mean_iou", "mean_dice", "val_mean_iou", "val_mean_dice"):

@@ -23,7 +23,7 @@ from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.evaluator import EvaluatorConfig
 from shardflow.evaluator import executor as evaluator
 from shardflow.example_gen import run as example_gen
-from shardflow.trainer import TrainerConfig, run
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
 from shardflow.trainer.progress import StepProgress
 
 from helpers_images import write_csv, write_png
@@ -55,8 +55,9 @@ def words(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _train(examples: Path, out: Path, steps: int) -> tuple[dict, list[str]]:
     lines: list[str] = []
-    summary = run(TrainerConfig(examples=str(examples), output=str(out), steps=steps, batch_size=BATCH,
-                                label="label", input_probe_batches=2), echo=lines.append)
+    summary = run(TrainerConfig(input=InputOptions(examples=str(examples), batch_size=BATCH, label="label",
+                                                   input_probe_batches=2),
+                                fit=FitOptions(steps=steps), export=ExportOptions(output=str(out))), echo=lines.append)
     return summary, lines
 
 
@@ -173,8 +174,9 @@ def test_tensorboard_logs_hold_epoch_and_step_losses_and_the_input_rate(trained:
 def test_tensorboard_logs_are_written_to_s3(words: Path, s3_bucket: str, s3_server,  # noqa: ANN001
                                             tmp_path: Path) -> None:
     output = f"s3://{s3_bucket}/model"
-    summary = run(TrainerConfig(examples=str(words), output=output, steps=3, batch_size=BATCH, label="label",
-                                input_probe_batches=2), echo=lambda _: None)
+    summary = run(TrainerConfig(input=InputOptions(examples=str(words), batch_size=BATCH, label="label",
+                                                   input_probe_batches=2),
+                                fit=FitOptions(steps=3), export=ExportOptions(output=output)), echo=lambda _: None)
     assert summary["tensorboard"] == f"{output}/tensorboard"
     download_tree(s3_server, summary["tensorboard"], tmp_path / "tb")
     scalars = read_scalars(tmp_path / "tb")

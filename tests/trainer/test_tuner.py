@@ -11,7 +11,7 @@ import pytest
 
 from shardflow.cli import main
 from shardflow.core.errors import ConfigError
-from shardflow.trainer import TrainerConfig
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
 from shardflow.trainer.hyperparameters import apply_hyperparameters
 from shardflow.tuner import TunerConfig
 from shardflow.tuner.space import parse_space
@@ -80,11 +80,13 @@ def test_mistakes_are_one_line_before_any_trial(digits: Path, tmp_path: Path, ca
     with pytest.raises(ConfigError, match="space: \\['learning_rate'\\] given more than once"):
         parse_space(("learning_rate=log:1e-4:1e-1", "learning_rate=float:0.1:0.2"))
     with pytest.raises(ConfigError, match="not --steps"):
-        TunerConfig(base=TrainerConfig(examples="e", output="o", steps=5), output="o")
+        TunerConfig(base=TrainerConfig(input=InputOptions(examples="e"), fit=FitOptions(steps=5),
+                                       export=ExportOptions(output="o")), output="o")
 
 
 def test_a_hyperparameters_file_naming_an_untunable_option_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "best_hyperparameters.json"
     path.write_text(json.dumps({"values": {"output": "/elsewhere"}}))
     with pytest.raises(ConfigError, match=r"\['output'\] are not tunable"):
-        apply_hyperparameters(TrainerConfig(examples="e", output="o", epochs=1, hyperparameters=str(path)))
+        apply_hyperparameters(TrainerConfig(input=InputOptions(examples="e"), fit=FitOptions(epochs=1),
+                                            export=ExportOptions(output="o"), hyperparameters=str(path)))

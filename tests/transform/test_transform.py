@@ -20,7 +20,8 @@ from shardflow.cli import main as cli_main
 from shardflow.core.example_rows import read_example_rows
 from shardflow.core.manifest import FeatureSpec, IncompleteOutputError, read_manifest
 from shardflow.core.pixel_codec import decode_pixels
-from shardflow.core.reader import feature_spec, make_dataset, shard_files
+from shardflow.core.input_stream import StreamOptions, build_stream
+from shardflow.core.reader import feature_spec, shard_files
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.core.hashing import sha256_of
@@ -107,7 +108,7 @@ def words_out(words: Path) -> tuple[Path, list[str]]:
 
 
 def _read(directory: Path, split: str) -> dict[str, np.ndarray]:
-    batches = list(make_dataset(directory, split, batch_size=64))
+    batches = list(build_stream(directory, split, StreamOptions(batch_size=64)))
     return {name: np.concatenate([b[name].numpy() for b in batches]) for name in batches[0]}
 
 
@@ -252,7 +253,7 @@ def test_mask_id_beyond_mask_classes_fails_and_rerun_leaves_nothing_complete(wor
     with pytest.raises(Exception, match=r"feature 'mask' has value 2 outside \[0, 1\]"):
         run(TransformConfig(examples=str(words), output=str(out), mask_classes=(("mask", 2),)), echo=lambda _: None)
     with pytest.raises(IncompleteOutputError):
-        make_dataset(out, "train", batch_size=4)
+        build_stream(out, "train", StreamOptions(batch_size=4))
     assert not (out / ".staging").exists()
 
 

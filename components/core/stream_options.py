@@ -1,0 +1,89 @@
+"""The options of `core.input_stream.build_stream`: one small frozen group, checked when it is built (no TensorFlow).
+
+>>> StreamOptions(batch_size=64, shuffle_mb=1.5, seed=0, repeat=True).shuffle_bytes
+1500000
+>>> StreamOptions(batch_size=0)
+Traceback (most recent call last):
+...
+shardflow.core.errors.ConfigError: batch_size must be an integer >= 1, got 0
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import ConfigError
+from .folds import FoldSelection
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamOptions:
+    """What a stream reads and how; the stages' order is input_stream's alone.
+
+    - `batch_size`: examples per batch; `drop_remainder` drops a last partial batch.
+    - `shuffle_mb`: megabytes (10^6 bytes) of serialized records shuffled before they are parsed
+      (0: no shuffle); `seed` makes the order (and nothing else here) repeatable.
+    - `deterministic`: with no shuffle, exactly the shards' order; False lets TensorFlow read
+      several shards at once in any order.
+    - `repeat`: every epoch again, in a new order. `folds`: only these folds' examples (`core.folds`).
+    - `features`: only these (less to parse); `decode`: True decodes every file feature, False none
+      (files stay their stored bytes: what a tf.Transform graph takes), or the names to decode.
+    - `keep_serialized`: each example's stored bytes too, under `input_stream.SERIALIZED`.
+    - `class_weights`: each class id's sample weight; `input_name`: the model input's name. Both take
+      the model step's (inputs, targets) and make the (named inputs, targets[, weights]) of Keras' fit.
+    """
+
+    batch_size: int
+    shuffle_mb: float = 0.0
+    seed: int | None = None
+    deterministic: bool = True
+    repeat: bool = False
+    drop_remainder: bool = False
+    features: tuple[str, ...] | None = None
+    decode: bool | tuple[str, ...] = True
+    folds: FoldSelection | None = None
+    keep_serialized: bool = False
+    class_weights: tuple[float, ...] | None = None
+    input_name: str | None = None
+
+    @property
+    def shuffle_bytes(self) -> int:
+        return int(self.shuffle_mb * 1_000_000)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
+        mb = self.shuffle_mb
+        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not math.isfinite(mb) or mb < 0:
+            raise ConfigError(f"shuffle_mb must be a number of MB >= 0, got {mb!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise ConfigError(f"seed must be an integer or None, got {self.seed!r}")
+        if self.features is not None:
+            if isinstance(self.features, str) or not self.features or not all(isinstance(n,
+                                                                                         str) for n in self.features):
+                raise ConfigError(f"features must be a non-empty list of feature names, got {self.features!r}")
+            object.__setattr__(self, "features", tuple(self.features))
+        if not isinstance(self.decode, bool):
+            if isinstance(self.decode, str) or not all(isinstance(n, str) for n in self.decode):
+                raise ConfigError(f"decode must be True, False or feature names, got {self.decode!r}")
+            object.__setattr__(self, "decode", tuple(self.decode))
+        if self.folds is not None and not isinstance(self.folds, FoldSelection):
+            raise ConfigError(f"folds must be a FoldSelection, got {self.folds!r}")
+        if self.class_weights is not None:
+            weights = tuple(self.class_weights)
+            if not weights or not all(isinstance(w, (int, float)) and w >= 0 for w in weights):
+                raise ConfigError(f"class_weights must be numbers >= 0, one per class, got {self.class_weights!r}")
+            object.__setattr__(self, "class_weights", weights)
+        for name in ("deterministic", "repeat", "drop_remainder", "keep_serialized"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True)
+class DecodeCrop:
+    """The fused crop: only `window(batch_index, position_in_batch)` (int32 [y, x, h, w]) of the JPEG
+    image `feature` is decoded, resized to the stored size (float32 in 0-255)."""
+
+    feature: str
+    window: Callable[[Any, Any], Any]
