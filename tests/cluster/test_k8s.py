@@ -216,7 +216,7 @@ def test_the_tfjob_runs_multi_worker_training(rendered: list[dict]) -> None:
     trainer_cli.add_arguments(parser)
     config = trainer_cli.config_from_args(parser.parse_args(container["args"][1:]), [])  # validates the options
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-    assert mounts[os.path.dirname(config.output)].get("readOnly") is not True, "the model directory is read-only"
+    assert mounts[os.path.dirname(config.export.output)].get("readOnly") is not True, "the model directory is read-only"
 
 
 def test_the_katib_experiment_runs_the_tuners_search_as_trials_of_shardflow_train(rendered: list[dict]) -> None:
