@@ -23,6 +23,7 @@ from typing import Any
 from .data import ensure_images, ensure_index
 from .example_gen_bench import EG_MODES
 from .monitor import Watch, child_env, run_monitored
+from .repeats import median_runs, rotations
 from .targets import example_gen_targets
 
 NAME = "example_gen"
@@ -72,7 +73,7 @@ def measure(suite: str, label: str, rows: int, cmd: list[str], log_prefix: Path,
         "records": report.get("records"), "total_s": m.wall_s, "records_per_s": rows / m.wall_s,
         "startup_s": m.first_file_s, "peak_rss_mb": m.peak_rss_mb, "peak_anon_mb": m.peak_anon_mb,
         "peak_main_anon_mb": m.peak_main_anon_mb, "peak_uss_mb": m.peak_uss_mb,
-        "cpu_s": m.cpu_s, "load_before": m.load_before, "memory_samples": m.samples, "max_processes": m.max_processes,
+        "cpu_s": m.cpu_s, "monitor_cpu_s": m.monitor_cpu_s, "load_before": m.load_before, "memory_samples": m.samples, "max_processes": m.max_processes,
         "imports_s": report["imported_at"] - m.started_at if "imported_at" in report else None,
         "runner": report.get("runner", ""),
     }
@@ -90,42 +91,46 @@ def measure(suite: str, label: str, rows: int, cmd: list[str], log_prefix: Path,
 
 
 def run_one(label: str, mode: str, rows: int, index: Path, data_root: Path, work: Path,
-            args: argparse.Namespace) -> dict[str, Any]:
+            args: argparse.Namespace, round_: int = 0) -> dict[str, Any]:
     """Runs one contender at one size in a monitored subprocess; returns its figures."""
-    output = work / "out" / f"{label.replace(':', '-')}-{rows}"
+    name = f"{label.replace(':', '-')}-{rows}" + (f"-r{round_}" if round_ else "")
+    output = work / "out" / name
     shutil.rmtree(output, ignore_errors=True)
     cmd = [sys.executable, "-m", "benchmarks.example_gen_bench", "--contender", label[0], "--index", str(index),
            "--data-root", str(data_root), "--output", str(output), "--processes", str(args.eg_processes)]
     if mode:
         cmd += ["--eg-mode", mode]
-    log_prefix = work / "logs" / f"{NAME}-{label.replace(':', '-')}-{rows}"
+    log_prefix = work / "logs" / f"{NAME}-{name}"
     figures = measure(NAME, label, rows, cmd, log_prefix, contender_watch(label, output))
     if not args.keep_outputs:
         shutil.rmtree(output, ignore_errors=True)  # 1M records are ~0.9 GB per contender
-    return {"contender": label, "mode": mode, "rows": rows, **figures}
+    return {"contender": label, "mode": mode, "rows": rows, "round": round_, **figures}
 
 
 def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:
-    """Every contender at every size, sizes ascending, contenders in the order given."""
+    """Every contender at every size, sizes ascending; `--repeats` rounds a size, the order rotated each round."""
     data_root = ensure_images(work / "data").resolve()
     contenders = _contenders(args)
     runs = []
     for rows in sorted(sizes):
         index = ensure_index(data_root, rows)
-        for label, mode in contenders:
-            runs.append(run_one(label, mode, rows, index, data_root, work.resolve(), args))
+        for round_, order in enumerate(rotations(contenders, getattr(args, "repeats", 1))):
+            for label, mode in order:
+                runs.append(run_one(label, mode, rows, index, data_root, work.resolve(), args, round_))
     return {
         "benchmark": NAME,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "sizes": sorted(sizes),
+        "repeats": getattr(args, "repeats", 1),
         "runs": runs,
         "targets": example_gen_targets(runs),
         "failed": not all(r["ok"] for r in runs),
         "notes": ("start-up = process start → first output file; steady = records / (end of work − first record); "
                   "memory = peak of the process tree's summed RSS (shared libraries counted per process) and its anonymous part "
                   "(heap, without library pages), sampled every 0.2 s; "
-                  "procs = most processes alive at once; CPU s = user+system of the tree"),
+                  "procs = most processes alive at once; CPU s = user+system of the tree; with several rounds, "
+                  "each line is the contender's median run and `rounds` lists every round's total"),
         "descriptions": {**DESCRIPTIONS, "b": DESCRIPTIONS["b"].format(processes=args.eg_processes)},
     }
 
@@ -138,10 +143,10 @@ def markdown(result: dict[str, Any]) -> str:
     """The README table: one line per contender and size, then the targets."""
     descriptions = result["descriptions"]
     lines = [
-        "| rows | contender | total s | rec/s overall | imports s | start-up s | steady rec/s | peak RSS MB | peak anon MB | procs | CPU s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| rows | contender | total s | rec/s overall | imports s | start-up s | steady rec/s | peak RSS MB | peak anon MB | procs | CPU s | rounds (total s) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for r in result["runs"]:
+    for r in median_runs(result["runs"], ("rows", "contender")):
         name = descriptions.get(r["contender"]) or f"ExampleGen {r['runner'] or r['mode']}"
         if not r["ok"]:
             name += " **FAILED**"
@@ -149,7 +154,7 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {r['rows']:,} | {name} | {r['total_s']:.1f} | {r['records_per_s']:,.0f} | {_fmt(r['imports_s'], '.1f')} "
             f"| {_fmt(r['startup_s'], '.1f')} "
             f"| {_fmt(r.get('steady_records_per_s'), ',.0f')} | {r['peak_rss_mb']:,.0f} | {r['peak_anon_mb']:,.0f} "
-            f"| {r['max_processes']} | {r['cpu_s']:.0f} |"
+            f"| {r['max_processes']} | {r['cpu_s']:.0f} | {', '.join(f'{t:.1f}' for t in r['totals'])} |"
         )
     lines += ["", "| target | measured | met |", "|---|---:|:---:|"]
     for t in result["targets"]:

@@ -5,16 +5,20 @@
     m.wall_s, m.peak_rss_mb, m.peak_anon_mb, m.first_file_s
 
 Memory is sampled every `memory_interval` s as the sum over the process and all its descendants
-(Beam's worker processes included) of RSS, of its anonymous part (RSS minus file-backed and
-shared pages: heap and arrays, what grows with data), of PSS and of USS, all from
-/proc/<pid>/smaps_rollup (~0.3 ms per process). RSS counts the libraries (TensorFlow's ~0.3 GB)
-once per process, so the tree's sum overstates its footprint; pages a forked child still shares
-copy-on-write with its parent count in both, in RSS and anonymous RSS alike. Prefer RSS and anonymous RSS for
-comparisons: PSS and USS depend on which *other* processes map the same library files, which on a
-machine shared with other users moved USS of identical runs by 300 MB. Peaks shorter than the
-interval can be missed. Files are polled every `file_interval` s: the time the first output file
-appears (its writer opens it right before writing the first record), and the time the last
-done-marker appeared in `done_dir`.
+(Beam's worker processes included) of RSS and of its anonymous part (RSS minus file-backed and
+shared pages: heap and arrays, what grows with data), from /proc/<pid>/statm (~10 µs a process).
+PSS and USS come from /proc/<pid>/smaps_rollup, which walks every page table: ~10 ms of kernel
+CPU per TensorFlow process. Read every 0.2 s, as it once was, for ExampleGen's four processes that
+took 41 ms per sample, 20 % of one of the 2 cores, charged to the contender with the most
+processes; so it is read only every `smaps_interval` s (its peaks are coarser). RSS counts the
+libraries (TensorFlow's ~0.3 GB) once per process, so the tree's sum overstates its footprint;
+pages a forked child still shares copy-on-write with its parent count in both, in RSS and
+anonymous RSS alike. Prefer RSS and anonymous RSS for comparisons: PSS and USS depend on which
+*other* processes map the same library files, which on a machine shared with other users moved USS
+of identical runs by 300 MB. Peaks shorter than the interval can be missed. Files are polled every
+`file_interval` s: the time the first output file appears (its writer opens it right before
+writing the first record), and the time the last done-marker appeared in `done_dir`. The
+monitor's own CPU is reported (`monitor_cpu_s`) so its share of the machine stays visible.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ class Watch:
     done_dir: str | None = None
     file_interval: float = 0.05
     memory_interval: float = 0.2
+    smaps_interval: float = 5.0  # PSS/USS: see the module docstring for why not every memory sample
     timeline_interval: float = 1.0
 
 
@@ -60,6 +65,7 @@ class Measurement:
     max_processes: int  # most processes alive in the tree at one sample (Beam's workers included)
     timeline: list[list[float]]  # about once a second: [s after start, processes, RSS MB, anon MB, main anon MB]
     report: dict  # the JSON object the child printed last on stdout ({} when none)
+    monitor_cpu_s: float = 0.0  # this process's CPU while it watched (sampling, polling)
 
 
 @dataclass
@@ -74,7 +80,19 @@ class TreeMemory:
     processes: int = 0
 
 
-def tree_memory(proc: psutil.Process) -> TreeMemory:
+def _smaps_pss_uss(pid: int) -> tuple[int, int]:
+    """PSS and USS bytes of one process from smaps_rollup (the expensive read)."""
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        for line in rollup:
+            name, _, rest = line.partition(":")
+            if rest.strip().endswith("kB"):
+                fields[name] = int(rest.split()[0]) * 1024
+    return fields.get("Pss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+
+
+def tree_memory(proc: psutil.Process, with_smaps: bool = True) -> TreeMemory:
+    """The tree's RSS and anonymous RSS; PSS and USS too when `with_smaps` (costly: see the docstring)."""
     total = TreeMemory()
     try:
         members = [proc] + proc.children(recursive=True)
@@ -82,14 +100,16 @@ def tree_memory(proc: psutil.Process) -> TreeMemory:
         return total
     for member in members:
         try:
-            info = member.memory_full_info()
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            info = member.memory_info()
+            pss, uss = _smaps_pss_uss(member.pid) if with_smaps else (0, 0)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, FileNotFoundError,
+                ProcessLookupError, PermissionError):
             continue  # exited between listing and reading
         anon = info.rss - info.shared  # "shared" (statm) = resident file-backed + shmem pages
         total.rss += info.rss
         total.anon += anon
-        total.pss += info.pss
-        total.uss += info.uss
+        total.pss += pss
+        total.uss += uss
         total.processes += 1
         if member is proc:
             total.main_anon = anon
@@ -138,14 +158,18 @@ def run_monitored(cmd: list[str], log_prefix: Path, watch: Watch, env: dict[str,
     samples = done_count = 0
     timeline: list[list[float]] = []
     first_file = last_done = None
-    next_memory = 0.0
+    next_memory = next_smaps = 0.0
+    monitor_cpu = time.process_time()
     with open(f"{log_prefix}.out", "wb") as out, open(f"{log_prefix}.err", "wb") as err:
         started = time.time()
         proc = psutil.Popen(cmd, stdout=out, stderr=err, env=env)
         while proc.poll() is None:
             now = time.time()
             if now >= next_memory:
-                now_memory = tree_memory(proc)
+                with_smaps = now >= next_smaps
+                now_memory = tree_memory(proc, with_smaps)
+                if with_smaps:
+                    next_smaps = now + watch.smaps_interval
                 for name in ("rss", "anon", "pss", "uss", "main_anon", "processes"):
                     setattr(peak, name, max(getattr(peak, name), getattr(now_memory, name)))
                 if not timeline or now - started - timeline[-1][0] >= watch.timeline_interval:
@@ -165,7 +189,7 @@ def run_monitored(cmd: list[str], log_prefix: Path, watch: Watch, env: dict[str,
         peak_pss_mb=peak.pss / MB, peak_uss_mb=peak.uss / MB, cpu_s=_cpu_seconds() - cpu_before,
         first_file_s=first_file, last_done_s=last_done, load_before=load_before, samples=samples,
         max_processes=peak.processes, timeline=timeline,
-        report=_last_json_line(Path(f"{log_prefix}.out")),
+        report=_last_json_line(Path(f"{log_prefix}.out")), monitor_cpu_s=time.process_time() - monitor_cpu,
     )
 
 

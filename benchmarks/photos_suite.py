@@ -30,6 +30,7 @@ from typing import Any, Callable
 from .example_gen_suite import contender_watch, measure
 from .photo_data import NUM_PHOTOS, ensure_photo_index, ensure_photos
 from .photos_bench import STORAGES
+from .repeats import median_runs, rotations
 from .suites import parse_size
 from .targets import photo_targets
 
@@ -61,19 +62,20 @@ def _contenders(text: str) -> list[str]:
 
 
 def run_one(label: str, storage: str, rows: int, index: Path, data_root: Path, work: Path,
-            keep: bool) -> dict[str, Any]:
+            keep: bool, round_: int = 0) -> dict[str, Any]:
     """One contender at one size and storage kind; its output is deleted unless `keep`."""
-    output = work / "photos-out" / f"{label}-{storage}-{rows}"
+    name = f"{label}-{storage}-{rows}" + (f"-r{round_}" if round_ else "")
+    output = work / "photos-out" / name
     shutil.rmtree(output, ignore_errors=True)
     cmd = [sys.executable, "-m", "benchmarks.photos_bench", "--contender", label, "--storage", storage,
            "--index", str(index), "--data-root", str(data_root), "--output", str(output)]
-    log_prefix = work / "logs" / f"{NAME}-{label}-{storage}-{rows}"
+    log_prefix = work / "logs" / f"{NAME}-{name}"
     figures = measure(NAME, f"{label} {storage}", rows, cmd, log_prefix, contender_watch(label, output))
     figures["quiet"] = figures["load_before"] <= QUIET_LOAD
     if not keep:
         shutil.rmtree(output, ignore_errors=True)
-    return {"contender": label, "storage": storage, "rows": rows, "output": str(output) if keep else None,
-            **figures}
+    return {"contender": label, "storage": storage, "rows": rows, "round": round_,
+            "output": str(output) if keep else None, **figures}
 
 
 def _hook(module: str, function: str) -> tuple[Callable[..., Any] | None, str]:
@@ -128,13 +130,13 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
     for storage in args.photo_storage:
         for rows in rows_list:
             index = ensure_photo_index(data_root, rows)
-            for label in contenders:
-                for_reader = label == "c" and rows == rows_list[0]  # the reader and storage comparisons
-                runs.append(run_one(label, storage, rows, index, data_root, work, keep_all or for_reader))
-    examples = next((Path(r["output"]) for r in runs if r["contender"] == "c" and r["storage"] == "jpeg"
-                     and r["rows"] == rows_list[0] and r["ok"]), None)
-    outputs = {r["storage"]: Path(r["output"]) for r in runs
-               if r["contender"] == "c" and r["rows"] == rows_list[0] and r["ok"]}
+            for round_, order in enumerate(rotations(contenders, getattr(args, "repeats", 1))):
+                for label in order:  # the reader and storage comparisons read round 0's (c) at the smallest size
+                    for_reader = label == "c" and rows == rows_list[0] and round_ == 0
+                    runs.append(run_one(label, storage, rows, index, data_root, work, keep_all or for_reader, round_))
+    firsts = [r for r in runs if r["contender"] == "c" and r["rows"] == rows_list[0] and r["round"] == 0 and r["ok"]]
+    examples = next((Path(r["output"]) for r in firsts if r["storage"] == "jpeg"), None)
+    outputs = {r["storage"]: Path(r["output"]) for r in firsts}
     if getattr(args, "no_photo_hooks", False):
         skipped = {"skipped": "--no-photo-hooks"}
         hooks = {"stage_rows": rows_list[0], "stages": {}, "reader": skipped, "storage": skipped}
@@ -150,7 +152,7 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "sizes": rows_list, "storages": list(args.photo_storage), "photos": args.photo_count,
-        "runs": runs,
+        "repeats": getattr(args, "repeats", 1), "runs": runs,
         "targets": photo_targets(runs),
         "quiet": all(r["quiet"] for r in runs),
         "hooks": hooks,
@@ -158,7 +160,8 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         "notes": (f"start-up = process start → first output file; steady = images / (end of work − first record); "
                   "memory = peak of the process tree's summed RSS (shared libraries counted per process) and its "
                   "anonymous part (heap), sampled every 0.2 s; the memory target is checked on both; CPU s = "
-                  f"user+system of the tree; † = started with 1-min load average > {QUIET_LOAD} (not a quiet run)"),
+                  f"user+system of the tree; † = started with 1-min load average > {QUIET_LOAD} (not a quiet run); "
+                  "with several rounds, each line is the contender's median run and `rounds` lists every round's total"),
     }
 
 
@@ -168,16 +171,18 @@ def _fmt(value: Any, spec: str) -> str:
 
 def _runs_table(runs: list[dict[str, Any]]) -> list[str]:
     lines = ["| rows | contender | total s | start-up s | steady img/s | peak RSS MB | peak anon MB | CPU s "
-             "| c/b steady |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in runs:
+             "| c/b steady | rounds (total s) |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    medians = median_runs(runs, ("rows", "contender"))
+    for r in medians:
         name = DESCRIPTIONS[r["contender"]] + ("" if r["quiet"] else " †") + ("" if r["ok"] else " **FAILED**")
-        b = next((o for o in runs if o["contender"] == "b" and o["rows"] == r["rows"] and o["ok"]), None)
+        b = next((o for o in medians if o["contender"] == "b" and o["rows"] == r["rows"] and o["ok"]), None)
         ratio = None
         if r["contender"] == "c" and b and r.get("steady_records_per_s") and b.get("steady_records_per_s"):
             ratio = r["steady_records_per_s"] / b["steady_records_per_s"]
         lines.append(f"| {r['rows']:,} | {name} | {r['total_s']:.1f} | {_fmt(r['startup_s'], '.1f')} "
                      f"| {_fmt(r.get('steady_records_per_s'), ',.0f')} | {r['peak_rss_mb']:,.0f} "
-                     f"| {r['peak_anon_mb']:,.0f} | {r['cpu_s']:.0f} | {_fmt(ratio, '.2f')} |")
+                     f"| {r['peak_anon_mb']:,.0f} | {r['cpu_s']:.0f} | {_fmt(ratio, '.2f')} "
+                     f"| {', '.join(f'{t:.1f}' for t in r['totals'])} |")
     return lines
 
 

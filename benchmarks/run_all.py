@@ -52,6 +52,9 @@ def build_parser(suites: list[ModuleType]) -> argparse.ArgumentParser:
                         help="work directory for data, outputs, logs and JSON (env BENCH_WORK, default bench_out)")
     parser.add_argument("--only", action="append", choices=[s.NAME for s in suites],
                         help="run only this suite; repeatable")
+    parser.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", "1")),
+                        help="rounds per size, the contenders' order rotated each round; targets take the median of "
+                             "the per-round ratios (example_gen and photos; env BENCH_REPEATS, default 1)")
     parser.add_argument("--publish", action="store_true",
                         help="keep each result in benchmarks/results/ and regenerate docs/benchmarks.md")
     for suite in suites:
@@ -63,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     suites = load_suites()
     parser = build_parser(suites)
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     if not args.only and os.environ.get("BENCH_ONLY"):
         args.only = os.environ["BENCH_ONLY"].split()
     args.work.mkdir(parents=True, exist_ok=True)

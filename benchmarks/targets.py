@@ -14,6 +14,10 @@ Photos (`photo_targets`, issues 14 and 33), per storage kind (each run carries "
 - total time ≤ (b)'s, the 2-process loop, at every size (2k and 20k rows);
 - peak memory flat from the smallest to the largest size, as above.
 
+With repeated rounds (`repeats`), a time target is the median of the per-round ratios (each
+contender against the one run in the same round); the memory and reference lines use each
+contender's median run.
+
 >>> runs = [{"contender": "a", "rows": 10, "ok": True, "total_s": 2.0},
 ...         {"contender": "b", "rows": 10, "ok": True, "steady_records_per_s": 100.0, "total_s": 1.5},
 ...         {"contender": "c", "rows": 10, "ok": True, "steady_records_per_s": 90.0, "total_s": 1.8}]
@@ -27,11 +31,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from .repeats import median, median_run, paired_ratios
+
 RSS_GROWTH_MB = 50.0
 
 
+def _all(runs: list[dict[str, Any]], contender: str, rows: int) -> list[dict[str, Any]]:
+    return [r for r in runs if r["contender"] == contender and r["rows"] == rows and r["ok"]]
+
+
 def _find(runs: list[dict[str, Any]], contender: str, rows: int) -> dict[str, Any] | None:
-    return next((r for r in runs if r["contender"] == contender and r["rows"] == rows and r["ok"]), None)
+    """The contender's median run at `rows` (its only run without repeats), or None."""
+    found = _all(runs, contender, rows)
+    return median_run(found) if found else None
 
 
 def _target(text: str, measured: str, met: bool | None) -> dict[str, Any]:
@@ -54,12 +66,15 @@ def _steady(runs: list[dict[str, Any]], label: str, rows: int, unit: str = "rec/
 
 
 def _total(runs: list[dict[str, Any]], label: str, rows: int, against: str = "a") -> list[dict[str, Any]]:
-    c, a = _find(runs, label, rows), _find(runs, against, rows)
-    if not (c and a):
+    """The median of the per-round ratios of total times; one ratio without repeats."""
+    ratios = paired_ratios(_all(runs, label, rows), _all(runs, against, rows), "total_s")
+    if not ratios:
         return []
+    c, a = _find(runs, label, rows), _find(runs, against, rows)
+    ratio = median(ratios)
+    rounds = f"; median of {len(ratios)} rounds: {', '.join(f'{x:.2f}' for x in ratios)}" if len(ratios) > 1 else ""
     return [_target(f"{label} total ≤ ({against}) total at {rows:,} rows",
-                    f"{c['total_s']:.1f} s vs {a['total_s']:.1f} s ({c['total_s'] / a['total_s']:.2f}×)",
-                    c["total_s"] <= a["total_s"])]
+                    f"{c['total_s']:.1f} s vs {a['total_s']:.1f} s ({ratio:.2f}×{rounds})", ratio <= 1.0)]
 
 
 def _memory(runs: list[dict[str, Any]], label: str, small: int, large: int) -> list[dict[str, Any]]:

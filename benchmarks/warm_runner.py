@@ -44,7 +44,8 @@ def one_run(data: Path, out: Path, epochs: int, isolated: bool, label: str) -> d
                "--index", f"eval={data / 'eval.csv'}", "--data-root", str(data), "--output", str(out),
                "--train-args", f"--epochs {epochs}", "--threshold", "accuracy>=0.9"] + (["--isolated"] if isolated else [])
     log = out.parent / f"{out.name}-{label}"
-    measured = run_monitored(command, log, Watch(), env=child_env())
+    # PSS is its memory figure (forked steps share pages): read at every sample, as when it was published
+    measured = run_monitored(command, log, Watch(smaps_interval=0.2), env=child_env())
     if measured.returncode:
         raise RuntimeError(f"shardflow run ({label}) failed (exit {measured.returncode}); see {log}.err")
     run_dir = max((out / "pipeline_root").glob("shardflow-*"), key=lambda p: p.stat().st_mtime)

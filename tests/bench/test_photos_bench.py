@@ -51,13 +51,15 @@ def test_photos_suite_runs_contenders_and_hooks(tmp_path, monkeypatch):
     _fake_hooks(monkeypatch, calls)
     args = run_all.build_parser(run_all.load_suites()).parse_args(
         ["--photo-rows", str(ROWS), "--photo-contenders", "a,c", "--photo-storage", "jpeg",
-         "--photo-count", "12", "--keep-outputs"])
+         "--photo-count", "12", "--keep-outputs", "--repeats", "2"])
     result = photos_suite.run(args, [], tmp_path)
 
     assert not result["failed"]
-    assert [(r["contender"], r["storage"], r["records"]) for r in result["runs"]] == [("a", "jpeg", ROWS),
-                                                                                      ("c", "jpeg", ROWS)]
-    a, c = result["runs"]
+    # two rounds, the order rotated in the second: a slow minute cannot fall on one contender only
+    assert [(r["round"], r["contender"], r["storage"], r["records"]) for r in result["runs"]] == [
+        (0, "a", "jpeg", ROWS), (0, "c", "jpeg", ROWS), (1, "c", "jpeg", ROWS), (1, "a", "jpeg", ROWS)]
+    a, c = result["runs"][:2]
+    assert Path(result["runs"][2]["output"]) != Path(c["output"])  # each round writes its own output
     images, labels = _images(Path(a["output"]) / "a.tfrecord")
     assert len(images) == ROWS and {image.shape for image in images} == {(224, 224, 3)}
     with open(tmp_path / "photos-12" / f"index-{ROWS}.csv", newline="") as index:
@@ -70,5 +72,7 @@ def test_photos_suite_runs_contenders_and_hooks(tmp_path, monkeypatch):
     assert result["hooks"]["stages"]["jpeg"]["result"]["decode"] == 1234.5
 
     text = photos_suite.markdown(result)
+    a_line = next(line for line in text.splitlines() if line.startswith(f"| {ROWS} | (a)"))
+    assert a_line.endswith(f"| {a['total_s']:.1f}, {result['runs'][3]['total_s']:.1f} |")  # both rounds' totals
     assert "### storage jpeg" in text and "READER ratio 0.5" in text and "| decode | 1,234.5 |" in text
     assert "[jpeg] c steady" not in text  # no (b) in this run: no ratio target to check
