@@ -141,7 +141,7 @@ def _load_jpeg(data: bytes, header: Image.Image, rules: ImageRules) -> tuple[Ima
         target = (target[1], target[0])
     scale = draft_scale(header.size, target)
     if orientation == 1:
-        decoded = decode_turbo(data, header, scale, keep_color=rules.channels != "gray")
+        decoded = decode_turbo(data, header, scale)
         if decoded is not None:
             return decoded, source
     draft(header, scale)
@@ -179,8 +179,6 @@ def _join16(rawmode: str, first: Image.Image, second: Image.Image) -> np.ndarray
 def _finish(image: Image.Image, rules: ImageRules) -> Image.Image | np.ndarray:
     if rules.channels == "rgb" and image.mode.startswith("I;16"):  # Pillow's RGB would clip it to 8 bits
         return _finish16(np.asarray(image).astype(np.uint16)[:, :, None], rules)
-    if image.mode == "RGBX":  # TurboJPEG's colour pixels (jpeg_decode): resized first, the X byte dropped last
-        return _resized(image, rules).convert("RGB")
     return _resized(_convert(image, rules), rules)
 
 
