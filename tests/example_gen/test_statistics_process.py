@@ -5,6 +5,8 @@ it must change no byte. A request that fails under the stand-in is answered agai
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +72,18 @@ def test_a_dead_statistics_process_is_an_error(tmp_path: Path) -> None:
         process.request(_column_files(tmp_path))
         process.schema()
     process.close()
+
+
+def test_the_light_imports_leave_out_beams_cloud_connectors_but_not_the_storage_clients() -> None:
+    # in a fresh interpreter, as the statistics process starts; the statistics it then writes are
+    # compared with TensorFlow's byte for byte above
+    code = ("import sys\n"
+            "from shardflow.example_gen.statistics_process import UNUSED_BEAM_CONNECTORS, light_imports\n"
+            "light_imports()\n"
+            "import shardflow.example_gen.statistics, apache_beam.io.aws.s3io, apache_beam.io.gcp.gcsio\n"
+            "from apache_beam.io.filesystem import FileSystem\n"
+            "print(sorted(m for m in UNUSED_BEAM_CONNECTORS if sys.modules.get(m) is not None), "
+            "sorted(str(c.scheme()) for c in FileSystem.get_all_subclasses()))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded, schemes = done.stdout.strip().splitlines()[-1].split("] [")
+    assert loaded == "[" and "'hdfs'" in schemes and "'s3'" not in schemes and "'gs'" not in schemes
