@@ -44,7 +44,9 @@ machine was quiet: processes outside the benchmark used under {quiet} cores on a
 a result recorded before that measure existed was called quiet by a load average under 0.5 at its start).
 Ratios compare
 contenders run one after the other in the same suite run, so they hold better than the absolute
-rates on a busy machine.
+rates on a busy machine. With `--repeats N` (`benchmarks/repeats.py`) a suite runs N rounds, the
+contenders' order rotated each round; its tables show each contender's median run with every
+round's total, and a time target is the median of the per-round ratios.
 """
 
 # Suite → (title, what it compares): the section's anchor is the suite's name.

@@ -6,9 +6,11 @@
 Each stage calls the function ExampleGen's row encoder calls, on the first SAMPLE rows of the index,
 and is timed with the process CPU clock, one stage after another over the same rows:
 read (the data root's read: open + read), hash (leakage digest), decode (TurboJPEG or Pillow,
-DCT scale included), convert+resize, encode (the storage kind), example (tf.Example bytes +
-framing with CRC, written to a part file), statistics values (the per-chunk column file).
-`row_encoder` is `RowEncoder.encode` whole, the check that the stages add up. Once per run: the
+DCT scale included), convert+resize, perceptual hash input (the near-duplicate check's thumbnail)
+and perceptual hashes (batched as the chunk encoder does), encode (the storage kind), example
+(tf.Example bytes + framing with CRC, written to a part file), statistics values (the per-chunk
+column file). `row_encoder` is `RowEncoder.encode` whole, perceptual hash input included (ExampleGen's
+default), the check that the stages add up. Once per run: the
 TFDV statistics pass over the column files, and, in fresh processes, the imports of ExampleGen's launcher
 and of its statistics process (TFDV on the TensorFlow stand-in, Keras blocked: statistics_process.py).
 """
@@ -26,8 +28,8 @@ from typing import Any, Callable
 SAMPLE = 1_000
 _IMPORTS = ("import shardflow.example_gen.executor",)
 _STATISTICS_IMPORTS = ("import sys", "sys.modules['keras'] = sys.modules['tf_keras'] = None",
-                       "from shardflow.example_gen import tensorflow_absent", "tensorflow_absent.install()",
-                       "import shardflow.example_gen.statistics")
+                       "from shardflow.example_gen.statistics_process import light_imports", "light_imports()",
+                       "import shardflow.example_gen.statistics")  # as statistics_process.main does
 
 
 def _timed(stages: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
@@ -57,9 +59,11 @@ def _stages_of_rows(cells: list[list[str]], root: Path, storage: str,
                     scratch: Path) -> tuple[dict[str, float], dict[str, float], int]:
     """CPU seconds per stage over `cells`, and of the once-per-split statistics pass."""
     from shardflow.core.example_proto import encode_example
+    from shardflow.core.perceptual_hash import hash_input, hashes_of
     from shardflow.core.shard_writer import PartWriter
     from shardflow.example_gen.column_files import write_column_file
     from shardflow.example_gen.data_root import open_data_root
+    from shardflow.example_gen.encode_chunks import HASH_BATCH  # batched as the chunk encoder does
     from shardflow.example_gen.images import ImageRules, decode_image, encode_image
     from shardflow.example_gen.rows import content_digest
     from shardflow.example_gen.statistics import write_statistics
@@ -69,16 +73,20 @@ def _stages_of_rows(cells: list[list[str]], root: Path, storage: str,
     rules = columns[0].rules
     decode_only = ImageRules(10**9, "rgb", None)
     writer, values = PartWriter(str(scratch / "part.tfrecord")), {"x": [], "y": []}
+    hash_inputs = []
     for path, label in cells:
         data = _timed(stages, "read", lambda: data_root.read(path))
         _timed(stages, "hash", lambda: content_digest(data))
         _timed(stages, "decode", lambda: decode_image(data, decode_only))
         image = _timed(stages, "convert+resize", lambda: decode_image(data, rules))
+        hash_inputs.append(_timed(stages, "perceptual hash input", lambda: hash_input(image)))
         blob = _timed(stages, "encode", lambda: encode_image(image, storage))
         _timed(stages, "example+write", lambda: writer.write(encode_example({"x": [blob], "y": [int(label)]}), len(blob)))
         values["x"].append(len(blob))
         values["y"].append(int(label))
     stages["convert+resize"] -= stages["decode"]  # decode_image with the resize includes a decode
+    for start in range(0, len(hash_inputs), HASH_BATCH):
+        _timed(stages, "perceptual hashes", lambda: hashes_of(hash_inputs[start:start + HASH_BATCH]))
     _timed(stages, "example+write", writer.close)
     column_file = str(scratch / "columns.arrow")
     _timed(stages, "statistics values", lambda: write_column_file(column_file, columns, values))
@@ -92,7 +100,8 @@ def _row_encoder_seconds(cells: list[list[str]], root: Path, storage: str) -> fl
     from shardflow.example_gen.rows import RowEncoder
     from shardflow.example_gen.splitting import SplitAssigner
 
-    encoder = RowEncoder(_photo_columns(storage), str(root), SplitAssigner((("train", 1),), (0,)))
+    encoder = RowEncoder(_photo_columns(storage), str(root), SplitAssigner((("train", 1),), (0,)),
+                         perceptual_hashes=True)
     started = time.process_time()
     for number, row in enumerate(cells, start=1):
         encoder.encode(Record(number, list(row)), "train")

@@ -7,8 +7,10 @@ Data: distinct 300–500 px JPEG crops (q90) of scikit-learn's sample photograph
 (`photo_data.ensure_photos`, under `<work>/photos`), an index repeating them to N rows. Per storage
 kind (jpeg, raw) and size, one monitored child process per contender (`photos_bench`): (a) the
 hand-written loop, (b) the same loop on a 2-process pool, (c) ExampleGen as it runs by default.
-Figures as in `example_gen_suite.measure`; targets in `targets.photo_targets`. The 1-minute load
-average is recorded before every run: one started above 0.5 makes the result "not quiet".
+Figures as in `example_gen_suite.measure`; targets in `targets.photo_targets`. Whether the machine
+was quiet is the run record's (`machine.run_record`: other processes' CPU while the suite ran); the
+load average before each run is kept in its figures, but back to back it counts the previous
+contender's own work, so it says nothing about the machine.
 
 Hooks, called in this process when their module exists (else a note): ExampleGen's time per stage
 (`photos_stages.stage_times`, per storage kind at the smallest size) and the reader comparison
@@ -36,7 +38,11 @@ from .targets import photo_targets
 
 NAME = "photos"
 DEFAULT_ROWS = (20_000, 200_000)
-QUIET_LOAD = 0.5
+NOTES = ("start-up = process start → first output file; steady = images / (end of work − first record); "
+         "memory = peak of the process tree's summed RSS (shared libraries counted per process) and its "
+         "anonymous part (heap), sampled every 0.2 s; the memory target is checked on both; CPU s = "
+         "user+system of the tree; with several rounds, each line is the contender's median run and `rounds` "
+         "lists every round's total")  # how the tables read: rendered from here, also for older results
 DESCRIPTIONS = {"a": "(a) Pillow loop, 1 process", "b": "(b) same loop, 2-process pool", "c": "(c) ExampleGen (default)"}
 
 
@@ -71,7 +77,6 @@ def run_one(label: str, storage: str, rows: int, index: Path, data_root: Path, w
            "--index", str(index), "--data-root", str(data_root), "--output", str(output)]
     log_prefix = work / "logs" / f"{NAME}-{name}"
     figures = measure(NAME, f"{label} {storage}", rows, cmd, log_prefix, contender_watch(label, output))
-    figures["quiet"] = figures["load_before"] <= QUIET_LOAD
     if not keep:
         shutil.rmtree(output, ignore_errors=True)
     return {"contender": label, "storage": storage, "rows": rows, "round": round_,
@@ -154,14 +159,9 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         "sizes": rows_list, "storages": list(args.photo_storage), "photos": args.photo_count,
         "repeats": getattr(args, "repeats", 1), "runs": runs,
         "targets": photo_targets(runs),
-        "quiet": all(r["quiet"] for r in runs),
         "hooks": hooks,
         "failed": not all(r["ok"] for r in runs) or any("error" in h for h in _hook_results(hooks)),
-        "notes": (f"start-up = process start → first output file; steady = images / (end of work − first record); "
-                  "memory = peak of the process tree's summed RSS (shared libraries counted per process) and its "
-                  "anonymous part (heap), sampled every 0.2 s; the memory target is checked on both; CPU s = "
-                  f"user+system of the tree; † = started with 1-min load average > {QUIET_LOAD} (not a quiet run); "
-                  "with several rounds, each line is the contender's median run and `rounds` lists every round's total"),
+        "notes": NOTES,
     }
 
 
@@ -174,7 +174,7 @@ def _runs_table(runs: list[dict[str, Any]]) -> list[str]:
              "| c/b steady | rounds (total s) |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     medians = median_runs(runs, ("rows", "contender"))
     for r in medians:
-        name = DESCRIPTIONS[r["contender"]] + ("" if r["quiet"] else " †") + ("" if r["ok"] else " **FAILED**")
+        name = DESCRIPTIONS[r["contender"]] + ("" if r["ok"] else " **FAILED**")
         b = next((o for o in medians if o["contender"] == "b" and o["rows"] == r["rows"] and o["ok"]), None)
         ratio = None
         if r["contender"] == "c" and b and r.get("steady_records_per_s") and b.get("steady_records_per_s"):
@@ -218,6 +218,5 @@ def markdown(result: dict[str, Any]) -> str:
     if "storage" in hooks:
         lines += ["", f"### raw or JPEG storage: shardflow's reader on ExampleGen's outputs ({hooks['stage_rows']:,} rows)",
                   "", _hook_markdown("photos_storage", hooks["storage"])]
-    quiet = "quiet" if result["quiet"] else f"**not quiet** (a run started with load > {QUIET_LOAD}: †)"
-    lines += ["", f"_machine: {quiet}; " + result["notes"] + "_"]
+    lines += ["", f"_{NOTES}_"]
     return "\n".join(lines)

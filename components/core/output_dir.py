@@ -66,9 +66,15 @@ class OutputDir:
         return storage.join(self.root, self.marker)
 
     @property
+    def in_place(self) -> bool:
+        """Items are written where they are published: the root's scheme has no atomic rename to
+        move them there (object stores); only the marker, written last, makes the output complete."""
+        return not storage.can_rename(self.root)
+
+    @property
     def publish_root(self) -> str:
-        """Where items to be published are written: the staging area locally, the root remotely."""
-        return self.root if storage.is_remote(self.root) else self.staging
+        """Where items to be published are written: the staging area, or the root when `in_place`."""
+        return self.root if self.in_place else self.staging
 
     def staged(self, name: str) -> str:
         """Where the item to be published as `name` is written during the run."""
@@ -83,7 +89,7 @@ class OutputDir:
         for name in (self.marker, *self.other_markers, *self.unstaged):
             storage.remove(storage.join(self.root, name))
         storage.remove(self.staging)
-        if storage.is_remote(self.root):  # staged == final there: clear the previous run's items now
+        if self.in_place:  # staged == final there: clear the previous run's items now
             for name in self._owned_names():
                 storage.remove(storage.join(self.root, name))
         storage.makedirs(self.staging)
@@ -91,11 +97,11 @@ class OutputDir:
 
     def publish(self, names: Iterable[str]) -> None:
         """Moves the staged `names` into place; removes owned items this run did not produce."""
-        names, remote = list(names), storage.is_remote(self.root)
+        names = list(names)
         for stale in self._owned_names():
-            if not (remote and stale in names):  # remote items were written in place: keep them
+            if not (self.in_place and stale in names):  # written in place by this run: keep them
                 storage.remove(storage.join(self.root, stale))
-        if remote:
+        if self.in_place:
             return
         for name in names:
             staged = self.staged(name)

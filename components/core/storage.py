@@ -28,7 +28,7 @@ from .uri import basename, is_remote, join, parent, relative_to
 __all__ = ["basename", "is_remote", "join", "parent", "relative_to", "temp_name", "open_read", "open_write",
            "read_bytes", "write_bytes", "read_text", "write_text", "read_json", "write_json", "exists",
            "is_file", "is_dir", "list_names", "list_files", "remove", "size", "makedirs", "copy_file",
-           "copy_tree", "move", "forget_clients"]
+           "copy_tree", "move", "can_rename", "forget_clients"]
 
 
 def open_read(location: str) -> BinaryIO:
@@ -116,6 +116,11 @@ def copy_tree(source: str, target: str) -> None:
     backend = backend_for(source)
     for path in backend.list_files(source):
         copy_file(path, join(target, *backend.relative(path, source).split("/")))
+
+
+def can_rename(location: str) -> bool:
+    """Whether the scheme renames a file or a directory atomically (a local disk yes, object stores no)."""
+    return backend_for(location).can_rename
 
 
 def move(source: str, target: str) -> None:

@@ -96,7 +96,7 @@ def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None =
     versions = [int(name) for name in storage.list_names(serving_dir) if name.isdigit()]
     version = max(versions, default=0) + 1
     target = storage.join(serving_dir, str(version))
-    if storage.is_remote(target):
+    if not storage.can_rename(target):  # object stores: written in place, the pointer (last) publishes it
         storage.remove(target)  # objects of a push killed before its pointer was written
         _copy_version(model_dir, target, extra_files or {})
     else:
