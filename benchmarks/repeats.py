@@ -14,8 +14,8 @@ ratios; a table shows each contender's median run.
 (2.0, [3.0, 1.0, 2.0])
 >>> paired_ratios(runs, [dict(r, contender="b", total_s=2.0) for r in runs], "total_s")
 [1.5, 0.5, 1.0]
->>> median([1.5, 0.5, 1.0])
-1.0
+>>> median([1.5, 0.5, 1.0]), median([1.5, 0.5, 1.0, 0.9])
+(1.0, 0.95)
 """
 from __future__ import annotations
 
@@ -33,14 +33,16 @@ def rotations(items: Sequence[T], repeats: int) -> list[list[T]]:
 
 
 def median(values: Sequence[float]) -> float:
-    """The lower median: with an even count, the smaller middle value (a measured value, never a mean)."""
-    return statistics.median_low(values)
+    """The median of per-round ratios; with an even count the mean of the two middle ones, which
+    favours neither side of a target (the lower one would favour the contender under test)."""
+    return statistics.median(values)
 
 
 def median_run(runs: Sequence[Run]) -> Run:
-    """The run whose total time is the median, with every round's total (round order) under "totals"."""
+    """The run whose total time is the (lower) median: a run that was measured, never a mean of two;
+    with every round's total (round order) under "totals"."""
     ordered = sorted(runs, key=lambda r: r.get("round", 0))
-    middle = median([r["total_s"] for r in ordered])
+    middle = statistics.median_low([r["total_s"] for r in ordered])
     chosen = next(r for r in ordered if r["total_s"] == middle)
     return {**chosen, "totals": [r["total_s"] for r in ordered]}
 
