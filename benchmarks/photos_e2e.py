@@ -123,6 +123,10 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {int(rows):,} | {check['wall_ratio']:.2f}× | {check['rss_ratio']:.2f}× | "
                      f"{check['transform_disk_ratio']:.2f}× |")
     comparison = result["comparison"]
+    rounds = {rows: ratios for rows, ratios in result.get("round_wall_ratios", {}).items() if len(ratios) > 1}
+    if rounds:
+        lines += ["", "Wall (a)/(b) in each round (the median round is the one above): " + "; ".join(
+            f"{int(rows):,} rows {', '.join(f'{r:.2f}×' for r in ratios)}" for rows, ratios in rounds.items())]
     lines += ["", f"Peak RSS growth from the smallest to the largest size: {comparison['rss_growth']:.2f}×. "
               "Targets met: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in comparison["met"].items())]
     return "\n".join(lines)

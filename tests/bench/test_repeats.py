@@ -37,3 +37,13 @@ def test_the_median_run_is_a_measured_run_and_a_failed_group_stays_visible():
     c, b = median_runs(runs, ("rows", "contender"))
     assert (c["round"], c["total_s"], c["totals"]) == (1, 1.0, [3.0, 1.0])  # lower median of the ok runs
     assert b["ok"] is False  # every run of b failed: the table still shows it
+
+
+def test_the_end_to_end_suite_reports_its_median_round_and_never_the_kinder_of_two() -> None:
+    from benchmarks.photos_e2e_suite import _median_round
+
+    def rounds(*walls: float) -> list[dict]:
+        return [{"shardflow": {"wall_s": w}, "handwritten": {"wall_s": 10.0}} for w in walls]
+
+    assert _median_round(rounds(30.0, 10.0, 20.0))["shardflow"]["wall_s"] == 20.0
+    assert _median_round(rounds(10.0, 30.0))["shardflow"]["wall_s"] == 30.0  # two rounds: the higher ratio
