@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import photos_e2e
-from .repeats import rotations
+from .repeats import middle, rotations
 from .suites import parse_size
 
 NAME = "photos_e2e"
@@ -39,21 +39,15 @@ def _round(root: Path, work: Path, rows: int, order: list[str], round_: int, arg
     return {"shardflow": pair["shardflow"], "handwritten": pair["handwritten"]}
 
 
-def _median_round(pairs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The round whose wall ratio is the median (the higher middle one for an even count: never in
-    shardflow's favour): a measured round, not a mean of two."""
-    ratios = [pair["shardflow"]["wall_s"] / pair["handwritten"]["wall_s"] for pair in pairs]
-    return pairs[sorted(range(len(pairs)), key=ratios.__getitem__)[len(pairs) // 2]]
-
-
 def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:
     results, rounds = {}, {}
     for rows in sorted(args.e2e_rows):
         root = photos_e2e.make_data(work, rows)
         pairs = [_round(root, work, rows, order, round_, args)
                  for round_, order in enumerate(rotations(["shardflow", "handwritten"], getattr(args, "repeats", 1)))]
-        results[rows] = _median_round(pairs)
-        rounds[rows] = [pair["shardflow"]["wall_s"] / pair["handwritten"]["wall_s"] for pair in pairs]
+        # the median round; with an even count the one with the higher ratio: never in shardflow's favour
+        results[rows] = middle(pairs, key=photos_e2e.wall_ratio, upper=True)
+        rounds[rows] = [photos_e2e.wall_ratio(pair) for pair in pairs]
     comparison = photos_e2e.compare(results, args.e2e_epochs)
     return {"sizes": sorted(args.e2e_rows), "epochs": args.e2e_epochs, "results": results, "comparison": comparison,
             "round_wall_ratios": rounds, "failed": not all(comparison["met"].values())}

@@ -16,11 +16,13 @@ ratios; a table shows each contender's median run.
 [1.5, 0.5, 1.0]
 >>> median([1.5, 0.5, 1.0]), median([1.5, 0.5, 1.0, 0.9])
 (1.0, 0.95)
+>>> middle([3, 1, 4, 2], key=float), middle([3, 1, 4, 2], key=float, upper=True)
+(2, 3)
 """
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 T = TypeVar("T")
 Run = dict[str, Any]
@@ -38,13 +40,18 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+def middle(items: Sequence[T], key: Callable[[T], float], upper: bool = False) -> T:
+    """The item whose key is the median: a measured item, never a mean of two. With an even count,
+    the lower of the two middle ones, or the upper with `upper` (where the lower would favour the
+    contender under test)."""
+    ordered = sorted(items, key=key)  # stable: equal keys keep their given order
+    return ordered[len(ordered) // 2 if upper else (len(ordered) - 1) // 2]
+
+
 def median_run(runs: Sequence[Run]) -> Run:
-    """The run whose total time is the (lower) median: a run that was measured, never a mean of two;
-    with every round's total (round order) under "totals"."""
+    """The run whose total time is the (lower) median, with every round's total (round order) under "totals"."""
     ordered = sorted(runs, key=lambda r: r.get("round", 0))
-    middle = statistics.median_low([r["total_s"] for r in ordered])
-    chosen = next(r for r in ordered if r["total_s"] == middle)
-    return {**chosen, "totals": [r["total_s"] for r in ordered]}
+    return {**middle(ordered, key=lambda r: r["total_s"]), "totals": [r["total_s"] for r in ordered]}
 
 
 def median_runs(runs: Sequence[Run], keys: Sequence[str]) -> list[Run]:

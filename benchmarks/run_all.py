@@ -54,7 +54,7 @@ def build_parser(suites: list[ModuleType]) -> argparse.ArgumentParser:
                         help="run only this suite; repeatable")
     parser.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", "1")),
                         help="rounds per size, the contenders' order rotated each round; targets take the median of "
-                             "the per-round ratios (example_gen and photos; env BENCH_REPEATS, default 1)")
+                             "the per-round ratios (example_gen, photos and photos_e2e; env BENCH_REPEATS, default 1)")
     parser.add_argument("--publish", action="store_true",
                         help="keep each result in benchmarks/results/ and regenerate docs/benchmarks.md")
     for suite in suites:

@@ -97,11 +97,11 @@ class OutputDir:
 
     def publish(self, names: Iterable[str]) -> None:
         """Moves the staged `names` into place; removes owned items this run did not produce."""
-        names = list(names)
+        names, in_place = list(names), self.in_place
         for stale in self._owned_names():
-            if not (self.in_place and stale in names):  # written in place by this run: keep them
+            if not (in_place and stale in names):  # written in place by this run: keep them
                 storage.remove(storage.join(self.root, stale))
-        if self.in_place:
+        if in_place:
             return
         for name in names:
             staged = self.staged(name)

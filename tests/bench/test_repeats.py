@@ -40,10 +40,12 @@ def test_the_median_run_is_a_measured_run_and_a_failed_group_stays_visible():
 
 
 def test_the_end_to_end_suite_reports_its_median_round_and_never_the_kinder_of_two() -> None:
-    from benchmarks.photos_e2e_suite import _median_round
+    from benchmarks.photos_e2e import wall_ratio
+    from benchmarks.repeats import middle
 
     def rounds(*walls: float) -> list[dict]:
         return [{"shardflow": {"wall_s": w}, "handwritten": {"wall_s": 10.0}} for w in walls]
 
-    assert _median_round(rounds(30.0, 10.0, 20.0))["shardflow"]["wall_s"] == 20.0
-    assert _median_round(rounds(10.0, 30.0))["shardflow"]["wall_s"] == 30.0  # two rounds: the higher ratio
+    # as photos_e2e_suite.run picks its round
+    assert middle(rounds(30.0, 10.0, 20.0), key=wall_ratio, upper=True)["shardflow"]["wall_s"] == 20.0
+    assert middle(rounds(10.0, 30.0), key=wall_ratio, upper=True)["shardflow"]["wall_s"] == 30.0  # the higher ratio
