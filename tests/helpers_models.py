@@ -88,3 +88,14 @@ def free_ports(count: int) -> list[int]:
     for s in sockets:
         s.close()
     return ports
+
+
+# A user model file for photo runs: pooling and one dense layer, so a 224-px or 512-px run is about the input.
+SMALL_PHOTO_MODEL = '''
+import tf_keras as keras
+
+def small(features, num_classes, task):
+    inputs = keras.Input(shape=tuple(features["x"].shape), name="x")
+    pooled = keras.layers.GlobalAveragePooling2D()(keras.layers.AveragePooling2D(8)(inputs))
+    return keras.Model(inputs, keras.layers.Dense(num_classes, activation="softmax")(pooled))
+'''

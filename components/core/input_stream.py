@@ -2,15 +2,23 @@
 
 `build_stream(output_dir, split, options)` runs these stages, in this order and nowhere else:
 
-    read → shuffle → repeat → parse → decode → transform → batch → augment → sample weights → prefetch
+    read → shuffle → slice → record order → parse → decode → transform → batch → augment → sample weights → prefetch
 
 - read: the split's shard files (checked against the manifest: `reader.shard_files`) → chunks of up
   to READ_CHUNK serialized records, one shard after another, or several at once when order does not
-  matter; `folds` keeps only those folds' records, chosen by position as the shards are read.
+  matter; `folds` keeps only those folds' records, chosen by position as the shards are read. A
+  repeated (training) stream reads pass after pass, each pass's shards in an order seeded by
+  (seed, pass), from its `start` position on (core/stream_read.py, core/stream_position.py).
 - shuffle: runs of W serialized records permuted as a whole, W = `shuffle_mb` / the split's mean
   record size (`reader.shuffle_window`): memory is counted in bytes of stored records, never in
-  decoded examples, and does not depend on the data set's size.
-- repeat: every epoch again, in a new order.
+  decoded examples, and does not depend on the data set's size. A repeated stream's windows are
+  seeded by their number, so any position can be started at again: the endless order is a pure
+  function of the seed and the split.
+- slice: with `worker_slice`, this worker's part of every global batch (every worker reads the
+  records' bytes; each parses and decodes only its part), so the global batches do not depend on
+  the number of workers.
+- record order: the caller's `record_order(positions, ids)`, told which records (shard, number)
+  come at which positions of the endless order; off (absent from the graph) by default.
 - parse, decode, transform: one parallel map. Per chunk when the images are small (tf.data's
   per-call cost matters for 28x28 images), per record when a PNG/JPEG image is large
   (`reader.decodes_per_record`: every core decodes another image). Decode includes the fused JPEG
@@ -24,8 +32,8 @@
   augmentation that saves decoding work, runs earlier, fused into decode.
 - sample weights: `class_weights[target]` per example (per pixel for masks), and the model's input
   named (`input_name`): the elements Keras' `fit` takes, ({name: inputs}, targets[, weights]).
-- prefetch: once, at the end (the shuffle's read-ahead of one window is its own), with FILE
-  auto-sharding, so multi-worker training splits the files between workers.
+- prefetch: once, at the end (the shuffle's read-ahead of one window is its own). A stream handed to
+  tf.distribute whole keeps FILE auto-sharding; the Trainer gives each worker its slice instead.
 
 Each stage is a function in STAGES and names the last tf.data transformation it adds after itself
 (parse, decode and transform fused in one map: `parse__decode__transform`), so a test reads the
@@ -42,37 +50,24 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
 from .cloud_env import enable_tensorflow_filesystems
 from .errors import ConfigError
-from .folds import FoldSelection
 from .image_decode import decode_crop_resize, decode_many, decode_one
 from .manifest import Manifest, read_manifest
 from .reader import decodes_per_record, feature_spec, shard_files, shuffle_window
 from .stream_options import DecodeCrop, StreamOptions
+from .stream_read import (PARALLEL_FILES, READ_CHUNK, RepeatedStart, as_written, plan_repeated, record_chunks,
+                          repeated_read, repeated_shuffle, window_shuffled)
 
-__all__ = ["DecodeCrop", "StreamOptions", "build_stream", "STAGES", "SERIALIZED", "as_written"]
+__all__ = ["DecodeCrop", "StreamOptions", "build_stream", "stream_start", "STAGES", "SERIALIZED", "as_written",
+           "record_chunks", "PARALLEL_FILES", "READ_CHUNK"]
 
-PARALLEL_FILES = 4  # files read at once when order does not have to be the shards' order
-# Serialized records per chunk read from a shard, parsed and decoded together: tf.data's own cost per
-# element and step (~1-2 us here) is paid per chunk, not per record.
-READ_CHUNK = 256
-CHUNK_SHUFFLE = 8  # chunks shuffled (at most) before the window shuffle
 SERIALIZED = "serialized"  # the key of each record's stored bytes when `keep_serialized`
-
-
-def as_written(function: Callable) -> Callable:
-    """`function` for a tf.data map, traced as written: autograph does not rewrite it first.
-
-    tf.data runs autograph over every map function and all it calls (the tf.Transform layer's Keras
-    call: ~1,000 functions converted per Trainer run, ~2/3 of a short digits run's time). Ours branch
-    only on Python values, so nothing needs converting.
-    """
-    return tf.autograph.experimental.do_not_convert(function)
 
 
 @dataclass
@@ -96,30 +91,56 @@ class _Plan:
     model_step: Callable[[Any], Any] | None
     augment: Callable[[Any, Any, tf.Tensor], tuple[Any, Any]] | None
     crop: DecodeCrop | None
+    repeated: RepeatedStart | None  # where a repeated stream's reading starts
+    record_order: Callable[[np.ndarray, np.ndarray], Any] | None
+
+    @property
+    def global_batch(self) -> int:
+        """The examples of one step of all the stream's consumers (this stream's batch without a slice)."""
+        cut = self.options.worker_slice
+        return cut.global_batch if cut is not None else self.options.batch_size
+
+    def global_positions(self, local: tf.Tensor) -> tf.Tensor:
+        """int64 positions in the endless order of this stream's records number `local` (0, 1, ...)."""
+        start, cut = self.options.start, self.options.worker_slice
+        if cut is None:
+            return start + local
+        steps = start // cut.global_batch + local // cut.count
+        return steps * cut.global_batch + cut.first + local % cut.count
 
 
 def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptions, *,
                  model_step: Callable[[Any], Any] | None = None,
                  augment: Callable[[Any, Any, tf.Tensor], tuple[Any, Any]] | None = None,
-                 crop: DecodeCrop | None = None) -> tf.data.Dataset:
+                 crop: DecodeCrop | None = None,
+                 record_order: Callable[[np.ndarray, np.ndarray], Any] | None = None) -> tf.data.Dataset:
     """Batches of `split` in `output_dir` through every stage of STAGES (the module's docstring).
 
     Without `model_step` an element is a dict of the selected features (files decoded as `decode`
     says; SERIALIZED holds each record's bytes when `keep_serialized`). `augment`, `class_weights`
     and `input_name` take the model step's (inputs, targets) pairs. Raises `IncompleteOutputError`
     when the directory has no manifest, ConfigError for a split or feature it does not have.
+    `record_order(positions, ids)` (repeated streams) is called with each chunk's positions in the
+    endless order and its records' (shard index, record number) before they are parsed.
     """
     if not isinstance(options, StreamOptions):
         raise ConfigError(f"options must be a StreamOptions, got {options!r}")
-    plan = _plan(os.fspath(output_dir), split, options, model_step, augment, crop)
+    if record_order is not None and not options.repeat:
+        raise ConfigError("record_order applies to a repeated (training) stream")
+    plan = _plan(os.fspath(output_dir), split, options, model_step, augment, crop, record_order)
     flow = _Flow(tf.data.Dataset.range(0))  # replaced by the read stage
     for _, stage in STAGES:
         flow = stage(flow, plan)
     return flow.dataset
 
 
+def stream_start(output_dir: str | os.PathLike, split: str, options: StreamOptions) -> RepeatedStart:
+    """Where a repeated stream with these options starts reading (its resume point), without reading."""
+    return _plan(os.fspath(output_dir), split, options, None, None, None, None).repeated
+
+
 def _plan(output_dir: str, split: str, options: StreamOptions, model_step: Callable | None,
-          augment: Callable | None, crop: DecodeCrop | None) -> _Plan:
+          augment: Callable | None, crop: DecodeCrop | None, record_order: Callable | None) -> _Plan:
     manifest = read_manifest(output_dir)
     files = shard_files(output_dir, manifest, split)
     enable_tensorflow_filesystems(files)  # before TensorFlow opens an s3:// shard
@@ -132,26 +153,63 @@ def _plan(output_dir: str, split: str, options: StreamOptions, model_step: Calla
     if crop is not None and crop.feature not in decoded.features:
         raise ConfigError(f"the fused crop's feature {crop.feature!r} is not a decoded image of the stream")
     per_record = crop is not None or decodes_per_record(judged)
-    return _Plan(options, manifest, split, files, spec, decoded, per_record, model_step, augment, crop)
+    repeated = None
+    if options.repeat:
+        sizes = [shard.num_examples for shard in manifest.splits[split].shards]
+        # A repeated stream's order must be found again to be resumed: an unseeded one draws its seed once.
+        seed = options.seed if options.seed is not None else int(np.random.default_rng().integers(1 << 31))
+        window = shuffle_window(manifest, split, options.shuffle_bytes)
+        repeated = plan_repeated(sizes, window=window, seed=seed, start=options.start, folds=options.folds)
+    return _Plan(options, manifest, split, files, spec, decoded, per_record, model_step, augment, crop, repeated,
+                 record_order)
 
 
 def _read(flow: _Flow, plan: _Plan) -> _Flow:
-    options, window = plan.options, _window(plan)
+    options, compression = plan.options, plan.manifest.compression
+    if plan.repeated is not None:
+        return _Flow(repeated_read(plan.files, compression, plan.repeated, with_ids=plan.record_order is not None))
     sizes = [shard.num_examples for shard in plan.manifest.splits[plan.split].shards]
-    chunks = record_chunks(plan.files, plan.manifest.compression, window, options.seed, options.deterministic,
-                           folds=options.folds, shard_sizes=sizes)
-    return _Flow(chunks)
+    return _Flow(record_chunks(plan.files, compression, _window(plan), options.seed, options.deterministic,
+                               folds=options.folds, shard_sizes=sizes))
 
 
 def _shuffle(flow: _Flow, plan: _Plan) -> _Flow:
+    if plan.repeated is not None:
+        return _Flow(repeated_shuffle(_flushed(flow, plan), plan.repeated))
     window = _window(plan)
     if not window:
         return flow
     return _Flow(window_shuffled(_flushed(flow, plan), window, plan.options.seed))
 
 
-def _repeat(flow: _Flow, plan: _Plan) -> _Flow:
-    return _Flow(_flushed(flow, plan).repeat(name="repeat")) if plan.options.repeat else flow
+def _slice(flow: _Flow, plan: _Plan) -> _Flow:
+    cut = plan.options.worker_slice
+    if cut is None:
+        return flow
+
+    def part(*element: tf.Tensor) -> Any:
+        parts = tuple(value[cut.first:cut.first + cut.count] for value in element)
+        return parts if len(parts) > 1 else parts[0]
+
+    global_batches = _flushed(flow, plan).rebatch(cut.global_batch)
+    return _Flow(global_batches.map(as_written(part), name="slice"))
+
+
+def _record_order(flow: _Flow, plan: _Plan) -> _Flow:
+    tap = plan.record_order
+    if tap is None:
+        return flow
+
+    def recorded(count: tf.Tensor, element: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        ids, records = element
+        size = tf.shape(records, out_type=tf.int64)[0]
+        positions = plan.global_positions(count + tf.range(size))
+        done = tf.numpy_function(tap, [positions, ids], tf.int64, stateful=True)
+        with tf.control_dependencies([done]):
+            return count + size, tf.identity(records)
+
+    taps = _flushed(flow, plan).scan(tf.constant(0, tf.int64), recorded)
+    return _Flow(taps.map(lambda records: records, name="record_order"))
 
 
 def _parse(flow: _Flow, plan: _Plan) -> _Flow:
@@ -179,9 +237,10 @@ def _decode(flow: _Flow, plan: _Plan) -> _Flow:
     if crop is None:
         return _Flow(flow.dataset, flow.pending + [("decode", decode)])
     height, width, channels = decoded.features[crop.feature].shape
-    batch = plan.options.batch_size
+    batch = plan.global_batch
 
-    def decode_cropped(position: tf.Tensor, record: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    def decode_cropped(local: tf.Tensor, record: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        position = plan.global_positions(local)  # the same window whatever the worker or the resume point
         window = crop.window(position // batch, position % batch)
         pixels = decode_crop_resize(record[crop.feature], window, [height, width], channels)  # float32, 0-255
         return {**decode({n: v for n, v in record.items() if n != crop.feature}), crop.feature: pixels}
@@ -233,8 +292,10 @@ def _augment(flow: _Flow, plan: _Plan) -> _Flow:
     def augmented(index: tf.Tensor, pair: tuple[Any, Any]) -> tuple[Any, Any]:
         return augment(pair[0], pair[1], index)
 
-    # In stream order (the default), as the batch indices that seed it.
-    batches = _flushed(flow, plan).enumerate()
+    # In stream order (the default), as the batch indices that seed it: a resumed stream goes on counting.
+    options = plan.options
+    per_step = options.worker_slice.count // options.batch_size if options.worker_slice else 1
+    batches = _flushed(flow, plan).enumerate(start=options.start // plan.global_batch * per_step)
     return _Flow(batches.map(as_written(augmented), num_parallel_calls=tf.data.AUTOTUNE, name="augment"))
 
 
@@ -266,87 +327,7 @@ def _parallel(plan: _Plan) -> dict[str, Any]:
 
 
 STAGES: tuple[tuple[str, Callable[[_Flow, _Plan], _Flow]], ...] = (
-    ("read", _read), ("shuffle", _shuffle), ("repeat", _repeat), ("parse", _parse), ("decode", _decode),
+    ("read", _read), ("shuffle", _shuffle), ("slice", _slice), ("record_order", _record_order), ("parse", _parse),
+    ("decode", _decode),
     ("transform", _transform), ("batch", _batch), ("augment", _augment), ("sample_weights", _sample_weights),
     ("prefetch", _prefetch))
-
-
-def record_chunks(files: list[str], compression: str, window: int, seed: int | None, deterministic: bool, *,
-                  folds: FoldSelection | None = None, shard_sizes: Sequence[int] = ()) -> tf.data.Dataset:
-    """The read stage: serialized records in chunks of up to READ_CHUNK (the benchmark times it alone).
-
-    One shard after another when order matters; with a shuffle window of `window` records the shard
-    order is shuffled, several shards are read at once, and up to CHUNK_SHUFFLE chunks (never more
-    records than the window) are shuffled. The file names stay the pipeline's only source dataset,
-    so multi-worker FILE auto-sharding can split them between workers. `folds` keeps only the
-    selected folds' records; it needs `shard_sizes`, each file's record count (the manifest's).
-    """
-    if folds is not None:
-        names, read = _fold_reading(files, compression, folds, shard_sizes)
-    else:
-        names = tf.data.Dataset.from_tensor_slices(tf.constant(files, dtype=tf.string))
-        read = lambda path: tf.data.TFRecordDataset(path, compression).batch(READ_CHUNK)  # noqa: E731
-    if window and len(files) > 1:
-        names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    in_order = deterministic and not window
-    if folds is None and (in_order or len(files) == 1):
-        # One stream of records, chunked outside the reader: a `batch` inside the function of a
-        # flat_map/interleave costs ~1 us more per record here.
-        chunks = tf.data.TFRecordDataset(names, compression).batch(READ_CHUNK, name="read")
-    elif in_order or len(files) == 1:
-        chunks = names.flat_map(read, name="read")  # each shard's positions start at its own offset
-    else:
-        chunks = names.interleave(read, cycle_length=min(PARALLEL_FILES, len(files)), block_length=1,
-                                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic, name="read")
-    if window // READ_CHUNK >= 2:
-        # A few chunks reshuffled every epoch, so that windows do not always hold the same chunks.
-        chunks = chunks.shuffle(min(CHUNK_SHUFFLE, window // READ_CHUNK), seed=seed, reshuffle_each_iteration=True,
-                                name="shuffle")
-    return chunks
-
-
-def _fold_reading(files: list[str], compression: str, folds: FoldSelection,
-                  shard_sizes: Sequence[int]) -> tuple[tf.data.Dataset, Callable[..., tf.data.Dataset]]:
-    """(file, first position) names and a reader of one shard's chunks that keeps the selected folds' records.
-
-    Positions (shard offset + record number) are attached as each shard is read, before any
-    shuffle, so a shuffled, interleaved stream yields exactly the examples of one read in order.
-    """
-    if len(shard_sizes) != len(files):
-        raise ValueError(f"a fold selection needs each shard's record count: {len(files)} files, "
-                         f"{len(shard_sizes)} counts")
-    starts = np.concatenate([[0], np.cumsum(shard_sizes, dtype=np.int64)[:-1]]).astype(np.int64)
-    keep = tf.constant(folds.mask(int(sum(shard_sizes))))
-    names = tf.data.Dataset.from_tensor_slices((tf.constant(files, dtype=tf.string), tf.constant(starts)))
-
-    def kept(number: tf.Tensor, chunk: tf.Tensor, start: tf.Tensor) -> tf.Tensor:
-        positions = start + number * READ_CHUNK + tf.range(tf.shape(chunk, out_type=tf.int64)[0])
-        return tf.boolean_mask(chunk, tf.gather(keep, positions))
-
-    def read(path: tf.Tensor, start: tf.Tensor) -> tf.data.Dataset:
-        chunks = tf.data.TFRecordDataset(path, compression).batch(READ_CHUNK).enumerate()
-        selected = chunks.map(as_written(lambda number, chunk: kept(number, chunk, start)))
-        return selected.filter(lambda chunk: tf.size(chunk) > 0)
-
-    return names, read
-
-
-def window_shuffled(chunks: tf.data.Dataset, window: int, seed: int | None) -> tf.data.Dataset:
-    """The shuffle stage: each run of `window` consecutive serialized records permuted as a whole.
-
-    A permutation of a whole window costs one gather instead of tf.data's per-record shuffle steps.
-    The map is sequential and one permuted window is prefetched (the next window is read and permuted
-    while this one is decoded): at most the window being filled, the one being permuted and its copy,
-    and the one being decoded are in memory. The seeds come from a `tf.random.Generator` set by
-    `seed`, drawn in that sequential step (the stream order, not thread timing, decides who gets
-    which); its state outlives an iteration, so a second pass gets new permutations.
-    """
-    generator = (tf.random.Generator.from_seed(seed) if seed is not None
-                 else tf.random.Generator.from_non_deterministic_state())
-
-    def permuted(records: tf.Tensor) -> tf.Tensor:
-        order = tf.random.experimental.stateless_shuffle(tf.range(tf.shape(records)[0]),
-                                                         seed=generator.make_seeds(1)[:, 0])
-        return tf.gather(records, order)
-
-    return chunks.rebatch(window).map(as_written(permuted)).prefetch(1).rebatch(READ_CHUNK, name="shuffle")

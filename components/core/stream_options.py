@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .errors import ConfigError
 from .folds import FoldSelection
+from .stream_position import WorkerSlice
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +33,9 @@ class StreamOptions:
     - `keep_serialized`: each example's stored bytes too, under `input_stream.SERIALIZED`.
     - `class_weights`: each class id's sample weight; `input_name`: the model input's name. Both take
       the model step's (inputs, targets) and make the (named inputs, targets[, weights]) of Keras' fit.
+    - `start` (repeated streams): records of the endless order already consumed; the stream starts
+      there (a resumed training run). `worker_slice`: this stream's part of each global batch
+      (core/stream_position.py); its `count` is a whole number of `batch_size` batches.
     """
 
     batch_size: int
@@ -46,6 +50,8 @@ class StreamOptions:
     keep_serialized: bool = False
     class_weights: tuple[float, ...] | None = None
     input_name: str | None = None
+    start: int = 0
+    worker_slice: WorkerSlice | None = None
 
     @property
     def shuffle_bytes(self) -> int:
@@ -78,6 +84,21 @@ class StreamOptions:
         for name in ("deterministic", "repeat", "drop_remainder", "keep_serialized"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        self._check_position()
+
+    def _check_position(self) -> None:
+        start, cut = self.start, self.worker_slice
+        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+            raise ConfigError(f"start must be an integer >= 0, got {start!r}")
+        if (start or cut is not None) and not self.repeat:
+            raise ConfigError("start and worker_slice apply to a repeated stream (repeat=True)")
+        if cut is None:
+            return
+        if not isinstance(cut, WorkerSlice):
+            raise ConfigError(f"worker_slice must be a WorkerSlice, got {cut!r}")
+        if cut.count % self.batch_size or start % cut.global_batch:
+            raise ConfigError(f"worker_slice {cut.count} of {cut.global_batch} needs whole batches of {self.batch_size}"
+                              f" and a start ({start}) at a global batch's first record")
 
 
 @dataclass(frozen=True)

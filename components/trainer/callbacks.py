@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import tf_keras as keras
 
@@ -17,7 +18,17 @@ class StepAndEpochBackup(keras.callbacks.BackupAndRestore):
 
     Stock Keras saves either per epoch or per N steps. Saving the epoch end as "the last batch of
     the epoch" makes a restart continue with the next epoch at step 0, the stock resume logic.
+    `backed_up(step)` is told the step each backup resumes at, once the backup is whole.
     """
+
+    def __init__(self, backup_dir: str, save_freq: int, backed_up: Callable[[int], None] | None = None) -> None:
+        super().__init__(backup_dir, save_freq=save_freq)
+        self.backed_up = backed_up
+
+    def _backup(self, epoch: int, batch: int = 0) -> None:
+        super()._backup(epoch, batch)
+        if self.backed_up is not None:
+            self.backed_up(int(epoch) * int(self.params["steps"]) + int(batch) + 1)
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         super().on_epoch_end(epoch, logs)

@@ -63,6 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                   "replace these flags' (path or URI)")
     add("--train-split", default="train")
     add("--eval-split", default="eval", help="split validated on each epoch ('' for none)")
+    add("--record-order", metavar="FILE", help="write which examples each step trained on (JSON lines: shard, "
+                                               "record, CSV row) to this local file; off by default")
 
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfig:
@@ -78,7 +80,7 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfi
     fit = FitOptions(epochs=args.epochs, steps=args.steps, learning_rate=args.learning_rate,
                      checkpoint_every=args.checkpoint_every, freeze_epochs=args.freeze_epochs,
                      fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate)
-    return TrainerConfig(input=inputs, model=model, fit=fit, export=ExportOptions(output=args.output),
+    return TrainerConfig(input=inputs, model=model, fit=fit, export=ExportOptions(output=args.output, record_order=args.record_order),
                          hyperparameters=args.hyperparameters)
 
 

@@ -166,12 +166,18 @@ class FitOptions:
 
 @dataclass(frozen=True, kw_only=True)
 class ExportOptions:
-    """Where the run writes: `output`, the model directory (model/, reports, checkpoints while it runs)."""
+    """Where the run writes: `output`, the model directory (model/, reports, checkpoints while it runs);
+    `record_order`: a local file listing which examples each step trained on (record_order.py), or None."""
 
     output: str
+    record_order: str | None = None
 
     def __post_init__(self) -> None:
         require_locations(self, "output")
+        order = self.record_order
+        if order is not None and (not isinstance(order, str) or not order.strip() or "://" in order):
+            raise ConfigError(f"record_order must be a local file (lines are appended as training reads), "
+                              f"got {order!r}")
 
 
 # The flat option names (flags, best_hyperparameters.json, the options a model records) → (group, field).

@@ -51,6 +51,12 @@ def cluster_from_env() -> tuple[int, int]:
     return max(workers, 1), index
 
 
+def expected_replicas() -> int:
+    """The replicas choose_strategy's strategy will have, known before any worker connects."""
+    workers, _ = cluster_from_env()
+    return workers * max(1, len(tf.config.list_logical_devices("GPU")))
+
+
 def choose_strategy() -> Placement:
     workers, index = cluster_from_env()
     if workers > 1:

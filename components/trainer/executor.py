@@ -34,10 +34,12 @@ from ..core.model_info import ModelInfo
 from ..core.output_dir import OutputDir
 from .callbacks import HistoryFile, TrainTimer
 from .config import TrainerConfig
-from .distribution import Placement, choose_strategy, cluster_from_env
+from .distribution import Placement, choose_strategy, cluster_from_env, expected_replicas
 from .export import export_model
 from .features import RawToModel
-from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt_shards_named
+from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt_shards_named, train_example_count
+from .record_order import RecordOrderWriter
+from .resume import StreamRecord, read_record, run_global_batch
 from .hyperparameters import apply_hyperparameters
 from .model_builder import build_model
 from .training_loop import CHECKPOINTS, TENSORBOARD, fit_phases
@@ -64,12 +66,20 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     enable_tensorflow_filesystems(loc for loc in locations if loc)
     config = apply_hyperparameters(config)
     task = resolve_task(config.input)
-    check_enough_shards(task, config.input.train_split, cluster_from_env()[0])  # before workers connect
-    placement = choose_strategy()
+    if config.input.eval_split is not None:
+        check_enough_shards(task, config.input.eval_split, cluster_from_env()[0])  # before workers connect
     out = output_dir(config.export.output)
-    global_batch = config.input.batch_size * placement.replicas
+    checkpoints = storage.join(out.root, CHECKPOINTS)
+    resuming = not out.is_complete() and read_record(checkpoints) is not None
+    replicas = expected_replicas()  # a worker count that cannot resume is refused before workers connect
+    global_batch = (run_global_batch(checkpoints, config.input.batch_size, replicas,
+                                     train_example_count(task, config.input), echo) if resuming
+                    else config.input.batch_size * replicas)
+    placement = choose_strategy()
     to_model = RawToModel(task, _tft_layer(task), raw_pixels=config.model.is_backbone)
-    streams = build_streams(task, config.input, global_batch, placement.num_workers, to_model)
+    order = _record_order(config, task, placement, global_batch, fresh=not resuming)
+    streams = build_streams(task, config.input, global_batch, placement.num_workers, to_model, placement.strategy,
+                            order)
     with precision_policy(config.model.mixed_precision):
         with placement.strategy.scope():
             model = build_model(task, config)  # warm-started before the output is touched: it may be this output's
@@ -105,9 +115,17 @@ def _chief_run(out: OutputDir, placement: Placement) -> Iterator[None]:
         yield
 
 
+def _record_order(config: TrainerConfig, task: TrainingTask, placement: Placement, global_batch: int,
+                  fresh: bool) -> RecordOrderWriter | None:
+    if config.export.record_order is None:
+        return None
+    return RecordOrderWriter(config.export.record_order, task.train_dir, task.train_manifest, config.input.train_split,
+                             global_batch, global_batch // placement.num_workers, placement.worker_index, fresh)
+
+
 def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
            to_model: RawToModel, streams: Streams, started: float, echo: Callable[[str], None]) -> dict:
-    global_batch = config.input.batch_size * placement.replicas
+    global_batch = streams.global_batch
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
         probe = probe_input_rate(streams.probe, config.input.input_probe_batches, global_batch)  # (rate, batches read)
     echo(f"train: {task.kind} of {task.target!r} from {task.input_name!r}, {task.num_classes} classes, "
@@ -117,7 +135,11 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
     timer = TrainTimer(global_batch)
     history = HistoryFile(storage.join(out.root, HISTORY_NAME), write=placement.is_chief)
     progress = StepProgress(streams.steps_per_epoch, config.fit.steps, global_batch, echo)
-    steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress))
+    identity = {"split": config.input.train_split, "global_batch": global_batch,
+                "steps_per_epoch": streams.steps_per_epoch, "train_examples": streams.train_examples,
+                "seed": config.input.seed, "shuffle_window": streams.start_of(0).window}
+    record = StreamRecord(storage.join(out.root, CHECKPOINTS), identity, write=placement.is_chief)
+    steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress), record, echo)
     return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps)
 
 
@@ -145,7 +167,7 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
     if not placement.is_chief:
         return {"optimizer_steps": steps, "weights_sha256": digest}
     report = write_input_report(out.staged("input_report.json"), probe[0], timer.steady_rate(), {
-        "global_batch": config.input.batch_size * placement.replicas,
+        "global_batch": timer.global_batch,
         "probe_batches": probe[1], "epochs": timer.epochs, "strategy": placement.kind})
     write_rate_scalars(storage.join(out.root, TENSORBOARD, "input"), report, timer.epochs, steps)
     if history.entries:

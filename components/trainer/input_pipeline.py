@@ -21,14 +21,17 @@ import contextlib
 import gzip
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
+import numpy as np
 import tensorflow as tf
 
 from ..core.errors import ShardflowError
 from ..core import storage
-from ..core.input_stream import DecodeCrop, StreamOptions, build_stream
+from ..core.input_stream import DecodeCrop, StreamOptions, build_stream, stream_start
+from ..core.stream_read import RepeatedStart
 from ..core.reader import shard_files
+from ..core.stream_position import WorkerSlice
 from ..core.tfrecord import CorruptRecordError, iter_records
 from .augment import augment_batch, crop_windows
 from .class_weights import task_class_weights
@@ -47,9 +50,14 @@ class TooFewShardsError(ShardflowError, ValueError):
 
 @dataclass(frozen=True)
 class Streams:
-    """Elements are what Keras' fit takes: ({input name: images}, class ids[, sample weights])."""
+    """Elements are what Keras' fit takes: ({input name: images}, class ids[, sample weights]).
 
-    train: tf.data.Dataset
+    `train_from(step)`: the training stream from optimizer step `step` on (the endless order's position
+    step × global batch), for this worker (a distributed dataset of every worker's slice under
+    MultiWorkerMirroredStrategy); `train` is its first step's.
+    """
+
+    train_from: Callable[[int], Any]
     eval: tf.data.Dataset | None
     steps_per_epoch: int
     train_examples: int
@@ -57,15 +65,37 @@ class Streams:
     train_files: list[str]
     eval_files: list[str]
     probe: tf.data.Dataset  # the training stream without its shuffle window: what the input probe times
+    global_batch: int
+    start_of: Callable[[int], RepeatedStart]  # where train_from(step) starts reading
+
+    @property
+    def train(self) -> Any:
+        return self.train_from(0)
 
 
 def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, num_workers: int,
-                  to_model: RawToModel) -> Streams:
-    train_files = check_enough_shards(task, inputs.train_split, num_workers)
-    total = task.train_manifest.splits[inputs.train_split].num_examples
-    train_examples = total if inputs.train_folds is None else inputs.train_folds.size(total)
+                  to_model: RawToModel, strategy: tf.distribute.Strategy | None = None,
+                  record_order: Callable[[np.ndarray, np.ndarray], Any] | None = None) -> Streams:
+    """The streams of a run whose steps take `global_batch` examples; `strategy` with `num_workers` > 1
+    distributes the training stream as each worker's slice of every global batch."""
+    train_files = checked_files(task, inputs.train_split)
+    if inputs.eval_split is not None:
+        check_enough_shards(task, inputs.eval_split, num_workers)
+    train_examples = train_example_count(task, inputs)
     weights = task_class_weights(inputs.class_weight, task, inputs.train_split)
-    train = _stream(task, inputs, inputs.train_split, global_batch, to_model, training=True, weights=weights)
+
+    def train_from(step: int) -> Any:
+        def stream(batch: int, cut: WorkerSlice | None) -> tf.data.Dataset:
+            return _stream(task, inputs, inputs.train_split, batch, to_model, training=True, weights=weights,
+                           start=step * global_batch, worker_slice=cut, global_batch=global_batch,
+                           record_order=record_order)
+
+        if num_workers == 1 or strategy is None:
+            return stream(global_batch, None)
+        return strategy.distribute_datasets_from_function(lambda context: stream(
+            context.get_per_replica_batch_size(global_batch),
+            WorkerSlice.for_worker(global_batch, context.num_input_pipelines, context.input_pipeline_id)))
+
     eval_stream, eval_files, eval_examples = None, [], 0
     if inputs.eval_split is not None:
         eval_files = checked_files(task, inputs.eval_split)
@@ -76,11 +106,26 @@ def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, n
     # probe of the shuffled stream would time batches cut from a window already read.
     probe = _stream(task, inputs, inputs.train_split, global_batch, to_model, training=True, shuffle=False,
                     weights=weights)
-    return Streams(train, eval_stream, steps, train_examples, eval_examples, train_files, eval_files, probe)
+    def start_of(step: int) -> RepeatedStart:
+        options = StreamOptions(batch_size=global_batch, shuffle_mb=inputs.shuffle_buffer_mb, seed=inputs.seed,
+                                repeat=True, folds=inputs.train_folds, start=step * global_batch)
+        return stream_start(task.train_dir, inputs.train_split, options)
+
+    return Streams(train_from, eval_stream, steps, train_examples, eval_examples, train_files, eval_files, probe,
+                   global_batch, start_of)
+
+
+def train_example_count(task: TrainingTask, inputs: InputOptions) -> int:
+    """The examples of one pass of the training stream (the selected folds' only)."""
+    total = task.train_manifest.splits[inputs.train_split].num_examples
+    return total if inputs.train_folds is None else inputs.train_folds.size(total)
 
 
 def check_enough_shards(task: TrainingTask, split: str, num_workers: int) -> list[str]:
-    """The split's checked shard files; TooFewShardsError when workers would be left without a file."""
+    """The split's checked shard files; TooFewShardsError when workers would be left without a file.
+
+    Applies to the eval split, which Keras distributes by files; the training stream gives every
+    worker its slice of each global batch, whatever the number of shards."""
     files = checked_files(task, split)
     if num_workers > 1 and len(files) < num_workers:
         raise TooFewShardsError(
@@ -95,8 +140,12 @@ def checked_files(task: TrainingTask, split: str) -> list[str]:
 
 
 def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to_model: RawToModel,
-            training: bool, shuffle: bool = True, weights: list[float] | None = None) -> tf.data.Dataset:
-    """One of the Trainer's streams: its options, its model step, its augmentation (training only)."""
+            training: bool, shuffle: bool = True, weights: list[float] | None = None, start: int = 0,
+            worker_slice: WorkerSlice | None = None, global_batch: int | None = None,
+            record_order: Callable | None = None) -> tf.data.Dataset:
+    """One of the Trainer's streams: its options, its model step, its augmentation (training only).
+
+    `batch` is this stream's (a replica's); `global_batch` a step's, which the crop windows are drawn for."""
     augmenting = training and bool(inputs.augment) and not inputs.augment_on_device
     fused = augmenting and fused_crop_applies(task, inputs, to_model)
     options = StreamOptions(
@@ -104,10 +153,12 @@ def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to
         deterministic=inputs.deterministic or not training, repeat=training, drop_remainder=training,
         features=(task.input_name, task.target), decode=tuple(to_model.reader_decodes),
         folds=inputs.train_folds if split == inputs.train_split else None,
-        class_weights=tuple(weights) if training and weights is not None else None, input_name=task.input_name)
+        class_weights=tuple(weights) if training and weights is not None else None, input_name=task.input_name,
+        start=start, worker_slice=worker_slice)
     augment = _augmentation(inputs, masks=task.kind == "segmentation", cropped=fused) if augmenting else None
-    crop = DecodeCrop(task.input_name, _crop_windows(task, inputs, batch)) if fused else None
-    return build_stream(task.train_dir, split, options, model_step=to_model.training_pair, augment=augment, crop=crop)
+    crop = DecodeCrop(task.input_name, _crop_windows(task, inputs, global_batch or batch)) if fused else None
+    return build_stream(task.train_dir, split, options, model_step=to_model.training_pair, augment=augment, crop=crop,
+                        record_order=record_order if training and shuffle else None)
 
 
 def _augmentation(inputs: InputOptions, masks: bool, cropped: bool) -> Callable:

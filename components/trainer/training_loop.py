@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Iterator
+from typing import Callable, Iterator
 
 import tf_keras as keras
 
 from ..core import storage
+from ..core.reader import record_bytes
 from .callbacks import HistoryFile, StepAndEpochBackup, StopAtStep, TrainTimer
 from .config import TrainerConfig
 from .distribution import Placement
@@ -23,6 +24,7 @@ from .fine_tuning import Phase, finished_phase, freeze_for, phase_plan, restore_
 from .input_pipeline import Streams, corrupt_shards_named
 from .model_builder import compile_model
 from .progress import StepProgress
+from .resume import StreamRecord, describe_start, saved_step
 from .task import TrainingTask
 
 CHECKPOINTS = "checkpoints"
@@ -30,8 +32,11 @@ TENSORBOARD = "tensorboard"
 
 
 def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, root: str, model: keras.Model,
-               streams: Streams, watchers: tuple[TrainTimer, HistoryFile, StepProgress]) -> int:
-    """Trains every phase of the plan not yet done; returns the optimizer steps of all phases."""
+               streams: Streams, watchers: tuple[TrainTimer, HistoryFile, StepProgress], record: StreamRecord,
+               echo: Callable[[str], None]) -> int:
+    """Trains every phase of the plan not yet done; returns the optimizer steps of all phases.
+
+    Each phase's stream starts where its backup resumes (resume.py), else at the phase's first epoch."""
     timer, history, progress = watchers
     epochs = config.fit.epochs or math.ceil(config.fit.steps / streams.steps_per_epoch)
     steps = 0
@@ -46,13 +51,18 @@ def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, 
             _prepare_phase(model, task, config, placement, phase)
         history.phase, history.step_offset = (phase.name if config.model.is_backbone else None), steps
         progress.step_offset = steps
-        callbacks = [StepAndEpochBackup(checkpoints, save_freq=config.fit.checkpoint_every), timer, history, progress]
+        start = saved_step(checkpoints, streams.steps_per_epoch)
+        if start is not None:
+            echo(describe_start(streams.start_of(start), start, record_bytes(task.train_manifest, config.input.train_split)))
+        train = streams.train_from(phase.first_epoch * streams.steps_per_epoch if start is None else start)
+        backup = StepAndEpochBackup(checkpoints, save_freq=config.fit.checkpoint_every, backed_up=record.backed_up)
+        callbacks = [backup, timer, history, progress]
         callbacks += [StopAtStep(config.fit.steps)] if config.fit.steps else []
         board = _tensorboard(root, streams) if placement.is_chief else None  # others would repeat the chief's
         callbacks += [board] if board else []
         with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression), \
                 _ended_on_error(board):
-            model.fit(streams.train, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
+            model.fit(train, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
                       steps_per_epoch=streams.steps_per_epoch,
                       validation_data=streams.eval,
                       callbacks=callbacks, verbose=0)  # StepProgress reports instead of Keras' bar

@@ -201,7 +201,7 @@ def test_a_planted_bad_arrow_is_caught(rule: str) -> None:
     assert sorted(f"{a} → {b}" for a, b in edges + imports) == sorted(offenders)
 
 
-STREAM_MODULE = "shardflow.core.input_stream"
+STREAM_MODULE = "shardflow.core.stream_read"
 STREAM_EXEMPT = {  # module: why it reads records itself
     "shardflow.infra_validator.probe": "runs alone, as TF Serving would, in an interpreter that may import no "
                                        "shardflow; it replays the warm-up file of request values, not an output",

@@ -17,6 +17,7 @@ from helpers_reader import budget_for
 from shardflow.core import input_stream
 from shardflow.core.errors import ConfigError
 from shardflow.core.input_stream import SERIALIZED, STAGES, DecodeCrop, StreamOptions, build_stream
+from shardflow.core.stream_position import WorkerSlice
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
 pytestmark = pytest.mark.unit
@@ -78,15 +79,19 @@ def _flip(images: tf.Tensor, targets: tf.Tensor, index: tf.Tensor) -> tuple[tf.T
     return images[:, :, ::-1], targets[:, :, ::-1]
 
 
-def _every_stage(masks: Path) -> tf.data.Dataset:
+def _every_stage(masks: Path, recorded: list | None = None) -> tf.data.Dataset:
+    """Every stage on: worker 1's half of global batches of 8, and the record order tapped into `recorded`."""
     options = StreamOptions(batch_size=4, shuffle_mb=budget_for(masks, 8), seed=1, repeat=True, drop_remainder=True,
-                            features=("img", "msk"), class_weights=(0.5, 2.0), input_name="img")
-    return build_stream(masks, "train", options, model_step=_pair, augment=_flip)
+                            features=("img", "msk"), class_weights=(0.5, 2.0), input_name="img",
+                            worker_slice=WorkerSlice(global_batch=8, first=4, count=4))
+    recorded = [] if recorded is None else recorded
+    tap = (lambda positions, ids: recorded.append((positions.copy(), ids.copy())) or np.int64(0))
+    return build_stream(masks, "train", options, model_step=_pair, augment=_flip, record_order=tap)
 
 
 def test_the_docstring_states_the_order_of_the_stage_list() -> None:
     assert documented_order() == [name for name, _ in STAGES]
-    assert documented_order()[:4] == ["read", "shuffle", "repeat", "parse"]  # the shuffle holds serialized records
+    assert documented_order()[:5] == ["read", "shuffle", "slice", "record_order", "parse"]  # the shuffle holds serialized records
 
 
 def test_the_built_stream_runs_the_stages_in_the_documented_order(masks: Path) -> None:
@@ -100,7 +105,7 @@ def test_the_built_stream_runs_the_stages_in_the_documented_order(masks: Path) -
     assert out_of_order(built_order(per_record)) == []
 
 
-@pytest.mark.parametrize("swap", [("shuffle", "repeat"), ("batch", "prefetch")])
+@pytest.mark.parametrize("swap", [("shuffle", "slice"), ("batch", "prefetch")])
 def test_a_swap_of_two_stages_is_caught(masks: Path, monkeypatch: pytest.MonkeyPatch, swap: tuple[str, str]) -> None:
     stages = list(STAGES)
     first, second = (next(i for i, (n, _) in enumerate(stages) if n == name) for name in swap)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shardflow.core import input_stream
+from shardflow.core import stream_read
 from shardflow.core.errors import ConfigError
 from shardflow.core.folds import FoldSelection, fold_assignment
 from shardflow.core.manifest import read_manifest
@@ -90,7 +90,7 @@ def test_the_reader_yields_exactly_the_selected_folds_in_shard_order(numbered: P
     assert [s.num_examples for s in manifest.splits["train"].shards] == [15, 15, 15]
     order = _ids(numbered)
     assert sorted(order) == list(range(ROWS))
-    monkeypatch.setattr(input_stream, "READ_CHUNK", 4)  # chunks of 4: positions cross chunk boundaries in a shard
+    monkeypatch.setattr(stream_read, "READ_CHUNK", 4)  # chunks of 4: positions cross chunk boundaries in a shard
     seen: list[int] = []
     for k in range(3):
         held_out, training = FoldSelection.held_out(3, k, seed=2), FoldSelection.training(3, k, seed=2)
@@ -104,7 +104,7 @@ def test_the_reader_yields_exactly_the_selected_folds_in_shard_order(numbered: P
 
 
 def test_a_shuffled_interleaved_stream_yields_the_same_fold(numbered: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(input_stream, "READ_CHUNK", 4)
+    monkeypatch.setattr(stream_read, "READ_CHUNK", 4)
     training = FoldSelection.training(3, 1, seed=2)
     in_order = _ids(numbered, folds=training)
     shuffled = _ids(numbered, folds=training, shuffle_mb=budget_for(numbered, 10), seed=5, deterministic=False)

@@ -17,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 from benchmarks.photo_data import ensure_photo_index, ensure_photos
+from helpers_models import SMALL_PHOTO_MODEL
 from helpers_processes import run_with_peak_rss
 from shardflow.core.manifest import read_manifest
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
@@ -31,14 +32,6 @@ SIDE = 512
 BATCH = 32
 PROBE_BATCHES = 20
 FLOAT32_BYTES = ROWS * SIDE * SIDE * 3 * 4
-MODEL = '''
-import tf_keras as keras
-
-def small(features, num_classes, task):
-    inputs = keras.Input(shape=tuple(features["x"].shape), name="x")
-    pooled = keras.layers.GlobalAveragePooling2D()(keras.layers.AveragePooling2D(8)(inputs))
-    return keras.Model(inputs, keras.layers.Dense(num_classes, activation="softmax")(pooled))
-'''
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +47,7 @@ def photo_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _train_peak_rss(examples: Path, work: Path) -> tuple[int, int]:
     """(exit status, peak RSS in bytes) of one `shardflow train` process."""
-    (work / "small_model.py").write_text(MODEL)
+    (work / "small_model.py").write_text(SMALL_PHOTO_MODEL)
     command = [sys.executable, "-m", "shardflow", "train", "--examples", str(examples), "--output", str(work / "m"),
                "--model", f"{work / 'small_model.py'}:small", "--epochs", "1", "--batch-size", str(BATCH),
                "--eval-split", "", "--input-probe-batches", str(PROBE_BATCHES)]

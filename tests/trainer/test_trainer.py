@@ -168,7 +168,7 @@ def test_too_few_shards_for_the_workers_is_a_clear_error(digits: Path, tmp_path:
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     cluster = {"worker": [f"127.0.0.1:{p}" for p in (1, 2, 3)]}
     monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}}))
-    with pytest.raises(TooFewShardsError, match=r"2 train shard\(s\) .* for 3 workers.*--min-shards 3"):
+    with pytest.raises(TooFewShardsError, match=r"2 eval shard\(s\) .* for 3 workers.*--min-shards 3"):
         run(TrainerConfig(input=InputOptions(examples=str(digits)), fit=FitOptions(steps=1),
                           export=ExportOptions(output=str(tmp_path / "m"))), echo=lambda _: None)
 
