@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import random
 import tempfile
 from dataclasses import dataclass
 from typing import Callable
@@ -83,6 +84,35 @@ class BackbonePreprocess(keras.layers.Layer):
         return {**super().get_config(), "module": self.module}
 
 
+class SeededDropout(keras.layers.Layer):
+    """Dropout whose masks come from (seed, the layer's own count of training calls).
+
+    The count is a weight, so a backup carries it and a resumed run draws the masks the uninterrupted
+    run would have drawn. Keras' Dropout keeps its random state outside every checkpoint: its masks
+    start over in each process. The seed is drawn from Python's generator, which the run's seed sets.
+    """
+
+    def __init__(self, rate: float, seed: int | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.rate = float(rate)
+        self.seed = random.randrange(1 << 31) if seed is None else int(seed)
+
+    def build(self, input_shape: tf.TensorShape) -> None:
+        self.calls = self.add_weight(name="calls", shape=(), dtype="int64", initializer="zeros", trainable=False,
+                                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        super().build(input_shape)
+
+    def call(self, inputs: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+        if not training or not self.rate:
+            return inputs
+        self.calls.assign_add(1)
+        seed = tf.stack([tf.constant(self.seed, tf.int64), self.calls])
+        return tf.nn.experimental.stateless_dropout(inputs, self.rate, seed=seed)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+
+
 def _rgb(shape: tuple[int, int, int]) -> tuple[int, int, int]:
     if shape[2] not in (1, 3):
         raise ConfigError(f"a pretrained backbone takes gray or RGB images, not {shape[2]} channels "
@@ -101,7 +131,7 @@ def classifier(spec: BackboneSpec, input_name: str, shape: tuple[int, int, int],
     x = BackbonePreprocess(spec.module, name="backbone_preprocess")(inputs)
     x = backbone(x, training=False)  # BatchNorm stays in inference mode, also once unfrozen
     x = keras.layers.GlobalAveragePooling2D()(x)
-    x = keras.layers.Dropout(dropout)(x)
+    x = SeededDropout(dropout, name="dropout")(x)
     outputs = keras.layers.Dense(num_classes, activation="softmax", dtype="float32", name="probabilities")(x)
     return keras.Model(inputs, outputs, name=f"{spec.name}_classifier")
 

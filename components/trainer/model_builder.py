@@ -30,10 +30,6 @@ def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     with the same seed start from the same weights, so a run repeats its metrics.
     """
     keras.utils.set_random_seed(config.input.seed)
-    if config.input.deterministic:
-        # Dropout's randomness in a tf.random.Generator: a variable, so a backup carries its state and a
-        # resumed run draws the masks the uninterrupted run would (the legacy ops start over in each process).
-        keras.backend.experimental.enable_tf_random_generator()
     model = _architecture(task, config)
     if config.input.augment and config.input.augment_on_device:
         model = _with_augment_layer(model, task, config)

@@ -159,25 +159,32 @@ def test_mixed_precision_keeps_a_float32_softmax_and_a_loss_scaled_optimizer(pho
     assert keras.mixed_precision.global_policy().name == "float32"
 
 
-def test_a_run_killed_in_phase_two_resumes_in_phase_two(photos: Path, weights_file: tuple, tmp_path: Path) -> None:
+def test_a_run_killed_in_each_phase_resumes_there_with_the_uninterrupted_weights(photos: Path, weights_file: tuple,
+                                                                                  tmp_path: Path) -> None:
     path, _ = weights_file
-    out = tmp_path / "m"
-    command = [sys.executable, "-m", "shardflow", "train", "--examples", str(photos / "examples"), "--output",
-               str(out), "--model", "mobilenet_v2", "--weights", str(path), "--backbone-alpha", str(ALPHA),
-               "--epochs", "4", "--freeze-epochs", "1", "--batch-size", "4", "--checkpoint-every", "2",
-               "--input-probe-batches", "1"]
+
+    def command(out: Path) -> list[str]:
+        return [sys.executable, "-m", "shardflow", "train", "--examples", str(photos / "examples"), "--output",
+                str(out), "--model", "mobilenet_v2", "--weights", str(path), "--backbone-alpha", str(ALPHA),
+                "--epochs", "4", "--freeze-epochs", "1", "--batch-size", "4", "--checkpoint-every", "2",
+                "--input-probe-batches", "1", "--deterministic", "--eval-split", ""]
+
     env = dict(os.environ)  # the process defaults: the command's own (core/process_defaults.py)
-    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Phase two's own backup recorded its second checkpoint whole (step 4 of its 27): the kill lands in phase
-    # two, past a checkpoint.
-    wait_for(lambda: recorded_checkpoint(str(out / "checkpoints" / "fine_tune")) >= 2, first, 900,
-             "second recorded checkpoint of phase two")
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-    assert not (out / "training.json").exists(), "the run finished before it could be killed"
+    whole = subprocess.run(command(tmp_path / "whole"), env=env, capture_output=True, text=True, timeout=600)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    out = tmp_path / "m"
+    # Killed once mid-way through the head phase (its second backup of step 4 of 9), then in phase two (its own
+    # backup's second checkpoint, step 4 of its 27): each time the kill lands past a whole checkpoint.
+    for backups, what in (("", "head phase"), ("fine_tune", "phase two")):
+        first = subprocess.Popen(command(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: recorded_checkpoint(str(out / "checkpoints" / (backups or "head"))) >= 2, first, 900,
+                 f"second recorded checkpoint of the {what}")
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        assert not (out / "training.json").exists(), "the run finished before it could be killed"
     assert (out / "checkpoints" / "head-done" / "phase.json").is_file()
     head_epoch = json.loads((out / "history.json").read_text())["epochs"][0]
-    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    second = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     summary = json.loads((out / "training.json").read_text())
     assert [e["phase"] for e in summary["history"]] == ["head", "fine_tune", "fine_tune", "fine_tune"]
@@ -185,6 +192,7 @@ def test_a_run_killed_in_phase_two_resumes_in_phase_two(photos: Path, weights_fi
     assert summary["optimizer_steps"] == 4 * per_epoch
     assert summary["resumed_from_step"] > 0  # phase two's optimizer came back from its backup
     assert summary["history"][0] == head_epoch  # the head phase was not trained again
+    assert summary["weights_sha256"] == json.loads((tmp_path / "whole" / "training.json").read_text())["weights_sha256"]
 
 
 @pytest.mark.parametrize("model, shape, module", [
