@@ -20,6 +20,10 @@ table's `cacheable`: ExampleGen, validation, Transform, Tuner, Trainer, infra-va
 Evaluator, the report and Push always run, since the served model may have changed. A cached
 output that has gone (deleted by hand) is a miss. `no_cache` names steps never to reuse ("all").
 
+Two runs into one RUN_DIR share the cache. An entry is written whole (storage.write_json: a uniquely named
+temporary file renamed over it), so when both store one entry at once a lookup finds either run's whole
+entry or none, never a part (tests/pipeline/test_cache_concurrent_writes.py).
+
     cache = StepCache(Path("runs/demo/cache"), no_cache=frozenset({"train"}))
     key = cache.key("transform", component_spec, executor_spec, arguments)
     cache.lookup("transform", key)          # the outputs dict, or None

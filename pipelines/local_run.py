@@ -38,7 +38,7 @@ from typing import Any, Callable
 from ..core import storage
 from ..core.errors import ConfigError
 from ..example_gen.spans import has_span_pattern
-from .step_bodies import StepFailed
+from .step_bodies import NOT_PUSHED, StepFailed
 from .local_cache import CACHE_DIR, StepCache, check_no_cache
 from .local_dag import DagWalk
 from .local_tasks import LocalTasks
@@ -163,7 +163,7 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
             walk = DagWalk(spec, run_dir.name, tasks.run, steps.skipped)
             succeeded = walk.run(arguments)
     finally:
-        summary = summarize(out)
+        summary = summarize(out, run_dir)  # this run's, whatever other runs write into `out`
         if summary.get("run"):
             storage.write_json(str(Path(summary["run"]) / LOGS / STEPS_RECORD), steps.steps)
             summary["steps"] = steps.steps
@@ -186,13 +186,16 @@ def compiled_for_local_run(run_dir: Path, no_cache: tuple[str, ...]) -> dict[str
         return yaml.safe_load(compiled)
 
 
-def summarize(out: Path) -> dict[str, Any]:
-    """What the newest run in `out` produced, read from its step outputs."""
-    runs = sorted((out / PIPELINE_ROOT).glob("shardflow-*"), key=lambda p: p.stat().st_mtime)
-    if not runs:
+def summarize(out: Path, run_dir: Path | None = None) -> dict[str, Any]:
+    """What the run `run_dir` (default: the newest run in `out`) produced, read from its step outputs and its
+    own outcome record: another run into the same `out` may be running, or have finished, meanwhile."""
+    if run_dir is None:
+        runs = sorted((out / PIPELINE_ROOT).glob("shardflow-*"), key=lambda p: p.stat().st_mtime)
+        run_dir = runs[-1] if runs else None
+    if run_dir is None or not run_dir.is_dir():
         return {"run": None}
-    run_dir = runs[-1]
-    records = sorted((out / RECORDS).glob("run-*.json"), key=lambda p: p.stat().st_mtime)
+    records = [record for record in sorted((out / RECORDS).glob("run-*.json"), key=lambda p: p.stat().st_mtime)
+               if json.loads(record.read_text()).get("pipeline_job") == run_dir.name]  # the exit handler's record
     summary: dict[str, Any] = {"run": str(run_dir),
                                "outcome": json.loads(records[-1].read_text()) if records else None,
                                "serving_pointer": _json(out / SERVING / "CURRENT.json")}
@@ -205,7 +208,20 @@ def summarize(out: Path) -> dict[str, Any]:
     summary["training"] = _json(run_dir / steps["model"] / "training.json")
     summary["serving_check"] = _json(run_dir / steps["infra"] / "infra_validation.json")
     summary["predict"] = _json(run_dir / steps["predictions"] / "predict.json")
+    summary["push"] = _push_outcome(run_dir / steps["pushed"], summary["outcome"] or {})
     return summary
+
+
+def _push_outcome(pushed: Path, outcome: dict[str, Any]) -> dict[str, Any] | None:
+    """What this run's Push did: {"pushed": its version directory}, or {"refused": the Pusher's one line} (the
+    step failed with it, e.g. the served model is no longer the baseline the Evaluator gated against), or None
+    when Push did not run. The "serving:" line says what is served now, which another run may have pushed."""
+    if pushed.is_file():
+        return {"pushed": pushed.read_text().strip()}
+    message = str(outcome.get("message") or "")
+    if outcome.get("failed_task") == "push" and NOT_PUSHED in message:
+        return {"refused": message.split(NOT_PUSHED, 1)[1]}
+    return None
 
 
 def _json(path: Path) -> Any:
@@ -228,8 +244,11 @@ def render_summary(summary: dict[str, Any]) -> str:
     lines.append(f"serving: {pointer['model']} (version {pointer['version']})" if pointer else "serving: nothing pushed")
     blessing = summary.get("blessing") or {}
     serving_check = summary.get("serving_check") or {}
+    refused = (summary.get("push") or {}).get("refused")
     if blessing and not blessing.get("blessed"):  # the one line a scheduled run's log is read for
         lines.append("not pushed: " + "; ".join(blessing.get("reasons") or ["not blessed"]))
+    elif refused:  # blessed, but the served model changed since the Evaluator gated against it
+        lines.append(NOT_PUSHED + refused)
     elif serving_check and not serving_check.get("blessed"):
         lines.append("not pushed: the serving check failed: " + "; ".join(serving_check.get("reasons") or []))
     predicted = summary.get("predict")

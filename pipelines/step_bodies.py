@@ -39,6 +39,9 @@ from ..pusher import run as run_pusher  # noqa: E402
 from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record  # noqa: E402
 
 
+NOT_PUSHED = "not pushed: "  # how a refused push's line begins (the run's summary finds its reason after it)
+
+
 class StepFailed(ShardflowError):
     """A shardflow command of a step failed; the message is the command's own one line, the exit code its own."""
 
@@ -215,11 +218,13 @@ def infra_validate_argv(model_dir: str, evaluation: str, options: list[str], out
 
 def push(model_dir: str, evaluation: str, infra_validation: str, serving_dir: str, source: dict[str, Any]) -> str:
     """The Pusher (`shardflow push`'s run): copies the model, with the warm-up file, to `serving_dir/<N>/` and
-    repoints CURRENT.json. The pipeline's conditions already held; the Pusher checks both verdicts again."""
+    repoints CURRENT.json. The pipeline's conditions already held; the Pusher checks both verdicts again, and
+    refuses (failing the step with its one line) when the served model is no longer the baseline the Evaluator
+    gated against: another run pushed meanwhile (docs/push.md, "Concurrent runs")."""
     result = run_pusher(PusherConfig(model=model_dir, evaluation=evaluation, serving_dir=serving_dir,
                                      source=source, infra_validation=infra_validation))
     if not result.pushed:
-        raise StepFailed("shardflow push: not pushed: " + "; ".join(result.reasons))
+        raise StepFailed("shardflow push: " + NOT_PUSHED + "; ".join(result.reasons))
     return result.location
 
 

@@ -1,6 +1,8 @@
 """A real S3-protocol server on loopback for the tests: moto's server mode, started by the tests.
 
-Configured only through the standard AWS variables, as a user would configure shardflow.
+Configured only through the standard AWS variables, as a user would configure shardflow. Started through
+moto_serialized.py: moto_server itself, except that a conditional PUT's check and store are one step, as
+on S3 (moto alone lets two racing `If-None-Match: *` PUTs both succeed).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ class S3Server(LoopbackServer):
 
     def __init__(self, log_dir: Path) -> None:
         port = free_port()
-        argv = [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)]
+        argv = [sys.executable, str(Path(__file__).with_name("moto_serialized.py")), "-H", "127.0.0.1", "-p", str(port)]
         super().__init__("moto_server", argv, port, "/moto-api/", log_dir / "moto.log", timeout=60)
 
     @property

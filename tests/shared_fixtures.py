@@ -151,7 +151,9 @@ def _quadrant_history(folder: Path) -> dict[str, Any]:
         summary = run_locally(config, echo=printed.append)
         assert summary["outcome"]["state"] == "SUCCEEDED", printed
         history["runs"][name] = {**summary, "printed": printed, "bytes": _bytes(out),
-                                 "served": sorted(p.name for p in (out / "serving").iterdir())}
+                                 # what TF Serving sees: not Push's hidden claims and lock
+                                 "served": sorted(p.name for p in (out / "serving").iterdir()
+                                                  if not p.name.startswith("."))}
     return history
 
 

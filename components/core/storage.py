@@ -6,7 +6,10 @@ between schemes lives in those classes (core/filesystems/), never here. What is 
 backends' operations (existence, copies, moves across schemes, JSON and text) is here, once.
 
 Writes are whole or absent: locally under a temporary sibling renamed into place, remotely as one
-object that appears when its upload completes (object stores have no partial objects).
+object that appears when its upload completes (object stores have no partial objects). A small file
+can also be written conditionally, a compare-and-swap (`read_with_token`, then `write_if`): the write
+happens only if nobody wrote the file since it was read, or, with a token of None, only if it does not
+exist (an exclusive create), atomically against every other conditional write on every scheme.
 
 >>> import tempfile
 >>> root = tempfile.mkdtemp()
@@ -22,13 +25,13 @@ import json
 import shutil
 from typing import Any, BinaryIO, ContextManager
 
-from .filesystems import backend_for, forget_clients, temp_name
+from .filesystems import WriteConflict, backend_for, forget_clients, temp_name
 from .uri import basename, is_remote, join, parent, relative_to
 
 __all__ = ["basename", "is_remote", "join", "parent", "relative_to", "temp_name", "open_read", "open_write",
            "read_bytes", "write_bytes", "read_text", "write_text", "read_json", "write_json", "exists",
            "is_file", "is_dir", "list_names", "list_files", "remove", "size", "makedirs", "copy_file",
-           "copy_tree", "move", "can_rename", "forget_clients"]
+           "copy_tree", "move", "can_rename", "forget_clients", "read_with_token", "write_if", "WriteConflict"]
 
 
 def open_read(location: str) -> BinaryIO:
@@ -49,6 +52,29 @@ def read_bytes(location: str) -> bytes:
 def write_bytes(location: str, data: bytes, durable: bool = True) -> None:
     """Writes `data` whole or not at all; `durable=False` skips the local fsync (staging files)."""
     backend_for(location).write_bytes(location, data, durable)
+
+
+def read_with_token(location: str) -> tuple[bytes | None, str | None]:
+    """A small file's bytes and the token of that version of it, for `write_if`; (None, None) when there is none.
+
+    Tokens are opaque: the content's SHA-256 locally, the ETag on s3://, the generation on gs://."""
+    return backend_for(location).read_with_token(location)
+
+
+def write_if(location: str, data: bytes, expected: str | None) -> str:
+    """Writes `data` whole only if `location` still holds the version `expected` names (None: only if there is
+    no file there); returns the new token. WriteConflict when another writer got there first (nothing written).
+
+    A conflict that turns out to be this very write (a request the client retried after it had succeeded)
+    is not one: `data` should be unique to the writer (the Pusher's records carry a nonce or a version)."""
+    backend = backend_for(location)
+    try:
+        return backend.write_if(location, data, expected)
+    except WriteConflict:
+        found, token = backend.read_with_token(location)
+        if found == data and token is not None:
+            return token
+        raise
 
 
 def read_text(location: str) -> str:

@@ -39,6 +39,9 @@ RELIABILITY_PLOT = "reliability_diagram.png"  # classifiers only
 BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"  # the verdict: exactly one of them, written last
 CANARIES, CANARY_PREDICTIONS = "canaries.tfrecord", "canary_predictions.npy"  # what infra validation replays
 LABEL_ISSUES, LABEL_ISSUES_SHEET = "label_issues.jsonl", "label_issues.png"  # the split's likely label errors
+# The key of metrics.json and blessing.json naming the baseline the verdict was gated against (a local one made
+# absolute), or NO_BASELINE: Push moves the serving pointer only while that is still what is served.
+GATED_AGAINST, NO_BASELINE = "gated_against", "none"
 
 # The top-level ("overall") metrics a threshold or a regression may name, per model task.
 TASK_METRICS: dict[str, tuple[str, ...]] = {

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -34,8 +35,8 @@ from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.output_dir import OutputDir
 from ..core.tfrecord import frame
 from .blessing import Blessing, bless
-from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, LABEL_ISSUES, LABEL_ISSUES_SHEET, METRICS,
-                     NOT_BLESSED, PLOT, RELIABILITY_PLOT, EvaluatorConfig, check_metric_names)
+from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, GATED_AGAINST, LABEL_ISSUES, LABEL_ISSUES_SHEET,
+                     METRICS, NO_BASELINE, NOT_BLESSED, PLOT, RELIABILITY_PLOT, EvaluatorConfig, check_metric_names)
 from .intervals import bootstrap_intervals, slice_intervals
 from .label_list import SHEET_ISSUES, IssueOutputs, label_issue_outputs
 from .loaded_model import LoadedModel, check_same_labels, load_model
@@ -99,7 +100,8 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
     intervals = _intervals(config, candidate, result)
     return {
         "component": "evaluator", "shardflow_version": __version__, "task": info.task,
-        "model": config.model, "baseline_model": config.baseline, "examples": config.examples,
+        "model": config.model, "baseline_model": config.baseline, GATED_AGAINST: gated_against(config.baseline),
+        "examples": config.examples,
         "split": config.split, "label": info.label, "class_names": info.class_names,
         **report,
         "baseline": baseline,
@@ -114,6 +116,14 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
                    "label_issues_seconds": issues.summary["seconds"],
                    "total_seconds": round(time.time() - started, 3)},
     }
+
+
+def gated_against(baseline: str | None) -> str:
+    """What the verdict was gated against, as recorded for Push: the baseline's location (a local path made
+    absolute, so that it means the same from any working directory), or NO_BASELINE."""
+    if baseline is None:
+        return NO_BASELINE
+    return baseline if storage.is_remote(baseline) else os.path.abspath(baseline)
 
 
 class _CanaryRecorder:
@@ -167,7 +177,7 @@ def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canarie
         storage.write_bytes(out.staged(RELIABILITY_PLOT), reliability_png(
             metrics["calibration"]["bins"], f"{storage.basename(metrics['model'])} on {metrics['split']}: "
                                             f"ECE {ece:.3f} ({len(metrics['calibration']['bins'])} bins)"))
-    storage.write_json(out.staged(BLESSING), verdict.to_json())
+    storage.write_json(out.staged(BLESSING), {**verdict.to_json(), GATED_AGAINST: metrics[GATED_AGAINST]})
     canaries.write(out)
     storage.write_bytes(out.staged(LABEL_ISSUES), issues.lines)
     storage.write_bytes(out.staged(LABEL_ISSUES_SHEET), issues.sheet)

@@ -6,10 +6,13 @@
                               serving_dir="s3://b/serving"))
     pushed.version, pushed.location      # 3, 's3://b/serving/3'
     resolve_latest("s3://b/serving")      # 's3://b/serving/3' ('' when nothing was pushed yet)
-"""
-from .config import LATEST, PusherConfig
-from .executor import (SERVING_POINTER, PushResult, push_model, read_pointer, resolve_latest, resolve_model_reference,
-                       run)
 
-__all__ = ["LATEST", "PushResult", "PusherConfig", "SERVING_POINTER", "push_model", "read_pointer", "resolve_latest",
-           "resolve_model_reference", "run"]
+The pointer moves only while it names the baseline the evaluation gated the model against; a refused
+push is `pushed=False` with one reason (`ServingChanged`'s line from `push_model`).
+"""
+from .config import ANY, GATED, LATEST, REPLACE_MODES, PusherConfig, ServingChanged
+from .executor import PushResult, push_model, resolve_latest, resolve_model_reference, run
+from .serving import SERVING_POINTER, read_pointer
+
+__all__ = ["ANY", "GATED", "LATEST", "PushResult", "PusherConfig", "REPLACE_MODES", "SERVING_POINTER", "ServingChanged",
+           "push_model", "read_pointer", "resolve_latest", "resolve_model_reference", "run"]

@@ -4,7 +4,8 @@ TF Serving watches a base path whose integer-named subdirectories are model vers
 is served. `CURRENT.json` names the version shardflow pushed last (the model a pipeline's `latest`
 means for warm starts and baselines):
 
-    {"version": 3, "model": "s3://b/serving/3", "pushed_at": "2026-11-23T12:00:00Z", **source}
+    {"version": 3, "model": "s3://b/serving/3", "pushed_from": "s3://b/runs/train/model",
+     "gated_against": "s3://b/serving/2", "replaced_version": 2, "pushed_at": "2026-11-23T12:00:00Z", **source}
 
 Locally the copy is made under a temporary sibling and renamed to `<N>`, so a server never sees half
 a model. Object stores have no rename: the copy goes straight to `<N>/`. On both, the pointer is
@@ -14,12 +15,16 @@ output of `shardflow infra-validate`), a model is pushed only when it is INFRA_B
 validator's TF Serving warm-up file is copied into the version (`<N>/assets.extra/`) within the same
 atomic copy, so a served version answers its first request without start-up cost.
 
+Concurrent pushes (serving.py): the pointer moves only while it names the baseline the Evaluator gated
+the model against (its `gated_against` record: a model, or none when nothing was served), checked and
+written as one compare-and-swap; `<N>` is claimed before the copy, so two pushes never share a number.
+A refused push removes its copy and says what is served now and what the model was gated against.
+
     result = run(PusherConfig(model="runs/train/model", evaluation="runs/eval", serving_dir="runs/serving"))
     result.pushed, result.version, result.location
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -27,11 +32,11 @@ from typing import Any, Callable
 from ..core import storage
 from ..core.errors import ConfigError
 from ..core.model_info import MODEL_INFO_NAME
-from ..evaluator.config import BLESSED, METRICS, NOT_BLESSED
+from ..evaluator.config import BLESSED, GATED_AGAINST, METRICS, NOT_BLESSED
 from ..infra_validator.config import INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_FILE
-from .config import LATEST, PusherConfig
-
-SERVING_POINTER = "CURRENT.json"
+from .config import GATED, LATEST, PusherConfig, ServingChanged
+from .serving import (SERVING_POINTER, check_gated, check_unchanged, claim_version, normalized, read_pointer,
+                      read_served, swap_pointer)
 
 
 @dataclass(frozen=True)
@@ -43,21 +48,38 @@ class PushResult:
 
 
 def run(config: PusherConfig, echo: Callable[[str], None] = print) -> PushResult:
-    """Pushes `config.model` when `config.evaluation` blessed it; otherwise changes nothing."""
+    """Pushes `config.model` when `config.evaluation` blessed it and (with `replace` GATED) what it was gated
+    against is still served; otherwise changes nothing and says why (`PushResult.reasons`)."""
     if not storage.is_file(storage.join(config.model, MODEL_INFO_NAME)):
         raise ConfigError(f"model {config.model!r} has no {MODEL_INFO_NAME}: not a model exported by shardflow train")
     reasons = _verdict_reasons(config.evaluation, BLESSED, NOT_BLESSED, "evaluation", METRICS, config.model)
     if not reasons and config.infra_validation:
         reasons = _verdict_reasons(config.infra_validation, INFRA_BLESSED, INFRA_NOT_BLESSED, "infra validation",
                                    REPORT, config.model)
-    if reasons:
-        echo(f"push: not pushed: {'; '.join(reasons)}")
-        return PushResult(False, reasons=reasons)
+    gated, reasons = _gated_against(config) if not reasons else (None, reasons)
     extra = ({WARMUP_FILE: storage.join(config.infra_validation, *WARMUP_FILE.split("/"))}
              if config.infra_validation else {})
-    version, location = push_model(config.model, config.serving_dir, config.source, extra)
-    echo(f"push: {config.model} → {location} (version {version}); {SERVING_POINTER} points to it")
-    return PushResult(True, version, location)
+    if not reasons:
+        try:
+            version, location = push_model(config.model, config.serving_dir, config.source, extra,
+                                           gated_against=gated)
+            echo(f"push: {config.model} → {location} (version {version}); {SERVING_POINTER} points to it")
+            return PushResult(True, version, location)
+        except ServingChanged as refused:  # its one line: what is served now, what the model was gated against
+            reasons = [str(refused)]
+    echo(f"push: not pushed: {'; '.join(reasons)}")
+    return PushResult(False, reasons=reasons)
+
+
+def _gated_against(config: PusherConfig) -> tuple[str | None, list[str]]:
+    """The evaluation's record of the baseline it gated against (None: `replace` ANY), or why there is none."""
+    if config.replace != GATED:
+        return None, []
+    recorded = storage.read_json(storage.join(config.evaluation, METRICS)).get(GATED_AGAINST)
+    if not isinstance(recorded, str) or not recorded:
+        return None, [f"the evaluation in {config.evaluation} does not record the baseline it was gated against "
+                      f"(no {GATED_AGAINST} in its {METRICS}: an older shardflow's): evaluate again"]
+    return recorded, []
 
 
 def _verdict_reasons(root: str, blessed: str, not_blessed: str, step: str, report: str, model: str) -> list[str]:
@@ -71,57 +93,62 @@ def _verdict_reasons(root: str, blessed: str, not_blessed: str, step: str, repor
             return storage.read_text(verdict).splitlines() or [f"the {step} did not bless the model"]
         return [f"{root} has no verdict (neither {blessed} nor {not_blessed}): the {step} did not finish"]
     checked = storage.read_json(storage.join(root, report)).get("model", "")
-    if _normalized(checked) != _normalized(model):
+    if normalized(checked) != normalized(model):
         return [f"the {step} in {root} blessed {checked}, not {model}"]
     return []
 
 
-def _normalized(location: str) -> str:
-    return location.rstrip("/") if storage.is_remote(location) else os.path.realpath(location)
-
-
 def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None = None,
-               extra_files: dict[str, str] | None = None) -> tuple[int, str]:
+               extra_files: dict[str, str] | None = None, *, gated_against: str | None) -> tuple[int, str]:
     """Copies `model_dir` to the next version `<serving_dir>/<N>/`, then repoints CURRENT.json; (N, location).
 
+    `gated_against`: the baseline the candidate was gated against (its location, or evaluator.config's
+    NO_BASELINE when nothing was served); the pointer moves only if it still names that, checked and moved
+    as one compare-and-swap, else ServingChanged and this push's copy is removed. None: whatever is
+    served may be replaced (still only if no other push moved the pointer during this one).
     `extra_files` ({path inside the version: source file}, e.g. the warm-up file) are part of the same copy.
 
     No blessing check: `run` makes it (or a pipeline's condition on the Evaluator's verdict). The model
     already served (the same `model_dir`, as a rerun whose Trainer was cached blesses it) is not
     copied again: its version stays current.
     """
-    pointer = read_pointer(serving_dir)
-    if pointer and pointer.get("pushed_from") == _normalized(model_dir) and storage.exists(pointer["model"]):
-        return pointer["version"], pointer["model"]
-    versions = [int(name) for name in storage.list_names(serving_dir) if name.isdigit()]
-    version = max(versions, default=0) + 1
+    served, origin = read_served(serving_dir), normalized(model_dir)
+    current = served.pointer
+    if current and current.get("pushed_from") == origin and storage.exists(current["model"]):
+        return current["version"], current["model"]
+    check_gated(served, gated_against)
+    version = claim_version(serving_dir, origin)
     target = storage.join(serving_dir, str(version))
-    if not storage.can_rename(target):  # object stores: written in place, the pointer (last) publishes it
-        storage.remove(target)  # objects of a push killed before its pointer was written
-        _copy_version(model_dir, target, extra_files or {})
-    else:
-        staging = storage.temp_name(target)
-        try:
-            _copy_version(model_dir, staging, extra_files or {})
-            storage.move(staging, target)  # atomic rename: the version appears whole
-        finally:
-            storage.remove(staging)
-    pointer = {"version": version, "model": target, "pushed_from": _normalized(model_dir),
-               "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **(source or {})}
-    storage.write_json(storage.join(serving_dir, SERVING_POINTER), pointer)  # last, atomically
+    try:
+        _publish(model_dir, target, extra_files or {}, lambda: check_unchanged(serving_dir, served, gated_against))
+        pointer = {"version": version, "model": target, "pushed_from": origin, "gated_against": gated_against,
+                   "replaced_version": current["version"] if current else None,
+                   "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **(source or {})}
+        swap_pointer(serving_dir, served, pointer, gated_against)  # last, and only if `served` is still current
+    except ServingChanged:
+        storage.remove(target)  # TF Serving serves the newest directory: a refused version must not stay
+        raise
     return version, target
+
+
+def _publish(model_dir: str, target: str, extra_files: dict[str, str], still_current: Callable[[], None]) -> None:
+    """Makes `target` a copy of the model: whole when it appears where the scheme renames, in place elsewhere."""
+    if not storage.can_rename(target):  # object stores: written in place (the claim made `target` this push's)
+        _copy_version(model_dir, target, extra_files)
+        return
+    staging = storage.temp_name(target)
+    try:
+        _copy_version(model_dir, staging, extra_files)
+        still_current()  # a push that already lost is refused before its version appears
+        storage.move(staging, target)  # atomic rename: the version appears whole
+    finally:
+        storage.remove(staging)
 
 
 def _copy_version(model_dir: str, target: str, extra_files: dict[str, str]) -> None:
     storage.copy_tree(model_dir, target)
     for relative, source in extra_files.items():
         storage.copy_file(source, storage.join(target, *relative.split("/")))
-
-
-def read_pointer(serving_dir: str) -> dict[str, Any] | None:
-    """The content of CURRENT.json, or None when nothing was pushed to `serving_dir` yet."""
-    pointer = storage.join(serving_dir, SERVING_POINTER)
-    return storage.read_json(pointer) if storage.is_file(pointer) else None
 
 
 def resolve_latest(serving_dir: str) -> str:

@@ -158,7 +158,8 @@ def test_evaluate_and_push_on_s3(trained: tuple[str, dict, Path], s3_examples: s
     other = f"s3://{bucket}/other-model"  # another model (a copy of the files): the next version
     storage.copy_tree(model, other)
     evaluate(EvaluatorConfig(model=other, examples=s3_examples, output=f"s3://{bucket}/eval_other",
-                             thresholds=("accuracy>=0",)), echo=lambda _: None)
+                             baseline=f"{serving}/1", thresholds=("accuracy>=0",)),  # gated against the served one
+             echo=lambda _: None)
     second = push(PusherConfig(model=other, evaluation=f"s3://{bucket}/eval_other", serving_dir=serving),
                   echo=lambda _: None)
     assert (second.version, second.location) == (2, f"{serving}/2")

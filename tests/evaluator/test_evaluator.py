@@ -13,6 +13,7 @@ in-memory Keras model on pixels read with the reader (not through the Evaluator'
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -173,6 +174,8 @@ def test_blessed_when_thresholds_hold_and_nothing_regressed(tmp_path: Path, band
     assert [c["passed"] for c in blessing["checks"]] == [True] * 4
     assert blessing["reasons"][0].startswith("accuracy = ") and "meets threshold accuracy>=0.6" in blessing["reasons"][0]
     assert "better than the baseline" in blessing["reasons"][2]
+    # What Push compares with the served model: the baseline gated against, in both reports.
+    assert metrics["gated_against"] == blessing["gated_against"] == os.path.abspath(models["weak"][0])
     for name, delta in metrics["deltas"]["overall"].items():
         assert delta == pytest.approx(metrics["overall"][name] - metrics["baseline"]["overall"][name])
     north = metrics["deltas"]["slices"]["site"]["north"]["accuracy"]
@@ -198,6 +201,7 @@ def test_not_blessed_when_a_threshold_fails_but_exit_code_is_zero(tmp_path: Path
         (False, ""), (True, ""), (None, "--max-regression"),
         (None, "the default regression tolerance; change it with --regression-tolerance")]
     assert blessing["checks"][2]["reason"] == "no baseline: regression check accuracy=0.01 skipped"
+    assert blessing["gated_against"] == "none"  # Push: only into a serving directory where nothing is served
 
 
 def test_not_blessed_on_a_regression_against_a_better_baseline(tmp_path: Path, bands: Path, models: dict) -> None:

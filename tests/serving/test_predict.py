@@ -163,7 +163,7 @@ def assert_same_table(rows: list[dict], expected: list[dict]) -> None:
 def test_a_serving_dir_or_its_current_json_names_the_model_parquet_and_prediction_log(
         bands: dict[str, Path], bands_run: tuple[dict, Path], tmp_path: Path) -> None:
     serving = tmp_path / "serving"
-    push_model(str(bands["model"]), str(serving))
+    push_model(str(bands["model"]), str(serving), gated_against="none")  # into an empty serving directory
     base = ["predict", "--index", str(bands["index"]), "--data-root", str(bands["root"]), "--top-k", "2"]
     assert shardflow_main([*base, "--model", str(serving), "--output", str(tmp_path / "a")]) == 0
     assert shardflow_main([*base, "--model", str(serving / "CURRENT.json"), "--output", str(tmp_path / "b"),

@@ -40,7 +40,7 @@ def test_push_with_infra_validation_on_local_disk_and_s3(place: str) -> None:
         storage.write_bytes(storage.join(location, "saved_model.pb"), b"graph")
         storage.write_text(storage.join(location, "shardflow_model.json"), "{}")
     evaluation = storage.join(place, "eval")
-    storage.write_json(storage.join(evaluation, "metrics.json"), {"model": model})
+    storage.write_json(storage.join(evaluation, "metrics.json"), {"model": model, "gated_against": "none"})
     storage.write_text(storage.join(evaluation, "BLESSED"), "ok\n")
     serving = storage.join(place, "serving")
     refusals = [(_outputs(place, "refused", model, "INFRA_NOT_BLESSED", "the probe did not finish within 9 s"),
@@ -58,4 +58,5 @@ def test_push_with_infra_validation_on_local_disk_and_s3(place: str) -> None:
     result = push(PusherConfig(model=model, evaluation=evaluation, serving_dir=serving, infra_validation=blessed),
                   **QUIET)
     assert result.pushed and storage.read_bytes(storage.join(result.location, *WARMUP.split("/"))) == b"warm-up records"
-    assert storage.list_names(serving) == ["1", "CURRENT.json"]  # the copy was whole before the pointer moved
+    served = [name for name in storage.list_names(serving) if not name.startswith(".")]  # less claims and lock
+    assert served == ["1", "CURRENT.json"]  # the copy was whole before the pointer moved

@@ -9,7 +9,9 @@ What a backend must guarantee:
 - `open_read` gives a seekable binary stream, and raises FileNotFoundError for a missing file;
 - every write is whole or absent: nothing appears at the location unless the block ends without error;
 - `list_files` lists every file below a location, recursively, as full locations, sorted;
-- `remove` removes a file or a whole tree, and is silent when there is nothing there.
+- `remove` removes a file or a whole tree, and is silent when there is nothing there;
+- `write_if` replaces a small file only if it is still the version `read_with_token` returned (a token
+  of None: only if there is none), atomically against every other `write_if`: a compare-and-swap.
 
 >>> temp_name("s3://bucket/out/manifest.json").rsplit("-", 1)[0]
 's3://bucket/out/.manifest.json.tmp'
@@ -26,6 +28,14 @@ from ..uri import basename, join, parent, relative_to
 def temp_name(location: str) -> str:
     """The one temporary-name scheme: a hidden, unique sibling of `location`."""
     return join(parent(location), f".{basename(location)}.tmp-{uuid.uuid4().hex[:12]}")
+
+
+class WriteConflict(Exception):
+    """A conditional write found another version at its location than the one it expected (nothing written)."""
+
+    @classmethod
+    def at(cls, location: str, expected: str | None) -> "WriteConflict":
+        return cls(f"{location} was {'created' if expected is None else 'replaced or removed'} by another writer")
 
 
 class FileSystem(abc.ABC):
@@ -90,3 +100,12 @@ class FileSystem(abc.ABC):
 
     def enable_tensorflow(self) -> None:
         """Makes TensorFlow's own filesystem able to open this scheme (nothing to do by default)."""
+
+    def read_with_token(self, location: str) -> tuple[bytes | None, str | None]:
+        """A small file's bytes and a token naming that version of it; (None, None) when there is none."""
+        raise NotImplementedError(f"{type(self).__name__} has no conditional writes (read_with_token, write_if)")
+
+    def write_if(self, location: str, data: bytes, expected: str | None) -> str:
+        """Writes `data` whole only if the file is still the version `expected` names (None: only if there is
+        no file); returns the new version's token. WriteConflict, with nothing written, otherwise."""
+        raise NotImplementedError(f"{type(self).__name__} has no conditional writes (read_with_token, write_if)")

@@ -1,13 +1,18 @@
 """gs:// through Beam's `GcsIO`, with Application Default Credentials (or `STORAGE_EMULATOR_HOST`).
 
-TensorFlow has gs:// built in: nothing to enable for it.
+TensorFlow has gs:// built in: nothing to enable for it. A conditional write is an upload with the
+`ifGenerationMatch` precondition (generation 0: the object must not exist); tokens are generations.
 """
 from __future__ import annotations
 
 import os
 from typing import Any
 
+from ..uri import split_bucket
+from .base import WriteConflict
 from .object_store import ObjectStoreFileSystem
+
+READ_ATTEMPTS = 5  # a read whose object is replaced between its metadata and its bytes starts again
 
 
 def _emulated() -> bool:
@@ -41,3 +46,31 @@ class GcsFileSystem(ObjectStoreFileSystem):
             except Exception as error:  # reported as the batch reports it
                 results.append((path, error))
         return results
+
+    def read_with_token(self, location: str) -> tuple[bytes | None, str | None]:
+        """The generation, then that generation's bytes (`ifGenerationMatch`): never one version's bytes with
+        another's token."""
+        from google.api_core.exceptions import NotFound, PreconditionFailed
+
+        bucket_name, name = split_bucket(location)
+        bucket = self.client.client.bucket(bucket_name)  # GcsIO's google-cloud-storage client
+        for _ in range(READ_ATTEMPTS):
+            blob = bucket.get_blob(name)
+            if blob is None:
+                return None, None
+            try:
+                return blob.download_as_bytes(if_generation_match=blob.generation), str(blob.generation)
+            except (NotFound, PreconditionFailed):
+                continue  # replaced or removed in between
+        raise OSError(f"{location} kept changing while being read ({READ_ATTEMPTS} attempts)")
+
+    def write_if(self, location: str, data: bytes, expected: str | None) -> str:
+        from google.api_core.exceptions import NotFound, PreconditionFailed
+
+        bucket_name, name = split_bucket(location)
+        blob = self.client.client.bucket(bucket_name).blob(name)
+        try:
+            blob.upload_from_string(data, if_generation_match=0 if expected is None else int(expected))
+        except (PreconditionFailed, NotFound):
+            raise WriteConflict.at(location, expected) from None
+        return str(blob.generation)

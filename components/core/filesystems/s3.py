@@ -14,9 +14,18 @@ import os
 from typing import Any, BinaryIO, Mapping
 
 from ..uri import split_bucket
+from .base import WriteConflict
 from .object_store import ObjectStoreFileSystem
 
 SINGLE_PUT_BYTES = 64 << 20  # in-memory payloads below this go up in one request
+# A conditional PUT's refusals: the precondition failed (412), If-Match on a removed object (404), and S3's
+# 409 ConditionalRequestConflict (another conditional write to the key was in flight: retried, then it is 412).
+_CONFLICT, _IN_FLIGHT, _MISSING = "PreconditionFailed", "ConditionalRequestConflict", ("NoSuchKey", "404")
+IN_FLIGHT_ATTEMPTS = 3
+
+
+def _error_code(error: Exception) -> str:
+    return str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
 
 
 def tensorflow_s3_settings(env: Mapping[str, str]) -> dict[str, str]:
@@ -63,6 +72,32 @@ class S3FileSystem(ObjectStoreFileSystem):
         """One PUT (Beam's stream takes three requests: start, part, complete); atomic like any PUT."""
         bucket, key = split_bucket(location)
         self.client.client.client.put_object(Bucket=bucket, Key=key, Body=data)  # Beam's client wraps boto3's
+
+    def read_with_token(self, location: str) -> tuple[bytes | None, str | None]:
+        """One GET: the bytes and their ETag come from the same response."""
+        bucket, key = split_bucket(location)
+        try:
+            response = self.client.client.client.get_object(Bucket=bucket, Key=key)
+        except Exception as error:  # botocore's ClientError, named by its code
+            if _error_code(error) in _MISSING:
+                return None, None
+            raise
+        return response["Body"].read(), response["ETag"]
+
+    def write_if(self, location: str, data: bytes, expected: str | None) -> str:
+        """A conditional PUT: `If-None-Match: *` to create, `If-Match: ETAG` to replace; S3 decides atomically."""
+        bucket, key = split_bucket(location)
+        condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
+        for _ in range(IN_FLIGHT_ATTEMPTS):
+            try:
+                return self.client.client.client.put_object(Bucket=bucket, Key=key, Body=data, **condition)["ETag"]
+            except Exception as error:  # botocore's ClientError, named by its code
+                code = _error_code(error)
+                if code == _CONFLICT or code in _MISSING:
+                    raise WriteConflict.at(location, expected) from None
+                if code != _IN_FLIGHT:
+                    raise
+        raise WriteConflict.at(location, expected)  # still contended after IN_FLIGHT_ATTEMPTS: the other won
 
     def delete_batch(self, paths: list[str]) -> list[tuple[str, Exception | None]]:
         return self.client.delete_files(paths)
