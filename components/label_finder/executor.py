@@ -11,7 +11,9 @@ Outputs in `config.output` (an `OutputDir`; the summary is written last):
 `keep_models` `folds/<k>/` (`train/`: the fold's Trainer output, its model in `train/model`;
 `predictions/`: predict's output), written in place as each fold finishes (each whole under its own
 marker, so a failed run leaves the folds it finished; a rerun removes them first). Without it the
-fold work lives in the staging area, one fold at a time: disk holds one fold model, never K.
+fold work lives in the staging area, one fold at a time: disk holds one fold model, never K; and
+each finished fold's probabilities are kept in `fold_results/` (kept_folds.py), so a killed run,
+rerun with the same options, goes on with the folds it had not finished.
 
     from shardflow.label_finder import LabelFinderConfig, run
     train = TrainerConfig(input=InputOptions(examples="runs/examples"), fit=FitOptions(epochs=10),
@@ -35,7 +37,9 @@ from ..predict import PredictConfig
 from ..predict import run as predict
 from ..trainer import run as train
 from ..trainer.task import TrainingTask, resolve_task
+from ..core.manifest import MANIFEST_NAME
 from .config import FOLDS_DIR, ISSUES_NAME, SUMMARY_NAME, LabelFinderConfig
+from .kept_folds import RESULTS_DIR, KeptFolds, fold_key
 from .out_of_fold import OutOfFoldError, given_labels, read_predictions, row_descriptions, shard_starts, write_jsonl
 
 Echo = Callable[[str], None]
@@ -57,12 +61,13 @@ def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
     labels = given_labels(task.raw_dir, split, task.target, task.label_vocabulary)
     _check_labels(labels, examples, task)
     out = output_location(config.output)
+    kept = _kept_folds(config, task, out)
     with out.staged_run() as staging:
         # Kept fold runs are written in place (each whole under its own marker; a rerun removes them first).
         work = storage.join(out.root if config.keep_models else staging, FOLDS_DIR)
         probabilities = np.zeros((examples, task.num_classes))
         fold_of = np.full(examples, -1, np.int64)
-        folds = [_fold(config, task, fold, storage.join(work, str(fold)), probabilities, fold_of, labels, echo)
+        folds = [_fold(config, task, fold, storage.join(work, str(fold)), probabilities, fold_of, labels, echo, kept)
                  for fold in range(config.folds)]
         issues = find_label_issues(labels, probabilities, rule=config.rule)
         rows, note = row_descriptions(task.raw_dir, task.raw_manifest, split, issues.rows)
@@ -76,10 +81,21 @@ def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
         accuracy = float(np.mean(probabilities.argmax(axis=1) == labels))
         summary = _summary(config, task, examples, folds, accuracy, len(records), note, started)
         out.complete([ISSUES_NAME], summary)
+    kept.clear()  # complete: a later run starts anew
     echo(f"find-label-issues: {len(records):,} label issues among {examples:,} {split} examples "
          f"(out-of-fold accuracy {accuracy:.4f}, {config.folds} folds, rule {config.rule}); "
          f"{storage.join(config.output, ISSUES_NAME)}")
     return summary
+
+
+def _kept_folds(config: LabelFinderConfig, task: TrainingTask, out: OutputDir) -> KeptFolds:
+    """The folds an earlier, unfinished run finished (none after a complete run, which a rerun redoes)."""
+    manifests = b"".join(storage.read_bytes(storage.join(root, MANIFEST_NAME))
+                         for root in dict.fromkeys((task.raw_dir, task.train_dir)))
+    kept = KeptFolds(storage.join(out.root, RESULTS_DIR), [fold_key(config, k, manifests) for k in range(config.folds)])
+    if out.is_complete():
+        kept.clear()
+    return kept
 
 
 def _check_labels(labels: np.ndarray, examples: int, task: TrainingTask) -> None:
@@ -92,9 +108,18 @@ def _check_labels(labels: np.ndarray, examples: int, task: TrainingTask) -> None
 
 
 def _fold(config: LabelFinderConfig, task: TrainingTask, fold: int, folder: str, probabilities: np.ndarray,
-          fold_of: np.ndarray, labels: np.ndarray, echo: Echo) -> dict[str, Any]:
-    """Trains fold `fold`'s model, predicts its held-out examples into `probabilities`; the fold's record."""
+          fold_of: np.ndarray, labels: np.ndarray, echo: Echo, kept: KeptFolds) -> dict[str, Any]:
+    """Trains fold `fold`'s model, predicts its held-out examples into `probabilities`; the fold's record.
+
+    A fold an earlier, killed run finished with the same options is taken as it was (its model is not
+    kept then: with keep_models every fold is trained, as its model must be published)."""
     prefix = f"find-label-issues: fold {fold + 1}/{config.folds}: "
+    done = None if config.keep_models else kept.load(fold)
+    if done is not None:
+        positions, found, record = done
+        probabilities[positions], fold_of[positions] = found, fold
+        echo(f"{prefix}kept from the earlier, unfinished run ({kept.folder})")
+        return record
     training = train(config.fold_trainer_config(fold, storage.join(folder, "train")),
                      echo=lambda line: echo(prefix + line))
     split = config.train.input.train_split
@@ -115,10 +140,12 @@ def _fold(config: LabelFinderConfig, task: TrainingTask, fold: int, folder: str,
     last = training["history"][-1] if training["history"] else {}
     echo(f"{prefix}trained on {config.training_folds(fold).size(len(probabilities)):,} examples, "
          f"held-out accuracy {accuracy:.4f} on {len(positions):,}")
-    return {"fold": fold, "trained_on": config.training_folds(fold).size(len(probabilities)),
-            "held_out": len(positions), "held_out_accuracy": round(accuracy, 6),
-            "optimizer_steps": training["optimizer_steps"], "last_epoch": last,
-            "model": training["model"] if config.keep_models else None}
+    record = {"fold": fold, "trained_on": config.training_folds(fold).size(len(probabilities)),
+              "held_out": len(positions), "held_out_accuracy": round(accuracy, 6),
+              "optimizer_steps": training["optimizer_steps"], "last_epoch": last,
+              "model": training["model"] if config.keep_models else None}
+    kept.save(fold, positions, found, record)
+    return record
 
 
 def _summary(config: LabelFinderConfig, task: TrainingTask, examples: int, folds: list[dict[str, Any]],

@@ -6,15 +6,21 @@ other two folds only (its step count says so), and each issue's fold is the one 
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import math
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from helpers_processes import wait_for
 from shardflow.cli import main
 from shardflow.core.folds import fold_assignment
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
@@ -103,6 +109,30 @@ def test_each_fold_model_trained_on_the_other_folds_only(found: dict[str, Any]) 
         assert options["train_folds"] == {"count": 3, "folds": [f for f in range(3) if f != run["fold"]], "seed": 0}
         predicted = json.loads((folder / "predictions" / "predict.json").read_text())
         assert predicted["predicted"] == run["held_out"]
+
+
+def test_a_killed_run_keeps_its_finished_folds_and_lists_what_an_uninterrupted_run_lists(found: dict[str, Any],
+                                                                                       tmp_path: Path) -> None:
+    examples = found["summary"]["examples"]
+
+    def command(out: Path) -> list[str]:
+        return ["find-label-issues", "--examples", examples, "--output", str(out), "--folds", "3", "--steps", "20",
+                "--input-probe-batches", "1", "--eval-split", "", "--deterministic"]
+
+    assert main(command(tmp_path / "whole")) == 0
+    out = tmp_path / "killed"
+    first = subprocess.Popen([sys.executable, "-m", "shardflow", *command(out)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    wait_for(lambda: (out / "fold_results" / "0.npz").is_file(), first, 600, "fold 1's kept result")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert not (out / "label_issues.json").exists()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(command(out)) == 0
+    assert "fold 1/3: kept from the earlier, unfinished run" in printed.getvalue()
+    assert (out / "label_issues.jsonl").read_text() == (tmp_path / "whole" / "label_issues.jsonl").read_text()
+    assert not (out / "fold_results").exists()  # complete: a later run starts anew
 
 
 def test_a_rerun_into_the_output_replaces_it_and_drops_the_kept_models(found: dict[str, Any]) -> None:

@@ -5,10 +5,14 @@ is a real training output."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from helpers_processes import wait_for
 from shardflow.cli import main
 from shardflow.core.errors import ConfigError
 from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
@@ -55,6 +59,25 @@ def test_the_search_beats_the_bad_default_and_train_uses_what_it_found(digits: P
     used = json.loads((tmp_path / "tuned" / "model" / "shardflow_model.json").read_text())["options"]
     assert used["learning_rate"] == best["values"]["learning_rate"]
     assert _val_accuracy(tmp_path / "tuned") >= _val_accuracy(tmp_path / "bad") + 0.3
+
+
+def test_a_killed_search_goes_on_with_the_trials_it_had_not_finished(digits: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tune"
+    command = ["tune", "--examples", str(digits), "--output", str(out), "--max-trials", "3", "--trial-epochs", "1",
+               "--space", "learning_rate=log:1e-4:1e-2", "--seed", "1",
+               "--train-args", "--batch-size 64 --input-probe-batches 1 --eval-split eval"]
+    first = subprocess.Popen([sys.executable, "-m", "shardflow", *command], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    finished = lambda: sorted(out.glob("trials/*/training.json"))  # noqa: E731
+    wait_for(lambda: finished(), first, 600, "a finished trial")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert not (out / "best_hyperparameters.json").exists(), "the search finished before it could be killed"
+    kept = {path: path.stat().st_mtime_ns for path in finished()}
+    assert main(command) == 0
+    best = json.loads((out / "best_hyperparameters.json").read_text())
+    assert len(best["trials"]) == 3
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items())  # not trained again
 
 
 def test_hyperband_continues_a_trials_model_in_its_later_round(digits: Path, tmp_path: Path) -> None:
