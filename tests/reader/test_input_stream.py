@@ -98,6 +98,9 @@ def test_the_built_stream_runs_the_stages_in_the_documented_order(masks: Path) -
     names = built_order(_every_stage(masks))
     assert names == documented_order(), names
     assert names.count("prefetch") == 1 and names[-1] == "prefetch"
+    untapped = build_stream(masks, "train", StreamOptions(batch_size=4, shuffle_mb=budget_for(masks, 8), seed=1,
+                                                          repeat=True, features=("img",)))
+    assert "record_order" not in built_order(untapped) and "slice" not in built_order(untapped)  # off: absent
     # Large images and the fused crop: parse per chunk, then decode and transform per record.
     crop = DecodeCrop("img", lambda index, position: tf.constant([0, 0, 4, 4]))
     per_record = build_stream(masks, "eval", StreamOptions(batch_size=4, features=("img",)), crop=crop)
