@@ -27,6 +27,12 @@ entry or none, never a part (tests/pipeline/test_cache_concurrent_writes.py).
     cache = StepCache(Path("runs/demo/cache"), no_cache=frozenset({"train"}))
     key = cache.key("transform", component_spec, executor_spec, arguments)
     cache.lookup("transform", key)          # the outputs dict, or None
+
+A killed task is retried with its backups, as a cluster's retry keeps its output URI. Every run of a keyed
+task is recorded as an attempt (`cache/attempts/<task>-<key>.json`: its output URIs) until it succeeds.
+A rerun with the same key first copies what an unfinished earlier attempt left to resume from
+(`RESUMABLE`: the Trainer's `checkpoints/` and `history.json`, in an output without `training.json`)
+into its own outputs, so the step resumes. A task under `--no-cache` has no key, so it starts afresh.
 """
 from __future__ import annotations
 
@@ -53,6 +59,11 @@ CACHEABLE_STEPS = tuple(step.name for step in STEPS if step.cacheable)
 CONTENT_KEYED = {"infra-validate": {"evaluation": (CANARIES, CANARY_PREDICTIONS)}}
 # Artifacts that live in KFP's metadata only: no file is ever written at their URI.
 _METADATA_ONLY = frozenset({"system.Metrics", "system.ClassificationMetrics", "system.SlicedClassificationMetrics"})
+ATTEMPTS_DIR = "attempts"
+# What an unfinished output leaves to resume from (the Trainer's backups and its epochs so far), and the
+# marker of a finished one (the Trainer's training.json): named here, as the trainer is not imported here.
+RESUMABLE = ("checkpoints", "history.json")
+FINISHED_MARKER = "training.json"
 _FRAMEWORKS = ("tensorflow", "tf-keras", "apache-beam", "tensorflow-transform", "tensorflow-data-validation", "kfp")
 
 
@@ -140,6 +151,43 @@ class StepCache:
         """Records a successful run's outputs (atomically: a killed run leaves no half entry)."""
         record = {"task_root": str(task_root), "outputs": {name: _saved(v) for name, v in outputs.items()}}
         storage.write_json(str(self._entry(task, key)), record)
+
+    def _attempt(self, task: str, key: str) -> str:
+        return str(self.root / ATTEMPTS_DIR / f"{task}-{key}.json")
+
+    def start_attempt(self, task: str, key: str, outputs: dict[str, str]) -> str | None:
+        """Records this attempt at `outputs` ({name: URI}), having first copied into them what an unfinished
+        earlier attempt with this key left; returns the output it resumed from, or None."""
+        attempt = self._attempt(task, key)
+        earlier = storage.read_json(attempt)["outputs"] if storage.is_file(attempt) else {}
+        resumed = None
+        for name, uri in outputs.items():
+            if earlier.get(name) not in (None, uri) and carry_backups(earlier[name], uri):
+                resumed = earlier[name]
+        # Written after the copy: a rerun killed while copying still finds the attempt that holds the backups.
+        storage.write_json(attempt, {"task": task, "key": key, "outputs": outputs})
+        return resumed
+
+    def end_attempt(self, task: str, key: str) -> None:
+        """The attempt succeeded: nothing of it is to be resumed."""
+        attempt = self._attempt(task, key)
+        if storage.is_file(attempt):
+            storage.remove(attempt)
+
+
+def carry_backups(source: str, target: str) -> bool:
+    """Copies `RESUMABLE` from an unfinished output `source` into `target`, each whole or absent (staged, then
+    moved into place); False when `source` is finished or has no backups."""
+    if not storage.is_dir(storage.join(source, RESUMABLE[0])) or storage.exists(storage.join(source, FINISHED_MARKER)):
+        return False
+    for name in RESUMABLE:
+        found, staged = storage.join(source, name), storage.temp_name(storage.join(target, name))
+        if storage.is_file(found):
+            storage.copy_file(found, storage.join(target, name))
+        elif storage.is_dir(found):
+            storage.copy_tree(found, staged)
+            storage.move(staged, storage.join(target, name))
+    return True
 
 
 def _saved(value: Any) -> dict[str, Any]:

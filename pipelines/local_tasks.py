@@ -5,7 +5,8 @@ cluster's driver would (local_executor_io.py), substitutes it for `{{$}}` in the
 args, and sends command and args to the step worker (local_worker.py), which runs them as the
 step's container does. The result comes back as data (exit code, one-line error); the outputs are
 read from the executor_output.json kfp's Executor wrote. Cacheable tasks (the IR's caching option,
-less `--no-cache`) are looked up first and stored after success (local_cache.py).
+less `--no-cache`) are looked up first and stored after success (local_cache.py); while one runs, it is
+recorded as an attempt, and a rerun of a killed one resumes from the backups it left.
 
     tasks = LocalTasks(run_dir, worker, StepLog(print), StepCache(out / "cache"))
     DagWalk(spec, run_dir.name, tasks.run, tasks.steps.skipped).run(arguments)
@@ -43,13 +44,19 @@ class LocalTasks:
                 link_outputs(outputs, self.run_dir / task)
                 self.steps.cached(task, outputs)
                 return TaskOutcome(outputs, True)
-        outcome = self._execute(task, component, executor, arguments)
+        payload = executor_input(component, arguments, str(self.run_dir / task))
+        if key is not None:  # a rerun of a killed attempt with the same key resumes from its backups
+            produced = {name: a["artifacts"][0]["uri"] for name, a in payload["outputs"]["artifacts"].items()}
+            resumed = self.cache.start_attempt(task, key, produced)  # type: ignore[union-attr]
+            if resumed is not None:
+                self.steps.resumed(task, resumed)
+        outcome = self._execute(task, component, executor, payload)
         if key is not None and outcome.succeeded:
             self.cache.store(task, key, outcome.outputs, self.run_dir / task)  # type: ignore[union-attr]
+            self.cache.end_attempt(task, key)  # type: ignore[union-attr]
         return outcome
 
-    def _execute(self, task: str, component: dict, executor: dict, arguments: dict) -> TaskOutcome:
-        payload = executor_input(component, arguments, str(self.run_dir / task))
+    def _execute(self, task: str, component: dict, executor: dict, payload: dict) -> TaskOutcome:
         container = executor["container"]
         args = [json.dumps(payload) if arg == _EXECUTOR_INPUT else arg for arg in container.get("args", [])]
         if any("{{$" in arg for arg in args):

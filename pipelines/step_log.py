@@ -45,6 +45,10 @@ class StepLog:
         """A step whose outputs were reused: its line, and a log saying from where."""
         self._report(task, "cached", None, key_figure(task, outputs))
 
+    def resumed(self, task: str, source: str) -> None:
+        """A step about to run from a killed attempt's backups (local_cache.carry_backups): said before it runs."""
+        self.echo(f"{task}: resuming the killed attempt's backups from {source}")
+
     def skipped(self, task: str, why: str) -> None:
         self._report(task, "skipped", None, why)
 

@@ -1,6 +1,7 @@
 """The warm step worker: a step leaves nothing behind for the next, a killed worker fails only its task
 and is replaced, a worker past its RSS bound is replaced; and a real `shardflow run` whose `train` is
-SIGKILLed mid-epoch reports that in one line, leaves no complete-looking model, and resumes on a rerun.
+SIGKILLed mid-epoch reports that in one line, leaves no complete-looking model, and a rerun resumes
+from its backups to the weights of an uninterrupted run.
 
 The worker runs real KFP lightweight components (compiled here, as the pipeline's are) through the
 same entry point a step's container runs: nothing is mocked.
@@ -145,35 +146,62 @@ def _train_log(out: Path) -> Path | None:
 
 
 def _run_command(data: Path, out: Path) -> list[str]:
+    """Deterministic training, backed up at every step; no warm start, so every run trains the same weights."""
     return [sys.executable, "-m", "shardflow", "run", "--index", f"train={data / 'train.csv'}",
             "--index", f"eval={data / 'eval.csv'}", "--data-root", str(data), "--output", str(out),
-            "--train-args", "--epochs 40", "--threshold", "accuracy>=0.5"]
+            "--train-args", "--epochs 3 --deterministic --checkpoint-every 1", "--warm-start", "",
+            "--threshold", "accuracy>=0.5"]
+
+
+def _backed_up_step(model: Path) -> int:
+    """The step of the train step's last whole backup (checkpoints/stream.json), -1 before the first."""
+    try:
+        return json.loads((model / "checkpoints" / "stream.json").read_text())["step"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return -1
+
+
+def _training(run_dir: Path) -> dict:
+    return json.loads((run_dir / "train" / "model" / "training.json").read_text())
 
 
 def test_a_sigkilled_train_is_one_line_and_a_rerun_resumes(demo_data: Path, tmp_path: Path) -> None:
+    """Killed after its first backup, the train step of a rerun (same key) resumes from the killed run's
+    backups and ends with the weights of an uninterrupted run."""
     data, out = demo_data / "digits", tmp_path / "run"
     run = subprocess.Popen(_run_command(data, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 600
+    deadline, log = time.monotonic() + 600, None
     while time.monotonic() < deadline and run.poll() is None:
-        log = _train_log(out)
-        if log is not None and "train: epoch 1/" in log.read_text():
+        log = _train_log(out)  # the step's process is named there; its backups are beside it
+        if log and "in process" in log.read_text() and _backed_up_step(log.parent.parent / "train" / "model") >= 1:
             break
-        time.sleep(0.1)
-    text = log.read_text()
-    os.kill(int(text.split("in process")[1].split()[0]), signal.SIGKILL)  # as the OOM killer would
+        time.sleep(0.05)
+    assert log is not None and run.poll() is None, "the run ended before its train step could be killed"
+    os.kill(int(log.read_text().split("in process")[1].split()[0]), signal.SIGKILL)  # as the OOM killer would
     stdout, stderr = run.communicate(timeout=300)
     assert run.returncode == 1
     assert stderr.strip().splitlines() == [stderr.strip()]  # one line, no traceback
     assert stderr.startswith("shardflow run: error: task train failed: the step's process ")
     assert "killed by SIGKILL" in stderr
-    run_dir = log.parent.parent
-    steps = json.loads((run_dir / "logs" / "steps.json").read_text())
+    killed_dir = log.parent.parent
+    steps = json.loads((killed_dir / "logs" / "steps.json").read_text())
     assert steps["train"]["state"] == "FAILED" and steps["record-outcome"]["state"] == "ok"
     assert "evaluate" not in steps
-    assert not (run_dir / "train" / "model" / "training.json").exists()  # nothing complete-looking
+    assert not (killed_dir / "train" / "model" / "training.json").exists()  # nothing complete-looking
+    assert len(list((out / "cache" / "attempts").glob("train-*.json"))) == 1
     again = subprocess.run(_run_command(data, out), capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stderr[-2000:]
+    assert f"train: resuming the killed attempt's backups from {killed_dir / 'train' / 'model'}" in again.stdout
     run_dir = max((out / "pipeline_root").glob("shardflow-*"), key=lambda p: p.stat().st_mtime)
     steps = json.loads((run_dir / "logs" / "steps.json").read_text())
     assert {s: steps[s]["state"] for s in ("example-gen", "validate", "transform", "train", "push")} == {
         "example-gen": "cached", "validate": "cached", "transform": "cached", "train": "ok", "push": "ok"}
+    assert "train: resuming at step " in (run_dir / "logs" / "train.log").read_text()
+    assert not list((out / "cache" / "attempts").glob("train-*.json"))  # succeeded: nothing left to resume
+    resumed = _training(run_dir)
+    assert resumed["resumed_from_step"] > 0
+    reference = subprocess.run(_run_command(data, tmp_path / "reference"), capture_output=True, text=True, timeout=900)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    uninterrupted = _training(next((tmp_path / "reference" / "pipeline_root").glob("shardflow-*")))
+    assert uninterrupted["resumed_from_step"] == 0
+    assert resumed["weights_sha256"] == uninterrupted["weights_sha256"]
