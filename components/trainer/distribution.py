@@ -54,7 +54,8 @@ def cluster_from_env() -> tuple[int, int]:
 def expected_replicas() -> int:
     """The replicas choose_strategy's strategy will have, known before any worker connects."""
     workers, _ = cluster_from_env()
-    return workers * max(1, len(tf.config.list_logical_devices("GPU")))
+    # Physical devices: listing logical ones starts the runtime, after which collectives cannot be configured.
+    return workers * max(1, len(tf.config.list_physical_devices("GPU")))
 
 
 def choose_strategy() -> Placement:
