@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shardflow", description=__doc__)
     parser.add_argument("--version", action="version", version=f"shardflow {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    rows = [(c.name, c.help, c.cli.add_arguments, c.cli.main, c.passes_beam_options) for c in COMMANDS.values()]
+    rows = [(c.name, c.help, c.cli.add_arguments, c.main, c.passes_beam_options) for c in COMMANDS.values()]
     for name, help_text, add_arguments, handler, passes_beam_args in rows + [(*row, False) for row in _PIPELINE_COMMANDS]:
         command = commands.add_parser(name, help=help_text)
         add_arguments(command)

@@ -1,7 +1,9 @@
 """The components' commands, one row each: the `shardflow` command registers these (components/cli.py), and
 a pipeline step that runs a command finds it here (pipelines/steps.py, pipelines/step_bodies.py).
 
-A row's `cli` module has `add_arguments(parser)`, `config_from_args(args, extra)` and `main(args, extra)`.
+A row's `cli` module has `add_arguments(parser)` and `config_from_args(args, extra)`, and its package an
+`executor` module with `run(config)`; `Command.main` is every command's one entry point: the config from
+the flags, the checks that read storage before the heavy imports, then `run`.
 `passes_beam_options`: flags the command does not define that are Beam pipeline options go on to Beam
 (`extra`); any other unknown flag is refused (core/flag_parser.check_extra), as for every other command.
 
@@ -9,8 +11,11 @@ A row's `cli` module has `add_arguments(parser)`, `config_from_args(args, extra)
 """
 from __future__ import annotations
 
+import argparse
+import importlib
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any, Callable
 
 from .evaluator import cli as evaluator_cli
 from .example_gen import cli as example_gen_cli
@@ -34,6 +39,14 @@ class Command:
     cli: ModuleType
     passes_beam_options: bool = False
     pipeline_step: bool = True
+    succeeded: Callable[[Any], bool] = lambda result: True  # exit 1 when run's result says not
+
+    def main(self, args: argparse.Namespace, extra: list[str]) -> int:
+        """Runs the command; failures raise (shardflow.cli's main gives the exit status)."""
+        config = self.cli.config_from_args(args, extra)
+        config.check_inputs()  # a wrong location is reported before the heavy imports (TensorFlow, Beam)
+        run = importlib.import_module(".executor", self.cli.__package__).run  # imported only when it runs
+        return 0 if self.succeeded(run(config)) else 1
 
 
 # In the order `shardflow --help` lists them.
@@ -47,7 +60,8 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
     Command("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli),
     Command("infra-validate", "load the model in a TensorFlow-only process as TF Serving would: call, time, "
             "warm-up file", infra_validator_cli),
-    Command("push", "copy a blessed model to a serving directory and repoint CURRENT.json", pusher_cli),
+    Command("push", "copy a blessed model to a serving directory and repoint CURRENT.json", pusher_cli,
+            succeeded=lambda result: result.pushed),
     Command("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",
             predict_cli, True),
     Command("find-label-issues", "rank the train split's likely label errors: K fold models' out-of-fold "

@@ -76,7 +76,7 @@ def _run_command(name: str, argv: list[str]) -> None:
     command = COMMANDS[name]
     args, extra = parse_step_argv(name, command.cli, argv, command.passes_beam_options)
     try:
-        command.cli.main(args, extra)
+        command.main(args, extra)
     except ShardflowError as err:  # anything else is a bug: its traceback is the step's log
         raise StepFailed(f"shardflow {name}: error: {err}", err.exit_code) from err
 

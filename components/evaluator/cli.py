@@ -69,13 +69,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> EvaluatorCon
         bootstrap_resamples=args.bootstrap_resamples,
         bootstrap_seed=args.bootstrap_seed,
     )
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs the Evaluator; 0 blessed or not. Failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong directory is reported before the heavy imports
-    from .executor import run  # TensorFlow and matplotlib load only when the command runs
-
-    run(config)
-    return 0

@@ -90,13 +90,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> ExampleGenCo
         near_duplicates=args.near_duplicates,
         near_duplicate_distance=args.near_duplicate_distance,
     )
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs ExampleGen; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong path is reported before the heavy imports, not after ~10 s
-    from .executor import run  # heavy imports (Beam, TFDV) only when the command runs
-
-    run(config)
-    return 0

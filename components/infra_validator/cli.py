@@ -42,13 +42,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> InfraValidat
                                 warmup_requests=args.warmup_requests, timeout=args.timeout,
                                 latency_calls=args.latency_calls, latency_seconds=args.latency_seconds,
                                 memory_mb=args.memory_mb)
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs the validation; 0 blessed or not. Failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong directory is reported before the heavy imports
-    from .executor import run
-
-    run(config)
-    return 0

@@ -37,13 +37,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> LabelFinderC
     del extra  # not a Beam command: always empty (shardflow.cli refuses unknown flags)
     return LabelFinderConfig(train=trainer_cli.config_from_args(args, []), output=args.output, folds=args.folds,
                              rule=args.rule, keep_models=args.keep_models, memory_mb=args.memory_mb)
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Finds the issues; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong directory or a mask target is reported before the heavy imports
-    from .executor import run
-
-    run(config)
-    return 0

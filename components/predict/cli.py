@@ -44,13 +44,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> PredictConfi
                          prediction_log=args.prediction_log, batch_size=args.batch_size,
                          max_batch_mb=args.max_batch_mb, memory_mb=args.memory_mb, rows_per_chunk=args.rows_per_chunk,
                          beam_args=tuple(extra))
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs the prediction on Beam."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong location is reported before the heavy imports
-    from .executor import run
-
-    run(config)
-    return 0

@@ -30,12 +30,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> PusherConfig
     del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
     return PusherConfig(model=args.model, evaluation=args.evaluation, serving_dir=args.serving_dir,
                         infra_validation=args.infra_validation, replace=args.replace)
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Pushes; 1 when a verdict refuses it. Failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong directory is reported before the heavy imports
-    from .executor import run
-
-    return 0 if run(config).pushed else 1

@@ -82,13 +82,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfi
                      fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate)
     return TrainerConfig(input=inputs, model=model, fit=fit, export=ExportOptions(output=args.output, record_order=args.record_order),
                          hyperparameters=args.hyperparameters)
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Trains; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong directory is reported before the heavy imports
-    from .executor import run  # TensorFlow only when the command runs
-
-    run(config)
-    return 0

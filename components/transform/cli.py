@@ -62,13 +62,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> TransformCon
         beam_args=tuple(extra),
         progress_seconds=args.progress_seconds,
     )
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs Transform; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong directory is reported before the heavy imports
-    from .executor import run  # heavy imports (TF, TFT, TFDV) only when the command runs
-
-    run(config)
-    return 0

@@ -53,13 +53,3 @@ def _trainer_args(argv: list[str]) -> argparse.Namespace:
         if argv.count(f"--{flag}") > (1 if flag in ("examples", "output", "epochs") else 0):
             raise ConfigError(f"--train-args: --{flag} is set by shardflow tune itself")
     return args
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Searches; failures raise (shardflow.cli's main gives the exit status)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()
-    from .executor import run  # TensorFlow and KerasTuner only when the command runs
-
-    run(config)
-    return 0

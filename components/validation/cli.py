@@ -39,13 +39,3 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> ValidationCo
         schema=args.schema,
         drift_exclude=tuple(args.no_drift),
     )
-
-
-def main(args: argparse.Namespace, extra: list[str]) -> int:
-    """Runs the validation; anomalies raise DataValidationError (exit 1 unless --warn-only, in shardflow.cli)."""
-    config = config_from_args(args, extra)
-    config.check_inputs()  # a wrong directory is reported before the heavy imports
-    from .executor import run  # TFDV (and TensorFlow) only when the command runs
-
-    run(config)
-    return 0

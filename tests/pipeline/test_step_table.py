@@ -69,7 +69,7 @@ def test_every_row_has_its_kfp_component_and_every_command_its_cli_row() -> None
     for command in COMMANDS.values():
         assert (command.name in BY_NAME) is command.pipeline_step, f"{command.name}: a component command no step runs"
         defaults = registered[command.name]._defaults
-        assert (defaults["handler"], defaults["passes_beam_args"]) == (command.cli.main, command.passes_beam_options)
+        assert (defaults["handler"], defaults["passes_beam_args"]) == (command.main, command.passes_beam_options)
 
 
 def test_the_option_check_takes_its_steps_and_labels_from_the_table(tmp_path: Path) -> None:
