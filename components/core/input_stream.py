@@ -61,6 +61,7 @@ from .image_decode import decode_crop_resize, decode_many, decode_one
 from .manifest import Manifest, read_manifest
 from .reader import decodes_per_record, feature_spec, shard_files, shuffle_window
 from .stream_options import DecodeCrop, StreamOptions
+from .stream_position import global_positions
 from .stream_read import (PARALLEL_FILES, READ_CHUNK, RepeatedStart, as_written, plan_repeated, record_chunks,
                           repeated_read, repeated_shuffle, window_shuffled)
 
@@ -102,11 +103,7 @@ class _Plan:
 
     def global_positions(self, local: tf.Tensor) -> tf.Tensor:
         """int64 positions in the endless order of this stream's records number `local` (0, 1, ...)."""
-        start, cut = self.options.start, self.options.worker_slice
-        if cut is None:
-            return start + local
-        steps = start // cut.global_batch + local // cut.count
-        return steps * cut.global_batch + cut.first + local % cut.count
+        return global_positions(self.options.start, self.options.worker_slice, local)
 
 
 def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptions, *,
@@ -208,8 +205,7 @@ def _record_order(flow: _Flow, plan: _Plan) -> _Flow:
         with tf.control_dependencies([done]):
             return count + size, tf.identity(records)
 
-    taps = _flushed(flow, plan).scan(tf.constant(0, tf.int64), recorded)
-    return _Flow(taps.map(lambda records: records, name="record_order"))
+    return _Flow(_flushed(flow, plan).scan(tf.constant(0, tf.int64), recorded, name="record_order"))
 
 
 def _parse(flow: _Flow, plan: _Plan) -> _Flow:

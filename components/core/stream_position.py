@@ -22,7 +22,9 @@ WorkerSlice(global_batch=32, first=16, count=16)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
+
+import numpy as np
 
 from .errors import ConfigError
 
@@ -65,6 +67,28 @@ def resume_point(position: int, shard_sizes: Sequence[int], window: int) -> Resu
         before += shard_sizes[rank]
         rank += 1
     return ResumePoint(position, pass_index, offset, window_index, rank, first - before, offset - first)
+
+
+def shard_offsets(shard_sizes: Sequence[int]) -> np.ndarray:
+    """int64 [shards]: each shard's first position in its split (the shards in manifest order).
+
+    >>> shard_offsets([3, 5, 2]).tolist()
+    [0, 3, 8]
+    """
+    return np.concatenate([[0], np.cumsum(shard_sizes, dtype=np.int64)[:-1]]).astype(np.int64)
+
+
+def global_positions(start: int, cut: WorkerSlice | None, local: Any) -> Any:
+    """Positions in the endless order of a stream's records number `local` (ints, arrays or tensors), for a
+    stream that starts at `start` and keeps the slice `cut` of each global batch (None: every record).
+
+    >>> global_positions(64, WorkerSlice(global_batch=32, first=16, count=16), 17)
+    113
+    """
+    if cut is None:
+        return start + local
+    steps = start // cut.global_batch + local // cut.count
+    return steps * cut.global_batch + cut.first + local % cut.count
 
 
 def window_sizes(pass_size: int, window: int) -> list[int]:

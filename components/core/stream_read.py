@@ -5,9 +5,9 @@ opens TFRecord files for a stream or shuffles records (a rule of tests/architect
 
 - `record_chunks`: one pass (evaluation, scoring, labels): the shards' order, or several shards at
   once with a window shuffle (`window_shuffled`) when order does not matter.
-- `plan_repeated`, `repeated_read`, `repeated_shuffle`: the training stream's canonical, seekable order (core/stream_position.py): pass p
-  reads its shards in an order seeded by (seed, p), one after another; each window of W records is
-  permuted by a seed of its global window number. Any position of the endless sequence can be
+- `plan_repeated`, `repeated_read`, `repeated_shuffle`: the training stream's canonical, seekable order
+  (core/stream_position.py): pass p reads its shards in an order seeded by (seed, p), one after
+  another; each window of W records is permuted by a seed of its global window number. Any position of the endless sequence can be
   started at by skipping whole shards, reading past part of one, and replaying at most one window.
 
     start = plan_repeated(sizes, window=4096, seed=0, start=12_800)   # step 200 of 64
@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from .folds import FoldSelection
-from .stream_position import ResumePoint, resume_point, window_sizes
+from .stream_position import ResumePoint, resume_point, shard_offsets, window_sizes
 
 PARALLEL_FILES = 4  # files read at once when order does not have to be the shards' order
 # Serialized records per chunk read from a shard, parsed and decoded together: tf.data's own cost per
@@ -85,7 +85,7 @@ def _fold_reading(files: list[str], compression: str, folds: FoldSelection,
     if len(shard_sizes) != len(files):
         raise ValueError(f"a fold selection needs each shard's record count: {len(files)} files, "
                          f"{len(shard_sizes)} counts")
-    starts = np.concatenate([[0], np.cumsum(shard_sizes, dtype=np.int64)[:-1]]).astype(np.int64)
+    starts = shard_offsets(shard_sizes)
     keep = tf.constant(folds.mask(int(sum(shard_sizes))))
     names = tf.data.Dataset.from_tensor_slices((tf.constant(files, dtype=tf.string), tf.constant(starts)))
 
@@ -140,7 +140,7 @@ def plan_repeated(shard_sizes: Sequence[int], *, window: int, seed: int, start: 
                   folds: FoldSelection | None = None) -> RepeatedStart:
     """Where `repeated_read` starts for record `start` of the endless order (positions count kept records)."""
     mask = folds.mask(int(sum(shard_sizes))) if folds is not None else None
-    starts = np.concatenate([[0], np.cumsum(shard_sizes, dtype=np.int64)[:-1]]).astype(np.int64)
+    starts = shard_offsets(shard_sizes)
     kept = [int(mask[s:s + n].sum()) if mask is not None else int(n) for s, n in zip(starts, shard_sizes)]
     window = min(window, sum(kept))
     pass_index = start // sum(kept) if sum(kept) else 0
@@ -204,7 +204,8 @@ def _shard_reader(files: list[str], compression: str, mask: np.ndarray | None, s
 
 
 def repeated_shuffle(chunks: tf.data.Dataset, start: RepeatedStart) -> tf.data.Dataset:
-    """The shuffle stage of the endless order: each window of the passes permuted by (seed, its global window number); the first cut at the position.
+    """The shuffle stage of the endless order: each window permuted by (seed, its global window number), the
+    first one cut at the position.
 
     Windows are consecutive runs of the read order with the sizes a pass's windows have (`sizes`,
     cycled from the resumed window on), so a window never spans two passes.

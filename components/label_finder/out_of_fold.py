@@ -23,6 +23,7 @@ from ..core import storage
 from ..core.errors import ShardflowError
 from ..core.example_rows import NoProvenanceError, read_example_rows
 from ..core.manifest import Manifest, SplitInfo
+from ..core.stream_position import shard_offsets
 
 
 class OutOfFoldError(ShardflowError, RuntimeError):
@@ -31,7 +32,7 @@ class OutOfFoldError(ShardflowError, RuntimeError):
 
 def shard_starts(split: SplitInfo) -> dict[str, int]:
     """Each shard's (as the manifest names it) first position in the split."""
-    starts = np.concatenate([[0], np.cumsum([s.num_examples for s in split.shards])[:-1]]).astype(np.int64)
+    starts = shard_offsets([s.num_examples for s in split.shards])
     return {shard.path: int(start) for shard, start in zip(split.shards, starts)}
 
 

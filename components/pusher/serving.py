@@ -44,8 +44,7 @@ def read_served(serving_dir: str) -> Served:
 
 def read_pointer(serving_dir: str) -> dict[str, Any] | None:
     """The content of CURRENT.json, or None when nothing was pushed to `serving_dir` yet."""
-    pointer = storage.join(serving_dir, SERVING_POINTER)
-    return storage.read_json(pointer) if storage.is_file(pointer) else None
+    return read_served(serving_dir).pointer
 
 
 def normalized(location: str) -> str:

@@ -80,5 +80,5 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfi
     fit = FitOptions(epochs=args.epochs, steps=args.steps, learning_rate=args.learning_rate,
                      checkpoint_every=args.checkpoint_every, freeze_epochs=args.freeze_epochs,
                      fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate)
-    return TrainerConfig(input=inputs, model=model, fit=fit, export=ExportOptions(output=args.output, record_order=args.record_order),
-                         hyperparameters=args.hyperparameters)
+    export = ExportOptions(output=args.output, record_order=args.record_order)
+    return TrainerConfig(input=inputs, model=model, fit=fit, export=export, hyperparameters=args.hyperparameters)

@@ -70,11 +70,11 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
         check_enough_shards(task, config.input.eval_split, cluster_from_env()[0])  # before workers connect
     out = output_dir(config.export.output)
     checkpoints = storage.join(out.root, CHECKPOINTS)
-    resuming = not out.is_complete() and read_record(checkpoints) is not None
+    record = None if out.is_complete() else read_record(checkpoints)  # a finished run's: left to be removed
+    resuming = record is not None
     replicas = expected_replicas()  # a worker count that cannot resume is refused before workers connect
-    global_batch = (run_global_batch(checkpoints, config.input.batch_size, replicas,
-                                     train_example_count(task, config.input), echo) if resuming
-                    else config.input.batch_size * replicas)
+    global_batch = run_global_batch(record, checkpoints, config.input.batch_size, replicas,
+                                    train_example_count(task, config.input), echo)
     placement = choose_strategy()
     to_model = RawToModel(task, _tft_layer(task), raw_pixels=config.model.is_backbone)
     order = _record_order(config, task, placement, global_batch, fresh=not resuming)

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.example_rows import NoProvenanceError, read_example_rows
 from ..core.manifest import Manifest
+from ..core.stream_position import shard_offsets
 
 
 def worker_path(path: str, worker_index: int) -> str:
@@ -38,7 +39,7 @@ class RecordOrderWriter:
         self.path, self.global_batch, self.per_step, self.worker = worker_path(path, worker_index), global_batch, \
             per_step, worker_index
         shards = manifest.splits[split].shards
-        self.starts = np.cumsum([0] + [shard.num_examples for shard in shards])
+        self.starts = shard_offsets([shard.num_examples for shard in shards])
         try:
             rows = read_example_rows(examples_dir, manifest, split)
             self.index_id, self.row, indexes = rows.index_id, rows.row, list(rows.indexes)

@@ -46,14 +46,14 @@ def read_record(checkpoints: str) -> dict[str, Any] | None:
     return storage.read_json(path) if storage.is_file(path) else None
 
 
-def run_global_batch(checkpoints: str, batch_size: int, replicas: int, train_examples: int,
-                     echo: Callable[[str], None]) -> int:
-    """The global batch of this run: the killed run's when resuming one, else batch_size × replicas.
+def run_global_batch(record: dict[str, Any] | None, checkpoints: str, batch_size: int, replicas: int,
+                     train_examples: int, echo: Callable[[str], None]) -> int:
+    """The global batch of this run: the killed run's when resuming one (its `record`, read from
+    `checkpoints`), else batch_size × replicas.
 
     ConfigError (one line) when the replicas cannot share the recorded global batch evenly, or when
     the backup was made on another number of training examples.
     """
-    record = read_record(checkpoints)
     if record is None:
         return batch_size * replicas
     recorded = int(record["global_batch"])
