@@ -28,6 +28,7 @@ from .config import TunerConfig
 from .space import Dimension, parse_space, register
 
 TRIALS, ORACLE = "trials", "oracle"
+TRIAL_VALUES = "trial_values.json"  # in a trial's output: the values it was trained with
 
 
 def output_dir(root: str) -> OutputDir:
@@ -57,7 +58,8 @@ def run(config: TunerConfig, echo: Callable[[str], None] = print) -> dict[str, A
         record = _record(tuner, objective, started)
         out.complete([], record)
     echo(f"tune: best {objective} {record['score']} with {record['values']} "
-         f"({len(record['trials'])} trials in {record['seconds']:.0f} s); {storage.join(out.root, HYPERPARAMETERS_FILE)}")
+         f"({len(record['trials'])} trials in {record['seconds']:.0f} s); "
+         f"{storage.join(out.root, HYPERPARAMETERS_FILE)}")
     return record
 
 
@@ -103,7 +105,10 @@ def _trainer_tuner(kt: Any) -> type:
             values = {d.name: register(trial.hyperparameters, d) for d in self.dimensions}
             config = trial_config(self.config, trial.trial_id, values, trial.hyperparameters.values)
             started = time.time()
-            summary = train(config, echo=lambda _: None)
+            summary = finished_trial(config.export.output, trial.hyperparameters.values)
+            if summary is None:
+                storage.write_json(storage.join(config.export.output, TRIAL_VALUES), trial.hyperparameters.values)
+                summary = train(config, echo=lambda _: None)
             last = summary["history"][-1] if summary["history"] else {}
             if self.objective not in last:
                 raise ShardflowError(f"objective {self.objective!r} is not a training metric "
@@ -113,6 +118,18 @@ def _trainer_tuner(kt: Any) -> type:
             return {self.objective: float(last[self.objective])}
 
     return TrainerTuner
+
+
+def finished_trial(output: str, tuner_values: dict[str, Any]) -> dict[str, Any] | None:
+    """The summary of a trial trained to the end with these values by a search killed before its oracle
+    recorded the score (KerasTuner runs such a trial again); None when it must be trained."""
+    from ..trainer.executor import SUMMARY_NAME, output_dir as trainer_output
+
+    values_file = storage.join(output, TRIAL_VALUES)
+    if not trainer_output(output).is_complete() or not storage.exists(values_file):
+        return None
+    return storage.read_json(storage.join(output, SUMMARY_NAME)) if storage.read_json(values_file) == tuner_values \
+        else None
 
 
 def trial_config(config: TunerConfig, trial_id: str, values: dict[str, Any], tuner_values: dict[str, Any]) -> Any:
