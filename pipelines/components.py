@@ -45,9 +45,6 @@ def example_gen(index: List[str], data_root: str, data_fingerprint: str, options
 
 def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, schema: str, options: List[str],
              report: Output[Markdown], report_html: Output[HTML]):
-    import os
-    import shutil
-
     from shardflow.pipelines import step_bodies
     from shardflow.pipelines.step_errors import reported_step
 
@@ -57,9 +54,7 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
         with reported_step():
             step_bodies.validate(examples.path, workdir, drift_threshold, warn_only, schema, options)
     finally:  # the readable report is kept whether or not the data passed
-        if os.path.exists(os.path.join(workdir, "report.md")):
-            shutil.copyfile(os.path.join(workdir, "report.md"), report.path)
-            shutil.copyfile(os.path.join(workdir, "report.html"), report_html.path)
+        step_bodies.copy_validation_report(workdir, report.path, report_html.path)
 
 
 def transform(examples: Input[Dataset], options: List[str], beam_args: List[str], transformed: Output[Dataset]):
@@ -196,18 +191,10 @@ def predict(model_dir: str, index: str, data_root: str, default_data_root: str, 
 
 def run_report(examples: Input[Dataset], model: Input[Model], evaluation: Input[Dataset], infra: Input[Artifact],
                report: Output[Markdown]):
-    import json
-    import os
+    from shardflow.pipelines.run_report import report_from_outputs
 
-    from shardflow.pipelines.run_report import run_report as render
-
-    training = json.load(open(os.path.join(model.path, "training.json")))
-    result = {"metrics": json.load(open(os.path.join(evaluation.path, "metrics.json"))),
-              "blessing": json.load(open(os.path.join(evaluation.path, "blessing.json")))}
-    infra_report = os.path.join(infra.path, "infra_validation.json")
-    serving_check = json.load(open(infra_report)) if os.path.isfile(infra_report) else None
     with open(report.path, "w") as out:
-        out.write(render(examples.path, training, result, serving_check))
+        out.write(report_from_outputs(examples.path, model.path, evaluation.path, infra.path))
 
 
 def record_outcome(record_dir: str, status: dsl.PipelineTaskFinalStatus) -> str:

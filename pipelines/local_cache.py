@@ -49,6 +49,7 @@ from typing import Any
 from ..core import storage
 from ..core.errors import ConfigError
 from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
+from ..trainer.outputs import CHECKPOINTS, HISTORY_NAME, SUMMARY_NAME
 from .local_dag import Artifact
 from .steps import STEPS
 
@@ -62,8 +63,8 @@ _METADATA_ONLY = frozenset({"system.Metrics", "system.ClassificationMetrics", "s
 ATTEMPTS_DIR = "attempts"
 # What an unfinished output leaves to resume from (the Trainer's backups and its epochs so far), and the
 # marker of a finished one (the Trainer's training.json): named here, as the trainer is not imported here.
-RESUMABLE = ("checkpoints", "history.json")
-FINISHED_MARKER = "training.json"
+RESUMABLE = (CHECKPOINTS, HISTORY_NAME)
+FINISHED_MARKER = SUMMARY_NAME
 _FRAMEWORKS = ("tensorflow", "tf-keras", "apache-beam", "tensorflow-transform", "tensorflow-data-validation", "kfp")
 
 

@@ -37,6 +37,10 @@ from typing import Any, Callable
 
 from ..core import storage
 from ..core.errors import ConfigError
+from ..evaluator.config import BLESSING, METRICS
+from ..infra_validator.config import REPORT as INFRA_REPORT
+from ..predict.config import MARKER as PREDICT_MARKER
+from ..trainer.outputs import SUMMARY_NAME as TRAINING_SUMMARY
 from ..example_gen.spans import has_span_pattern
 from .step_bodies import NOT_PUSHED, StepFailed
 from .local_cache import CACHE_DIR, StepCache, check_no_cache
@@ -203,11 +207,11 @@ def summarize(out: Path, run_dir: Path | None = None) -> dict[str, Any]:
     summary["outputs"] = {name: str(run_dir / rel) for name, rel in steps.items() if (run_dir / rel).exists()}
     report = run_dir / steps["report"]
     summary["report"] = report.read_text() if report.is_file() else None
-    summary["blessing"] = _json(run_dir / steps["evaluation"] / "blessing.json")
-    summary["metrics"] = _json(run_dir / steps["evaluation"] / "metrics.json")
-    summary["training"] = _json(run_dir / steps["model"] / "training.json")
-    summary["serving_check"] = _json(run_dir / steps["infra"] / "infra_validation.json")
-    summary["predict"] = _json(run_dir / steps["predictions"] / "predict.json")
+    summary["blessing"] = _json(run_dir / steps["evaluation"] / BLESSING)
+    summary["metrics"] = _json(run_dir / steps["evaluation"] / METRICS)
+    summary["training"] = _json(run_dir / steps["model"] / TRAINING_SUMMARY)
+    summary["serving_check"] = _json(run_dir / steps["infra"] / INFRA_REPORT)
+    summary["predict"] = _json(run_dir / steps["predictions"] / PREDICT_MARKER)
     summary["push"] = _push_outcome(run_dir / steps["pushed"], summary["outcome"] or {})
     return summary
 

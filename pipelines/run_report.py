@@ -16,8 +16,21 @@ from typing import Any
 
 from ..core import storage
 from ..core.manifest import read_manifest
+from ..evaluator.config import BLESSING, METRICS
+from ..example_gen.config import REJECTS_FILE
+from ..infra_validator.config import REPORT as INFRA_REPORT
+from ..trainer.outputs import SUMMARY_NAME as TRAINING_SUMMARY
 
 SHOWN_REJECTS = 10
+
+
+def report_from_outputs(examples_dir: str, model_dir: str, evaluation_dir: str, infra_dir: str) -> str:
+    """The report from the steps' output directories (the run-report step's inputs)."""
+    infra_report = storage.join(infra_dir, INFRA_REPORT)
+    evaluation = {"metrics": storage.read_json(storage.join(evaluation_dir, METRICS)),
+                  "blessing": storage.read_json(storage.join(evaluation_dir, BLESSING))}
+    return run_report(examples_dir, storage.read_json(storage.join(model_dir, TRAINING_SUMMARY)), evaluation,
+                      storage.read_json(infra_report) if storage.is_file(infra_report) else None)
 
 
 def run_report(examples_dir: str, training: dict[str, Any], evaluation: dict[str, Any],
@@ -141,7 +154,7 @@ def _rejects(examples_dir: str, extra: dict[str, Any]) -> list[str]:
     """The reject counts, the first rejected rows (CSV, row, file, reason) and the file that lists them all."""
     count = int(extra.get("rejected", 0))
     lines = [f"Rejected rows: {count} {extra.get('rejected_by_reason', {}) or ''}".rstrip(), ""]
-    rejects = storage.join(examples_dir, extra.get("rejects_file", "rejects.jsonl"))
+    rejects = storage.join(examples_dir, extra.get("rejects_file", REJECTS_FILE))
     if count == 0 or not storage.is_file(rejects):
         return lines
     rows = [json.loads(line) for line in storage.read_text(rejects).splitlines()[:SHOWN_REJECTS] if line.strip()]

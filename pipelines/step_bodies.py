@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import time
 from types import ModuleType
 from typing import Any
@@ -33,7 +34,11 @@ from ..core.flag_parser import FlagParser, check_extra, option_strings, refuse_u
 from ..core.hashing import sha256_of  # noqa: E402
 from ..core.manifest import read_manifest  # noqa: E402
 from ..example_gen.spans import has_span_pattern, pattern_matches  # noqa: E402
-from ..infra_validator import REPORT as INFRA_REPORT  # noqa: E402
+from ..evaluator.config import BLESSING, METRICS  # noqa: E402
+from ..infra_validator.config import REPORT as INFRA_REPORT  # noqa: E402
+from ..predict.config import MARKER as PREDICT_MARKER  # noqa: E402
+from ..validation.report import HTML_NAME as REPORT_PAGE, JSON_NAME as ANOMALIES, MARKDOWN_NAME as REPORT_MARKDOWN  # noqa: E402,E501
+from ..trainer.outputs import SUMMARY_NAME as TRAINING_SUMMARY  # noqa: E402
 from ..pusher import PusherConfig, resolve_model_reference  # noqa: F401  (re-exported for the components)
 from ..pusher import run as run_pusher  # noqa: E402
 from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record  # noqa: E402
@@ -113,7 +118,14 @@ def validate(examples: str, output: str, drift_threshold: float, warn_only: bool
     newest = read_manifest(examples).extra.get("newest_span")
     target = newest["dir"] if newest else examples
     _run_command("validate", validate_argv(target, output, drift_threshold, warn_only, schema, options))
-    return storage.read_json(storage.join(output, "anomalies.json"))
+    return storage.read_json(storage.join(output, ANOMALIES))
+
+
+def copy_validation_report(workdir: str, markdown: str, page: str) -> None:
+    """The validation's readable report (markdown, HTML) into the step's artifacts, when it was written."""
+    if os.path.exists(os.path.join(workdir, REPORT_MARKDOWN)):
+        shutil.copyfile(os.path.join(workdir, REPORT_MARKDOWN), markdown)
+        shutil.copyfile(os.path.join(workdir, REPORT_PAGE), page)
 
 
 def transform(examples: str, options: list[str], beam_args: list[str], output: str) -> dict:
@@ -140,7 +152,7 @@ def train(examples: str, options: list[str], warm_start: str, output: str, hyper
     if best and storage.read_json(best).get("values"):
         argv += ["--hyperparameters", best]
     _run_command("train", argv)
-    return storage.read_json(storage.join(output, "training.json"))  # `output` may be an s3:// or gs:// URI
+    return storage.read_json(storage.join(output, TRAINING_SUMMARY))  # `output` may be an s3:// or gs:// URI
 
 
 def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str], max_regressions: list[str],
@@ -150,8 +162,8 @@ def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str]
                          gate, bootstrap_resamples, bootstrap_seed)
     argv += ["--baseline", baseline] if baseline else []
     _run_command("evaluate", argv)
-    return {"metrics": storage.read_json(storage.join(output, "metrics.json")),
-            "blessing": storage.read_json(storage.join(output, "blessing.json"))}
+    return {"metrics": storage.read_json(storage.join(output, METRICS)),
+            "blessing": storage.read_json(storage.join(output, BLESSING))}
 
 
 def example_gen_argv(index: list[str], data_root: str, options: list[str], beam_args: list[str],
@@ -232,7 +244,7 @@ def predict(model_dir: str, index: str, data_root: str, options: list[str], beam
             output: str) -> dict:
     """`shardflow predict` over a CSV index of new files with the model just pushed; its predict.json."""
     _run_command("predict", predict_argv(model_dir, index, data_root, options, beam_args, output))
-    return storage.read_json(storage.join(output, "predict.json"))
+    return storage.read_json(storage.join(output, PREDICT_MARKER))
 
 
 def predict_argv(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..validation.report import JSON_NAME as ANOMALIES
+
 
 def _metadata(outputs: dict, name: str) -> dict:
     artifact = outputs.get(name)
@@ -35,7 +37,7 @@ def examples(outputs: dict) -> str:
 
 
 def anomalies(outputs: dict) -> str:
-    path = Path(getattr(outputs.get("report"), "path", "") + ".d") / "anomalies.json"
+    path = Path(getattr(outputs.get("report"), "path", "") + ".d") / ANOMALIES
     found = json.loads(path.read_text()).get("num_anomalies") if path.is_file() else None
     return "" if found is None else f"{found} anomalies"
 

@@ -14,6 +14,8 @@ import html
 from typing import Any
 
 from ..core import storage
+from ..evaluator.config import METRICS, PLOT
+from ..trainer.outputs import CURVES, HISTORY_NAME
 
 
 def _image(png: bytes | None, alt: str) -> str:
@@ -69,8 +71,8 @@ def _optional(path: str) -> bytes | None:
 def page_from_files(kind: str, directory: str) -> str:
     """The page of an Evaluator ("evaluation") or Trainer ("training") output directory (a path or URI)."""
     if kind == "evaluation":
-        return evaluation_page(storage.read_json(storage.join(directory, "metrics.json")),
-                               _optional(storage.join(directory, "confusion_matrix.png")))
-    history_path = storage.join(directory, "history.json")
+        return evaluation_page(storage.read_json(storage.join(directory, METRICS)),
+                               _optional(storage.join(directory, PLOT)))
+    history_path = storage.join(directory, HISTORY_NAME)
     history = storage.read_json(history_path) if storage.is_file(history_path) else {}
-    return training_page(history.get("epochs", []), _optional(storage.join(directory, "curves.png")))
+    return training_page(history.get("epochs", []), _optional(storage.join(directory, CURVES)))

@@ -16,6 +16,7 @@ from ..core.errors import ConfigError  # noqa: F401  (re-exported: callers catch
 from .csv_index import read_header
 from .spans import has_span_pattern
 
+REJECTS_FILE = "rejects.jsonl"  # beside manifest.json: every rejected row (CSV, row, file, reason), whole or absent
 STORAGES = ("raw", "png", "jpeg")
 COMPRESSIONS = ("", "GZIP")
 CHANNEL_MODES = ("gray", "rgb")

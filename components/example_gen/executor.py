@@ -24,7 +24,7 @@ from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
 from .columns import SAMPLE_ROWS, ColumnSpec, detect_columns
-from .config import ConfigError, ExampleGenConfig, IndexSpec  # noqa: F401  (IndexSpec: doctest)
+from .config import REJECTS_FILE, ConfigError, ExampleGenConfig, IndexSpec  # noqa: F401  (IndexSpec: doctest)
 from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
 from .encode_chunks import ChunkResult, IngestPlan
 from .leakage import find_leaks, locate_rows
@@ -41,7 +41,7 @@ from .work_estimate import WorkEstimate, estimate_work
 OWNED = ("Split-*", "statistics", PROVENANCE_DIR)  # schema.pbtxt is rewritten by every run
 # Written in place before the manifest, read without one when the run fails (too many rejects, or
 # --near-duplicates fail): removed when a run starts, so what a failed run leaves is its own.
-UNSTAGED = ("rejects.jsonl", PAIRS_FILE)
+UNSTAGED = (REJECTS_FILE, PAIRS_FILE)
 
 
 class TooManyRejectsError(ShardflowError, RuntimeError):
@@ -151,7 +151,7 @@ def _execute_on_beam(config: ExampleGenConfig, chunks: list[Chunk], plan: Ingest
 
 def _merge_rejects(chunks: list[Chunk], plan: IngestPlan, root: str) -> str:
     """Concatenates the per-chunk reject files in row order into `<root>/rejects.jsonl`, whole or not at all."""
-    target = storage.join(root, "rejects.jsonl")
+    target = storage.join(root, REJECTS_FILE)
     with storage.open_write(target) as out:
         for chunk in chunks:
             with storage.open_read(plan.rejects_path(chunk)) as source:
@@ -253,7 +253,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             "shardflow_version": __version__,
             "rows": rows, "accepted": rows - rejected, "rejected": rejected,
             "rejected_by_reason": dict(sorted(reasons.items())),
-            "rejects_file": "rejects.jsonl",
+            "rejects_file": REJECTS_FILE,
             PROVENANCE_KEY: provenance,
             "inputs": [{"path": i.path, "split": i.split, "sha256": sha256_of(i.path)} for i in config.indexes],
             "options": options_json(config),

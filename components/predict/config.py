@@ -21,6 +21,7 @@ from ..core.input_checks import check_examples
 from ..core.model_info import MODEL_INFO_NAME
 from ..pusher.executor import SERVING_POINTER, read_pointer
 
+MARKER = "predict.json"  # the completion marker: rows, predicted, rejected, the model
 FORMATS = ("csv", "parquet")
 DEFAULT_BATCH = 64  # examples a batch holds at most when --batch-size is not given (fewer when memory_mb needs)
 

@@ -21,12 +21,11 @@ from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline,
 from ..core.model_info import ModelInfo, read_model_info
 from ..core.output_dir import OutputDir
 from ..core.progress import ProgressReporter
-from .config import PredictConfig, PredictionError
+from .config import MARKER, PredictConfig, PredictionError
 from .plan import Inputs, first_examples, plan_examples, plan_index
 from .pipeline import PredictTransform
 from .writers import SUFFIX, OutputSpec, PartInfo, list_parts
 
-MARKER = "predict.json"
 OWNED = ("predictions", "masks", "prediction_log", "rejects.jsonl")
 
 

@@ -42,17 +42,16 @@ from .record_order import RecordOrderWriter
 from .resume import StreamRecord, read_record, run_global_batch
 from .hyperparameters import apply_hyperparameters
 from .model_builder import build_model
-from .training_loop import CHECKPOINTS, TENSORBOARD, fit_phases
+from .outputs import CHECKPOINTS, CURVES, HISTORY_NAME, MODEL, SUMMARY_NAME, TENSORBOARD
+from .training_loop import fit_phases
 from .progress import StepProgress
 from .reports import plot_curves, probe_input_rate, write_input_report, write_rate_scalars
 from .task import TrainingTask, resolve_task
 
-SUMMARY_NAME = "training.json"
-HISTORY_NAME = "history.json"
 # Published by a finished run, before the marker. history.json and checkpoints/ are not: they must
 # outlive a killed run for the rerun to resume (tensorboard/ too: it is watched while training runs);
 # workers/ is written by each worker itself.
-PUBLISHED = ("model", "input_report.json", "curves.png")
+PUBLISHED = (MODEL, "input_report.json", CURVES)
 
 
 def output_dir(root: str) -> OutputDir:
@@ -160,7 +159,7 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
             to_model: RawToModel, timer: TrainTimer, history: HistoryFile, probe: tuple[float, int], started: float,
             echo: Callable[[str], None], steps: int) -> dict:
     info = _model_info(config, task, placement, steps)
-    export_model(model, to_model, task, info, out.staged("model"), placement.is_chief)
+    export_model(model, to_model, task, info, out.staged(MODEL), placement.is_chief)
     digest = weights_digest(model)
     storage.write_json(storage.join(out.root, "workers", f"worker-{placement.worker_index}.json"),
                        {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})
@@ -171,8 +170,8 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
         "probe_batches": probe[1], "epochs": timer.epochs, "strategy": placement.kind})
     write_rate_scalars(storage.join(out.root, TENSORBOARD, "input"), report, timer.epochs, steps)
     if history.entries:
-        plot_curves(history.entries, out.staged("curves.png"))
-    model_dir = storage.join(out.root, "model")
+        plot_curves(history.entries, out.staged(CURVES))
+    model_dir = storage.join(out.root, MODEL)
     summary = {"optimizer_steps": steps, "resumed_from_step": timer.resumed_from_step, "weights_sha256": digest,
                "history": history.entries, "input_report": report, "model": model_dir,
                "tensorboard": storage.join(out.root, TENSORBOARD),

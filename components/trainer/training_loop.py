@@ -23,12 +23,11 @@ from .distribution import Placement
 from .fine_tuning import Phase, finished_phase, freeze_for, phase_plan, restore_phase_end, save_phase_end
 from .input_pipeline import Streams, corrupt_shards_named
 from .model_builder import compile_model
+from .outputs import CHECKPOINTS, TENSORBOARD
 from .progress import StepProgress
 from .resume import StreamRecord, describe_start, saved_step
 from .task import TrainingTask
 
-CHECKPOINTS = "checkpoints"
-TENSORBOARD = "tensorboard"
 
 
 def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, root: str, model: keras.Model,

@@ -22,6 +22,7 @@ from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ShardflowError
 from ..core.output_dir import OutputDir
+from ..trainer.outputs import SUMMARY_NAME
 from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_record
 from ..trainer.task import resolve_task
 from .config import TunerConfig
@@ -123,7 +124,7 @@ def _trainer_tuner(kt: Any) -> type:
 def finished_trial(output: str, tuner_values: dict[str, Any]) -> dict[str, Any] | None:
     """The summary of a trial trained to the end with these values by a search killed before its oracle
     recorded the score (KerasTuner runs such a trial again); None when it must be trained."""
-    from ..trainer.executor import SUMMARY_NAME, output_dir as trainer_output
+    from ..trainer.executor import output_dir as trainer_output
 
     values_file = storage.join(output, TRIAL_VALUES)
     if not trainer_output(output).is_complete() or not storage.exists(values_file):
