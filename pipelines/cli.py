@@ -18,6 +18,7 @@ from ..core.config_values import require_positive
 from .cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
 from .local_cache import CACHEABLE_STEPS, check_no_cache
 from .params import parse_param_args
+from .step_parameters import add_step_arguments, step_values
 
 
 def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,39 +53,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--index", action="append", required=True, metavar="[SPLIT=]CSV", help="index file; repeatable")
     add("--data-root", required=True, help="directory the index paths are relative to")
     add("--output", required=True, help="run directory: pipeline_root/, serving/, runs/")
-    add("--example-gen-args", default="", help="extra `shardflow example-gen` flags, one string")
-    add("--transform-args", default="", help="extra `shardflow transform` flags, one string")
-    add("--train-args", default="--epochs 10", help="`shardflow train` flags (default '--epochs 10')")
-    add("--tune-args", default="", help="`shardflow tune` flags: a hyperparameter search before training, whose "
-                                        "trials take --train-args, e.g. '--max-trials 8 --space learning_rate=log:1e-4:1e-1'")
     add("--beam-args", default="", help="Beam pipeline options for ExampleGen, Transform and predict, one string")
-    add("--drift-threshold", type=float, default=0.1,
-        help="largest allowed drift of a split against train: L-infinity distance for string features, "
-             "Jensen-Shannon divergence for numeric ones (default 0.1)")
-    add("--validation-warn-only", action="store_true", help="data anomalies warn instead of failing the run")
-    add("--validation-schema", default="", help="a curated schema.pbtxt to validate against (default: inferred on train)")
-    add("--validate-args", default="", help="extra `shardflow validate` flags, one string, e.g. '--no-drift site'")
-    add("--threshold", action="append", metavar="METRIC>=VALUE",
-        help="blessing threshold; repeatable (default: accuracy>=0.9, or mean_iou>=0.5 when the index has a mask)")
-    add("--max-regression", action="append", default=[], metavar="METRIC=DELTA",
-        help="largest allowed worsening of METRIC against the served model, e.g. accuracy=0.02; repeatable")
-    add("--regression-tolerance", default="auto", metavar="AMOUNT|auto|off",
-        help="with a served model, each threshold metric may be at most this much worse than the served one's, "
-             "unless --max-regression names it (default auto: 0.03 under the non-inferiority gate, 0.01 under "
-             "point); 'off': no such gate")
-    add("--gate", default="non-inferiority", choices=("point", "non-inferiority", "strict"),
-        help="the Evaluator's gate rule (default non-inferiority: the 95%% interval of the paired difference "
-             "with the served model must exclude a worsening beyond the allowance; point: point estimates)")
-    add("--bootstrap-resamples", type=int, default=1000, metavar="B",
-        help="resamples of the eval examples for the Evaluator's 95%% intervals (default 1000)")
-    add("--bootstrap-seed", type=int, default=0, help="their seed (default 0)")
-    add("--slice-by", action="append", default=[], metavar="COLUMN")
-    add("--infra-validate-args", default="", help="extra `shardflow infra-validate` flags, one string, e.g. "
-                                                  "'--batch-sizes 1,64 --tolerance 1e-3'")
+    add_step_arguments(parser)  # each step's --X-args, and its command's exposed flags (--gate, --threshold, ...)
     add("--predict-index", default="", metavar="CSV",
         help="after Push, label this CSV's files with the pushed model (`shardflow predict`)")
     add("--predict-data-root", default="", help="what --predict-index's paths are relative to (default: --data-root)")
-    add("--predict-args", default="", help="extra `shardflow predict` flags, one string, e.g. '--top-k 5 --format parquet'")
     add("--spans", type=int, default=1, help="with {SPAN} or {YYYY}{MM}{DD} in --index: the newest N spans")
     add("--warm-start", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
     add("--baseline", default="latest", help="'latest' (the served model, if any), a model dir, or ''")
@@ -102,19 +75,8 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
 
     config = LocalRunConfig(
         index=tuple(args.index), data_root=args.data_root, output=args.output,
-        example_gen_options=tuple(shlex.split(args.example_gen_args)),
-        transform_options=tuple(shlex.split(args.transform_args)),
-        train_options=tuple(shlex.split(args.train_args)), beam_args=tuple(shlex.split(args.beam_args)),
-        tune_options=tuple(shlex.split(args.tune_args)),
-        drift_threshold=args.drift_threshold, validation_warn_only=args.validation_warn_only,
-        validation_schema=args.validation_schema, validation_options=tuple(shlex.split(args.validate_args)),
-        regression_tolerance=args.regression_tolerance, no_cache=tuple(args.no_cache), eval_gate=args.gate,
-        bootstrap_resamples=args.bootstrap_resamples, bootstrap_seed=args.bootstrap_seed,
-        eval_thresholds=tuple(args.threshold) if args.threshold else None,  # None: the index's target kind's
-        max_regressions=tuple(args.max_regression),
-        slice_by=tuple(args.slice_by), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans,
-        infra_validation_options=tuple(shlex.split(args.infra_validate_args)), predict_index=args.predict_index,
-        predict_data_root=args.predict_data_root, predict_options=tuple(shlex.split(args.predict_args)))
+        beam_args=tuple(shlex.split(args.beam_args)), no_cache=tuple(args.no_cache), warm_start=args.warm_start, baseline_model=args.baseline, spans=args.spans,
+        predict_index=args.predict_index, predict_data_root=args.predict_data_root, **step_values(args))
     limit = {}
     if args.worker_max_rss_mb is not None:
         require_positive("--worker-max-rss-mb", args.worker_max_rss_mb, "megabytes")

@@ -32,19 +32,19 @@ def fingerprint(index: List[str], data_root: str) -> str:
         return step_bodies.data_fingerprint(index, data_root)
 
 
-def example_gen(index: List[str], data_root: str, data_fingerprint: str, options: List[str], beam_args: List[str],
-                examples: Output[Dataset]):
+def example_gen(index: List[str], data_root: str, data_fingerprint: str, flags: dict, options: List[str],
+                beam_args: List[str], examples: Output[Dataset]):
     from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        summary = step_bodies.example_gen(index, data_root, options, beam_args, output_location(examples))
+        summary = step_bodies.example_gen(index, data_root, flags, options, beam_args, output_location(examples))
     examples.metadata.update({"fingerprint": data_fingerprint, **summary})
 
 
-def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, schema: str, options: List[str],
-             report: Output[Markdown], report_html: Output[HTML]):
+def validate(examples: Input[Dataset], flags: dict, options: List[str], report: Output[Markdown],
+             report_html: Output[HTML]):
     from shardflow.pipelines import step_bodies
     from shardflow.pipelines.step_errors import reported_step
 
@@ -52,36 +52,37 @@ def validate(examples: Input[Dataset], drift_threshold: float, warn_only: bool, 
     report_html.uri += ".html"  # a page a browser opens as one (KFP uploads the artifact at its new URI)
     try:
         with reported_step():
-            step_bodies.validate(examples.path, workdir, drift_threshold, warn_only, schema, options)
+            step_bodies.validate(examples.path, workdir, flags, options)
     finally:  # the readable report is kept whether or not the data passed
         step_bodies.copy_validation_report(workdir, report.path, report_html.path)
 
 
-def transform(examples: Input[Dataset], options: List[str], beam_args: List[str], transformed: Output[Dataset]):
+def transform(examples: Input[Dataset], flags: dict, options: List[str], beam_args: List[str],
+              transformed: Output[Dataset]):
     from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        transformed.metadata.update(step_bodies.transform(examples.path, options, beam_args,
+        transformed.metadata.update(step_bodies.transform(examples.path, flags, options, beam_args,
                                                           output_location(transformed)))
 
 
-def tune(transformed: Input[Dataset], options: List[str], train_options: List[str], accelerator_type: str,
+def tune(transformed: Input[Dataset], flags: dict, options: List[str], train_options: List[str], accelerator_type: str,
          accelerator_limit: int, hyperparameters: Output[Artifact]):
     from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        best = step_bodies.tune(transformed.path, options, train_options, output_location(hyperparameters))
+        best = step_bodies.tune(transformed.path, flags, options, train_options, output_location(hyperparameters))
     hyperparameters.metadata.update({"searched": bool(best.get("values")) or best.get("searched", True),
                                      "values": best.get("values", {}), "objective": best.get("objective") or "",
                                      "score": best.get("score") or 0.0, "trials": len(best.get("trials", [])),
                                      "accelerators_requested": f"{accelerator_limit} x {accelerator_type}"})
 
 
-def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], options: List[str], warm_start: str,
+def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], flags: dict, options: List[str], warm_start: str,
           serving_dir: str, accelerator_type: str, accelerator_limit: int, model: Output[Model],
           training_metrics: Output[Metrics], training_page: Output[HTML]):
     from shardflow.pipelines import step_bodies
@@ -91,7 +92,7 @@ def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], options
 
     with reported_step():
         start_from = step_bodies.resolve_model_reference(warm_start, serving_dir)
-        summary = step_bodies.train(transformed.path, options, start_from, output_location(model),
+        summary = step_bodies.train(transformed.path, flags, options, start_from, output_location(model),
                                     hyperparameters.path)
     model.metadata.update({"framework": "tensorflow", "warm_start": start_from, "strategy": summary["strategy"],
                            "accelerators_requested": f"{accelerator_limit} x {accelerator_type}",
@@ -108,9 +109,8 @@ def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], options
         page.write(page_from_files("training", output_location(model)))
 
 
-def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, serving_dir: str, thresholds: List[str],
-             max_regressions: List[str], regression_tolerance: str, slice_by: List[str], gate: str,
-             bootstrap_resamples: int, bootstrap_seed: int, accelerator_type: str, accelerator_limit: int,
+def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, serving_dir: str, flags: dict,
+             options: List[str], accelerator_type: str, accelerator_limit: int,
              metrics: Output[Metrics], confusion: Output[ClassificationMetrics], evaluation: Output[Dataset],
              evaluation_page: Output[HTML]) -> NamedTuple("Blessing", [("blessed", bool)]):
     import os
@@ -122,9 +122,8 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
 
     with reported_step():
         reference = step_bodies.resolve_model_reference(baseline, serving_dir)
-        result = step_bodies.evaluate(os.path.join(model.path, "model"), examples.path, reference, thresholds,
-                                      max_regressions, regression_tolerance, slice_by, evaluation.path,
-                                      gate, bootstrap_resamples, bootstrap_seed)
+        result = step_bodies.evaluate(os.path.join(model.path, "model"), examples.path, reference, flags, options,
+                                      evaluation.path)
     overall = result["metrics"]["overall"]
     for name, value in overall.items():
         if isinstance(value, (int, float)):
@@ -142,7 +141,7 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
     return namedtuple("Blessing", ["blessed"])(bool(result["blessing"]["blessed"]))
 
 
-def infra_validate(model: Input[Model], evaluation: Input[Dataset], options: List[str],
+def infra_validate(model: Input[Model], evaluation: Input[Dataset], flags: dict, options: List[str],
                    infra: Output[Artifact]) -> NamedTuple("InfraBlessing", [("infra_blessed", bool)]):
     import os
     from collections import namedtuple
@@ -151,7 +150,8 @@ def infra_validate(model: Input[Model], evaluation: Input[Dataset], options: Lis
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        report = step_bodies.infra_validate(os.path.join(model.path, "model"), evaluation.path, options, infra.path)
+        report = step_bodies.infra_validate(os.path.join(model.path, "model"), evaluation.path, flags, options,
+                                            infra.path)
     infra.metadata.update({"infra_blessed": bool(report.get("blessed")), "reasons": report.get("reasons", []),
                            "load_seconds": report.get("load_seconds") or 0.0})
     for row in report.get("latency", []):  # shown by the KFP UI beside the artifact
@@ -176,15 +176,15 @@ def push(model: Input[Model], evaluation: Input[Dataset], infra: Input[Artifact]
     return version_dir
 
 
-def predict(model_dir: str, index: str, data_root: str, default_data_root: str, options: List[str],
+def predict(model_dir: str, index: str, data_root: str, default_data_root: str, flags: dict, options: List[str],
             beam_args: List[str], predictions: Output[Dataset]):
     from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
     from shardflow.pipelines.step_errors import reported_step
 
     with reported_step():
-        summary = step_bodies.predict(model_dir, index, data_root or default_data_root, options, beam_args,
-                                      output_location(predictions))
+        summary = step_bodies.predict(model_dir, index, data_root or default_data_root, flags, options,
+                                      beam_args, output_location(predictions))
     predictions.metadata.update({key: summary[key] for key in ("rows", "predicted", "rejected", "model")
                                  if key in summary})
 

@@ -172,10 +172,9 @@ class DagWalk:
                 arguments[name] = source["runtimeValue"]["constant"]
             else:
                 raise NotImplementedError(f"local run: input {name} of the form {sorted(source)} is not supported")
-        for name, value in arguments.items():  # constants may name the task's other inputs: "{{$.inputs...}}"
-            if isinstance(value, str) and _PLACEHOLDER.search(value):
-                arguments[name] = _substituted(value, arguments)
-        return arguments
+        # Constants may name the task's other inputs ("{{$.inputs...}}"), also inside a list or a struct
+        # (a step's exposed flags: {"eval_gate": "{{$.inputs.parameters['pipelinechannel--eval_gate']}}"}).
+        return {name: _substituted(value, arguments) for name, value in arguments.items()}
 
     def _final_status(self) -> dict[str, Any]:
         """A `PipelineTaskFinalStatus` as the driver hands it to an exit task: the outcome so far."""
@@ -185,7 +184,13 @@ class DagWalk:
                 "pipelineTaskName": failed or "", "error": {"code": 1, "message": message} if failed else {}}
 
 
-def _substituted(value: str, arguments: dict[str, Any]) -> Any:
+def _substituted(value: Any, arguments: dict[str, Any]) -> Any:
+    if isinstance(value, dict):
+        return {key: _substituted(item, arguments) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substituted(item, arguments) for item in value]
+    if not isinstance(value, str) or not _PLACEHOLDER.search(value):
+        return value
     whole = _PLACEHOLDER.fullmatch(value)
     if whole:  # the whole constant is one input: keep its type
         return arguments[whole["name"]]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,6 +49,7 @@ from .local_tasks import LocalTasks
 from .local_worker import StepWorker
 from .names import PIPELINE_NAME
 from .step_log import LOGS, STEPS_RECORD, StepLog
+from .step_parameters import step_parameters
 from .steps import summary_outputs
 
 PIPELINE_ROOT, SERVING, RECORDS, SPAN_STORE = "pipeline_root", "serving", "runs", "spans"
@@ -61,37 +62,8 @@ COMPILED, WORKER_LOG = "pipeline.yaml", "worker.log"  # RUN/pipeline.yaml: what 
 DEFAULT_WORKER_MAX_RSS_MB = 4096.0
 
 
-@dataclass(frozen=True, kw_only=True)
-class LocalRunConfig:
-    """Pipeline parameters of one local run; option tuples are CLI flags of the matching command."""
-
-    index: tuple[str, ...]
-    data_root: str
-    output: str
-    example_gen_options: tuple[str, ...] = ()
-    transform_options: tuple[str, ...] = ()
-    train_options: tuple[str, ...] = ("--epochs", "10")
-    beam_args: tuple[str, ...] = ()
-    drift_threshold: float = 0.1
-    validation_warn_only: bool = False
-    validation_schema: str = ""
-    eval_thresholds: tuple[str, ...] | None = None  # None: the default of the index's target kind (run_target.py)
-    max_regressions: tuple[str, ...] = ()
-    slice_by: tuple[str, ...] = ()
-    warm_start: str = "latest"
-    baseline_model: str = "latest"
-    spans: int = 1  # with {SPAN} / {YYYY}{MM}{DD} in the index paths: the window's size
-    validation_options: tuple[str, ...] = ()  # extra `shardflow validate` flags, e.g. ("--no-drift", "site")
-    regression_tolerance: str = "auto"  # the Evaluator's default regression gate against the served model; "off"
-    no_cache: tuple[str, ...] = ()  # steps never reused from an earlier run ("all": none is)
-    tune_options: tuple[str, ...] = ()  # `shardflow tune` flags: a search before training (none: no search)
-    infra_validation_options: tuple[str, ...] = ()  # `shardflow infra-validate` flags, e.g. ("--batch-sizes", "1,64")
-    predict_index: str = ""  # a CSV of new files the pushed model labels after Push ('' : no prediction step)
-    predict_data_root: str = ""  # what predict_index's paths are relative to ('' : data_root)
-    predict_options: tuple[str, ...] = ()  # `shardflow predict` flags, e.g. ("--top-k", "5")
-    eval_gate: str = "non-inferiority"  # the Evaluator's gate rule: point, non-inferiority or strict
-    bootstrap_resamples: int = 1000  # the Evaluator's 95% intervals: resamples and seed
-    bootstrap_seed: int = 0
+class _LocalRunChecks:
+    """LocalRunConfig's checks and its pipeline arguments (the fields are declared below)."""
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -113,32 +85,38 @@ class LocalRunConfig:
             raise ConfigError(f"predict_data_root {self.predict_data_root!r} is not a directory")
 
     def arguments(self) -> dict[str, Any]:
-        """The pipeline's parameters, with absolute paths (steps run in their own processes)."""
+        """The pipeline's parameters, with absolute paths (steps run in their own processes); a step's exposed
+        flag left None is not given (the pipeline's default; for eval_thresholds, the target kind's)."""
         out = Path(self.output).resolve()
         index = [spec.split("=", 1)[0] + "=" + str(Path(spec.split("=", 1)[1]).resolve()) if "=" in spec
                  else str(Path(spec).resolve()) for spec in self.index]
-        example_gen_options = list(self.example_gen_options)
+        steps = {parameter.name: list(value) if isinstance(value, tuple) else value
+                 for parameter in step_parameters() if (value := getattr(self, parameter.name)) is not None}
         if any(has_span_pattern(spec) for spec in self.index):
             # Spans are kept in the run directory, so later runs reuse what earlier runs encoded.
-            example_gen_options += ["--spans", str(self.spans), "--span-store", str(out / SPAN_STORE)]
+            steps["example_gen_options"] += ["--spans", str(self.spans), "--span-store", str(out / SPAN_STORE)]
         return {"index": index, "data_root": str(Path(self.data_root).resolve()),
                 "serving_dir": str(out / SERVING), "run_record_dir": str(out / RECORDS),
-                "example_gen_options": example_gen_options, "beam_args": list(self.beam_args),
-                "drift_threshold": self.drift_threshold, "validation_warn_only": self.validation_warn_only,
-                "validation_schema": str(Path(self.validation_schema).resolve()) if self.validation_schema else "",
-                "validation_options": list(self.validation_options),
-                "regression_tolerance": self.regression_tolerance, "eval_gate": self.eval_gate,
-                "bootstrap_resamples": self.bootstrap_resamples, "bootstrap_seed": self.bootstrap_seed,
-                "transform_options": list(self.transform_options), "train_options": list(self.train_options),
-                "tune_options": list(self.tune_options),
-                "warm_start": self.warm_start,
-                "eval_thresholds": None if self.eval_thresholds is None else list(self.eval_thresholds),
-                "max_regressions": list(self.max_regressions), "slice_by": list(self.slice_by),
-                "baseline_model": self.baseline_model,
-                "infra_validation_options": list(self.infra_validation_options),
+                "beam_args": list(self.beam_args), "warm_start": self.warm_start, "baseline_model": self.baseline_model,
                 "predict_index": str(Path(self.predict_index).resolve()) if self.predict_index else "",
                 "predict_data_root": str(Path(self.predict_data_root).resolve()) if self.predict_data_root else "",
-                "predict_options": list(self.predict_options)}
+                **steps}
+
+
+# Pipeline parameters of one local run. Each step's options are a tuple of its command's flags (`train_options`),
+# and each flag a command exposes is a field of its own (`eval_gate`, `bootstrap_seed`: step_parameters.py).
+LocalRunConfig = make_dataclass("LocalRunConfig", [
+    ("index", tuple[str, ...]), ("data_root", str), ("output", str),
+    ("beam_args", tuple[str, ...], field(default=())),
+    ("warm_start", str, field(default="latest")), ("baseline_model", str, field(default="latest")),
+    ("spans", int, field(default=1)),  # with {SPAN} / {YYYY}{MM}{DD} in the index paths: the window's size
+    ("no_cache", tuple[str, ...], field(default=())),  # steps never reused from an earlier run ("all": none is)
+    ("predict_index", str, field(default="")),  # a CSV of new files the pushed model labels after Push
+    ("predict_data_root", str, field(default="")),  # what predict_index's paths are relative to ('': data_root)
+    *((p.name, Any, field(default=tuple(p.default) if p.flag is None else None)) for p in step_parameters()),
+], bases=(_LocalRunChecks,), frozen=True, kw_only=True)
+LocalRunConfig.__module__ = __name__
+LocalRunConfig.__doc__ = "Pipeline parameters of one local run; option tuples are CLI flags of the matching command."
 
 
 def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = None, verbose: bool = False,

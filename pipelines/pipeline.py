@@ -24,16 +24,33 @@ tolerations (a GPU node pool) on the Tuner, Trainer and Evaluator only.
 """
 # No `from __future__ import annotations`: KFP reads the parameter annotations as types.
 
+import inspect
 from types import SimpleNamespace
-from typing import Callable, List
+from typing import Any, Callable, List
 
 
-from ..evaluator.config import AUTO_TOLERANCE, DEFAULT_GATE_RULE, DEFAULT_THRESHOLDS
 from .cluster_options import ClusterOptions
 from .components import Components, make_components
 from .kfp_sdk import dsl
 from .names import PIPELINE_NAME
+from .step_parameters import step_parameters
 from .steps import BY_NAME
+
+_REQUIRED = inspect.Parameter.empty
+# The parameters the wiring itself reads (name, type, default); every step's own come from the step table
+# and the commands' exposed flags (step_parameters.py).
+_WIRING_PARAMETERS = (
+    ("index", List[str], _REQUIRED), ("data_root", str, _REQUIRED), ("serving_dir", str, _REQUIRED),
+    ("run_record_dir", str, _REQUIRED), ("beam_args", List[str], []), ("warm_start", str, "latest"),
+    ("baseline_model", str, "latest"), ("trainer_accelerator_type", str, "nvidia.com/gpu"),
+    ("trainer_accelerator_limit", int, 1), ("tuner_accelerator_limit", int, 0),
+    ("evaluator_accelerator_type", str, "nvidia.com/gpu"), ("evaluator_accelerator_limit", int, 0),
+    ("predict_index", str, ""), ("predict_data_root", str, ""),
+)
+SIGNATURE = inspect.Signature([
+    inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=kind)
+    for name, kind, default in (*_WIRING_PARAMETERS, *((p.name, List[str] if p.kind is list else p.kind, p.default)
+                                                       for p in step_parameters()))])
 
 RETRY = {"num_retries": 2, "backoff_duration": "60s", "backoff_factor": 2.0, "backoff_max_duration": "600s"}
 
@@ -81,32 +98,26 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
     """
     ops = make_components(image)
 
-    @dsl.pipeline(name=PIPELINE_NAME, description="CSV-indexed files → sharded TFRecords → validated → "
-                                                  "transformed → trained → evaluated → pushed when blessed")
-    def shardflow_pipeline(
-        index: List[str], data_root: str, serving_dir: str, run_record_dir: str,
-        example_gen_options: List[str] = [], beam_args: List[str] = [], drift_threshold: float = 0.1,
-        validation_warn_only: bool = False, validation_schema: str = "", validation_options: List[str] = [],
-        transform_options: List[str] = [],
-        train_options: List[str] = ["--epochs", "10"], tune_options: List[str] = [], warm_start: str = "latest",
-        eval_thresholds: List[str] = [DEFAULT_THRESHOLDS["classification"]], max_regressions: List[str] = [],
-        slice_by: List[str] = [], baseline_model: str = "latest", regression_tolerance: str = AUTO_TOLERANCE,
-        eval_gate: str = DEFAULT_GATE_RULE, bootstrap_resamples: int = 1000, bootstrap_seed: int = 0,
-        trainer_accelerator_type: str = "nvidia.com/gpu", trainer_accelerator_limit: int = 1,
-        tuner_accelerator_limit: int = 0,
-        evaluator_accelerator_type: str = "nvidia.com/gpu", evaluator_accelerator_limit: int = 0,
-        infra_validation_options: List[str] = [], predict_index: str = "", predict_data_root: str = "",
-        predict_options: List[str] = [],
-    ) -> None:
-        # KFP passes each parameter as an argument of its own; the wiring reads them as one namespace,
-        # taken first, while the function's locals are its parameters and nothing else.
-        params = SimpleNamespace(**locals())
+    def shardflow_pipeline(*args: Any) -> None:
+        # KFP passes each parameter, positionally, as an argument of its own; the wiring reads them as one namespace.
+        params = SimpleNamespace(**SIGNATURE.bind(*args).arguments)
         configured = _step_settings(cluster, no_cache, params)
-        exit_task = configured(ops.record_outcome(record_dir=run_record_dir))
+        exit_task = configured(ops.record_outcome(record_dir=params.run_record_dir))
         with dsl.ExitHandler(exit_task, name="shardflow-run"):
             _wire_steps(ops, configured, params)
 
-    return shardflow_pipeline
+    shardflow_pipeline.__signature__ = SIGNATURE  # what KFP reads the pipeline's parameters from
+    return dsl.pipeline(name=PIPELINE_NAME, description="CSV-indexed files → sharded TFRecords → validated → "
+                        "transformed → trained → evaluated → pushed when blessed")(shardflow_pipeline)
+
+
+def _flags(params: SimpleNamespace, step: str) -> dict:
+    """A step's exposed flags' parameters, by name: one STRUCT input whose values KFP resolves at run time."""
+    return {flag.param: getattr(params, flag.param) for flag in BY_NAME[step].exposed}
+
+
+def _options(params: SimpleNamespace, step: str) -> Any:
+    return getattr(params, BY_NAME[step].options.param)
 
 
 def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespace) -> None:
@@ -115,19 +126,22 @@ def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespa
     data = configured(ops.fingerprint(index=params.index, data_root=params.data_root))
     data.set_display_name("data-fingerprint")
     examples = configured(ops.example_gen(index=params.index, data_root=params.data_root, data_fingerprint=data.output,
-                                          options=params.example_gen_options, beam_args=params.beam_args))
-    checked = configured(ops.validate(examples=examples.outputs["examples"], drift_threshold=params.drift_threshold,
-                                      warn_only=params.validation_warn_only, schema=params.validation_schema,
-                                      options=params.validation_options))
-    transformed = configured(ops.transform(examples=examples.outputs["examples"], options=params.transform_options,
+                                          flags=_flags(params, "example-gen"), options=_options(params, "example-gen"),
+                                          beam_args=params.beam_args))
+    checked = configured(ops.validate(examples=examples.outputs["examples"], flags=_flags(params, "validate"),
+                                      options=_options(params, "validate")))
+    transformed = configured(ops.transform(examples=examples.outputs["examples"], flags=_flags(params, "transform"),
+                                           options=_options(params, "transform"),
                                            beam_args=params.beam_args).after(checked))
     # Without tune_options the step only records that no search ran: the Trainer keeps its options.
     # Its trials train on the Trainer's pool, with tuner_accelerator_limit GPUs (default 0: no search asked).
-    tuned = configured(ops.tune(transformed=transformed.outputs["transformed"], options=params.tune_options,
-                                train_options=params.train_options, accelerator_type=params.trainer_accelerator_type,
+    tuned = configured(ops.tune(transformed=transformed.outputs["transformed"], flags=_flags(params, "tune"),
+                                options=_options(params, "tune"), train_options=_options(params, "train"),
+                                accelerator_type=params.trainer_accelerator_type,
                                 accelerator_limit=params.tuner_accelerator_limit))
     trained = configured(ops.train(transformed=transformed.outputs["transformed"],
-                                   hyperparameters=tuned.outputs["hyperparameters"], options=params.train_options,
+                                   hyperparameters=tuned.outputs["hyperparameters"], flags=_flags(params, "train"),
+                                   options=_options(params, "train"),
                                    warm_start=params.warm_start, serving_dir=params.serving_dir,
                                    # Also inputs, not only resource settings: KFP 2.13 passes a parameter into the
                                    # exit handler's sub-DAG only when a task there takes it as an input.
@@ -135,16 +149,14 @@ def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespa
                                    accelerator_limit=params.trainer_accelerator_limit))
     scored = configured(ops.evaluate(model=trained.outputs["model"], examples=examples.outputs["examples"],
                                      baseline=params.baseline_model, serving_dir=params.serving_dir,
-                                     thresholds=params.eval_thresholds, max_regressions=params.max_regressions,
-                                     regression_tolerance=params.regression_tolerance, slice_by=params.slice_by,
-                                     gate=params.eval_gate, bootstrap_resamples=params.bootstrap_resamples,
-                                     bootstrap_seed=params.bootstrap_seed,
+                                     flags=_flags(params, "evaluate"), options=_options(params, "evaluate"),
                                      accelerator_type=params.evaluator_accelerator_type,
                                      accelerator_limit=params.evaluator_accelerator_limit))
     # As TFX's InfraValidator, beside the Evaluator's verdict: the model loaded and called in a TensorFlow-only
     # process, as a serving container would; its report and warm-up file go to Push.
     served = configured(ops.infra_validate(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
-                                           options=params.infra_validation_options))
+                                           flags=_flags(params, "infra-validate"),
+                                           options=_options(params, "infra-validate")))
     configured(ops.run_report(examples=examples.outputs["examples"], model=trained.outputs["model"],
                               evaluation=scored.outputs["evaluation"], infra=served.outputs["infra"]))
     with dsl.If(scored.outputs["blessed"] == True, name="blessed"):  # noqa: E712 (a KFP condition, not Python)
@@ -155,4 +167,5 @@ def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespa
             with dsl.If(params.predict_index != "", name="predict"):
                 configured(ops.predict(model_dir=pushed.outputs["Output"], index=params.predict_index,
                                        data_root=params.predict_data_root, default_data_root=params.data_root,
-                                       options=params.predict_options, beam_args=params.beam_args))
+                                       flags=_flags(params, "predict"), options=_options(params, "predict"),
+                                       beam_args=params.beam_args))

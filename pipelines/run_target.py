@@ -67,9 +67,9 @@ def prepare_run(parameters: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) 
     regressions against the kind of target the index implies. ConfigError names the option (`labels`: a run's
     flags, or the pipeline's parameters) and the value.
     """
-    configs = check_step_options({**parameters, "eval_thresholds": parameters["eval_thresholds"] or []}, labels)
+    configs = check_step_options({**parameters, "eval_thresholds": parameters.get("eval_thresholds") or []}, labels)
     target = implied_target(configs, labels)
-    if parameters["eval_thresholds"] is None:
+    if parameters.get("eval_thresholds") is None:
         parameters = {**parameters, "eval_thresholds": [DEFAULT_THRESHOLDS[target.kind]]}
     if target.certain:
         evaluator = configs["evaluate"]

@@ -21,7 +21,7 @@ import shlex
 import shutil
 import time
 from types import ModuleType
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from ..core.process_defaults import apply_process_defaults
 
@@ -31,6 +31,7 @@ from ..commands import COMMANDS  # noqa: E402
 from ..core import storage  # noqa: E402
 from ..core.errors import ConfigError, ShardflowError  # noqa: E402
 from ..core.flag_parser import FlagParser, check_extra, option_strings, refuse_unknown_flags  # noqa: E402
+from ..core.pipeline_flags import exposed_flags  # noqa: E402
 from ..core.hashing import sha256_of  # noqa: E402
 from ..core.manifest import read_manifest  # noqa: E402
 from ..example_gen.spans import has_span_pattern, pattern_matches  # noqa: E402
@@ -100,24 +101,32 @@ def data_fingerprint(index: list[str], data_root: str) -> str:
     return digest.hexdigest()
 
 
-def example_gen(index: list[str], data_root: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _run_command("example-gen", example_gen_argv(index, data_root, options, beam_args, output))
+def command_argv(name: str, inputs: list[str], flags: Mapping[str, Any], options: Sequence[str],
+                 beam_args: Sequence[str] = ()) -> list[str]:
+    """`shardflow NAME`'s argv in a step: its inputs' and output's flags, its exposed flags' values (`flags`, by
+    pipeline parameter: core/pipeline_flags.py), the step's options, and Beam's options for a Beam command."""
+    command = COMMANDS[name]
+    exposed = {flag.param: flag for flag in exposed_flags(command.cli.add_arguments)}
+    argv = [*inputs, *(token for param, value in flags.items() for token in exposed[param].argv(value)), *options]
+    return argv + (list(beam_args) if command.passes_beam_options else [])
+
+
+def example_gen(index: list[str], data_root: str, flags: Mapping[str, Any], options: list[str], beam_args: list[str],
+                output: str) -> dict:
+    _run_command("example-gen", command_argv("example-gen", example_gen_inputs(index, data_root, output), flags,
+                                             options, beam_args))
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()},
-            "rejected": manifest.extra.get("rejected", 0), "rejected_by_reason": manifest.extra.get("rejected_by_reason", {})}
+            "rejected": manifest.extra.get("rejected", 0),
+            "rejected_by_reason": manifest.extra.get("rejected_by_reason", {})}
 
 
-def validate(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str = "",
-             options: list[str] = ()) -> dict:
-    """Runs the data validation; raises (failing the step) on anomalies unless `warn_only`.
-
-    `schema`: a curated schema.pbtxt (e.g. kept from an earlier data version); '' = the one inferred on train.
-    `options`: more `shardflow validate` flags (e.g. ["--no-drift", "site"]).
-    """
+def validate(examples: str, output: str, flags: Mapping[str, Any], options: list[str]) -> dict:
+    """Runs the data validation; raises (failing the step) on anomalies unless the flags say warn only."""
     # A window of spans is validated where its statistics are: the newest span, the data that is new.
     newest = read_manifest(examples).extra.get("newest_span")
     target = newest["dir"] if newest else examples
-    _run_command("validate", validate_argv(target, output, drift_threshold, warn_only, schema, options))
+    _run_command("validate", command_argv("validate", ["--examples", target, "--output", output], flags, options))
     return storage.read_json(storage.join(output, ANOMALIES))
 
 
@@ -128,67 +137,49 @@ def copy_validation_report(workdir: str, markdown: str, page: str) -> None:
         shutil.copyfile(os.path.join(workdir, REPORT_PAGE), page)
 
 
-def transform(examples: str, options: list[str], beam_args: list[str], output: str) -> dict:
-    _run_command("transform", transform_argv(examples, options, beam_args, output))
+def transform(examples: str, flags: Mapping[str, Any], options: list[str], beam_args: list[str], output: str) -> dict:
+    _run_command("transform", command_argv("transform", ["--examples", examples, "--output", output], flags, options,
+                                           beam_args))
     manifest = read_manifest(output)
     return {"examples": {s: i.num_examples for s, i in manifest.splits.items()}}
 
 
-def tune(examples: str, options: list[str], train_options: list[str], output: str) -> dict:
+def tune(examples: str, flags: Mapping[str, Any], options: list[str], train_options: list[str], output: str) -> dict:
     """The search (`shardflow tune`) whose trials take the run's train options; without `options`, a record
     that no search ran (the Trainer then keeps its own options)."""
     if not options:
         record = hyperparameters_record({}, "", None, {"searched": False})
         storage.write_json(storage.join(output, HYPERPARAMETERS_FILE), record)
         return record
-    _run_command("tune", tune_argv(examples, options, train_options, output))
+    _run_command("tune", command_argv("tune", tune_inputs(examples, options, train_options, output), flags, options))
     return storage.read_json(storage.join(output, HYPERPARAMETERS_FILE))
 
 
-def train(examples: str, options: list[str], warm_start: str, output: str, hyperparameters: str = "") -> dict:
+def train(examples: str, flags: Mapping[str, Any], options: list[str], warm_start: str, output: str,
+          hyperparameters: str = "") -> dict:
     """`hyperparameters`: the tune step's output; its best values replace the options' when a search ran."""
-    argv = train_argv(examples, options, output) + (["--warm-start", warm_start] if warm_start else [])
+    inputs = ["--examples", examples, "--output", output] + (["--warm-start", warm_start] if warm_start else [])
     best = storage.join(hyperparameters, HYPERPARAMETERS_FILE) if hyperparameters else ""
     if best and storage.read_json(best).get("values"):
-        argv += ["--hyperparameters", best]
-    _run_command("train", argv)
+        inputs += ["--hyperparameters", best]
+    _run_command("train", command_argv("train", inputs, flags, options))
     return storage.read_json(storage.join(output, TRAINING_SUMMARY))  # `output` may be an s3:// or gs:// URI
 
 
-def evaluate(model_dir: str, examples: str, baseline: str, thresholds: list[str], max_regressions: list[str],
-             regression_tolerance: str, slice_by: list[str], output: str, gate: str = "",
-             bootstrap_resamples: int | None = None, bootstrap_seed: int | None = None) -> dict:
-    argv = evaluate_argv(model_dir, examples, thresholds, max_regressions, regression_tolerance, slice_by, output,
-                         gate, bootstrap_resamples, bootstrap_seed)
-    argv += ["--baseline", baseline] if baseline else []
-    _run_command("evaluate", argv)
+def evaluate(model_dir: str, examples: str, baseline: str, flags: Mapping[str, Any], options: list[str],
+             output: str) -> dict:
+    inputs = ["--model", model_dir, "--examples", examples, "--output", output]
+    _run_command("evaluate", command_argv("evaluate", inputs + (["--baseline", baseline] if baseline else []), flags,
+                                          options))
     return {"metrics": storage.read_json(storage.join(output, METRICS)),
             "blessing": storage.read_json(storage.join(output, BLESSING))}
 
 
-def example_gen_argv(index: list[str], data_root: str, options: list[str], beam_args: list[str],
-                      output: str) -> list[str]:
-    argv = ["--data-root", data_root, "--output", output]
-    for spec in index:
-        argv += ["--index", spec]
-    return argv + list(options) + list(beam_args)
+def example_gen_inputs(index: list[str], data_root: str, output: str) -> list[str]:
+    return ["--data-root", data_root, "--output", output, *(token for spec in index for token in ("--index", spec))]
 
 
-def validate_argv(examples: str, output: str, drift_threshold: float, warn_only: bool, schema: str,
-                   options: list[str]) -> list[str]:
-    argv = ["--examples", examples, "--output", output, "--drift-threshold", str(drift_threshold)]
-    return argv + (["--schema", schema] if schema else []) + (["--warn-only"] if warn_only else []) + list(options)
-
-
-def transform_argv(examples: str, options: list[str], beam_args: list[str], output: str) -> list[str]:
-    return ["--examples", examples, "--output", output] + list(options) + list(beam_args)
-
-
-def train_argv(examples: str, options: list[str], output: str) -> list[str]:
-    return ["--examples", examples, "--output", output] + list(options)
-
-
-def tune_argv(examples: str, options: list[str], train_options: list[str], output: str) -> list[str]:
+def tune_inputs(examples: str, options: list[str], train_options: list[str], output: str) -> list[str]:
     """The trials train as the run's Trainer does, less its budget (--epochs/--steps: tune's --trial-epochs)."""
     if "--train-args" in options:
         raise StepFailed("shardflow tune: error: the trials take the run's train options: drop --train-args "
@@ -199,33 +190,14 @@ def tune_argv(examples: str, options: list[str], train_options: list[str], outpu
             skip = token in ("--epochs", "--steps")
             continue
         trial.append(token)
-    return ["--examples", examples, "--output", output, *options, "--train-args", shlex.join(trial)]
+    return ["--examples", examples, "--output", output, "--train-args", shlex.join(trial)]
 
 
-def evaluate_argv(model_dir: str, examples: str, thresholds: list[str], max_regressions: list[str],
-                   regression_tolerance: str, slice_by: list[str], output: str, gate: str = "",
-                   bootstrap_resamples: int | None = None, bootstrap_seed: int | None = None) -> list[str]:
-    """`gate` '' and None: the Evaluator's own defaults (a pipeline compiled before these parameters existed)."""
-    argv = ["--model", model_dir, "--examples", examples, "--output", output,
-            "--regression-tolerance", regression_tolerance]
-    argv += ["--gate", gate] if gate else []
-    # int(): an IR's baked integer defaults read back as floats (1000.0)
-    argv += ["--bootstrap-resamples", str(int(bootstrap_resamples))] if bootstrap_resamples is not None else []
-    argv += ["--bootstrap-seed", str(int(bootstrap_seed))] if bootstrap_seed is not None else []
-    for flag, values in (("--threshold", thresholds), ("--max-regression", max_regressions), ("--slice-by", slice_by)):
-        for value in values:
-            argv += [flag, value]
-    return argv
-
-
-def infra_validate(model_dir: str, evaluation: str, options: list[str], output: str) -> dict:
+def infra_validate(model_dir: str, evaluation: str, flags: Mapping[str, Any], options: list[str], output: str) -> dict:
     """`shardflow infra-validate`: the model loaded and called in a TensorFlow-only process; its report."""
-    _run_command("infra-validate", infra_validate_argv(model_dir, evaluation, options, output))
+    inputs = ["--model", model_dir, "--evaluation", evaluation, "--output", output]
+    _run_command("infra-validate", command_argv("infra-validate", inputs, flags, options))
     return storage.read_json(storage.join(output, INFRA_REPORT))
-
-
-def infra_validate_argv(model_dir: str, evaluation: str, options: list[str], output: str) -> list[str]:
-    return ["--model", model_dir, "--evaluation", evaluation, "--output", output] + list(options)
 
 
 def push(model_dir: str, evaluation: str, infra_validation: str, serving_dir: str, source: dict[str, Any]) -> str:
@@ -240,17 +212,16 @@ def push(model_dir: str, evaluation: str, infra_validation: str, serving_dir: st
     return result.location
 
 
-def predict(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
-            output: str) -> dict:
+def predict(model_dir: str, index: str, data_root: str, flags: Mapping[str, Any], options: list[str],
+            beam_args: list[str], output: str) -> dict:
     """`shardflow predict` over a CSV index of new files with the model just pushed; its predict.json."""
-    _run_command("predict", predict_argv(model_dir, index, data_root, options, beam_args, output))
+    _run_command("predict", command_argv("predict", predict_inputs(model_dir, index, data_root, output), flags,
+                                         options, beam_args))
     return storage.read_json(storage.join(output, PREDICT_MARKER))
 
 
-def predict_argv(model_dir: str, index: str, data_root: str, options: list[str], beam_args: list[str],
-                  output: str) -> list[str]:
-    return ["--model", model_dir, "--index", index, "--data-root", data_root, "--output", output,
-            *options, *beam_args]
+def predict_inputs(model_dir: str, index: str, data_root: str, output: str) -> list[str]:
+    return ["--model", model_dir, "--index", index, "--data-root", data_root, "--output", output]
 
 
 def record_outcome(record_dir: str, pipeline_job: str, state: str, failed_task: str, message: str) -> str:

@@ -6,10 +6,13 @@ derives from `STEPS`:
 - the resources, caching and retries of each task (pipeline.py's `place`);
 - the up-front option check and the labels that name options in its errors (step_options.py:
   `check_step_options`, `RUN_FLAGS`, `PIPELINE_PARAMETERS`);
+- the pipeline's per-step parameters, `shardflow run`'s per-step flags and LocalRunConfig's fields
+  (step_parameters.py): each step's options parameter (`StepOptions`), and each flag its command marks
+  with `expose` (core/pipeline_flags.py) as a parameter of its own;
 - the cacheable steps (`local_cache.CACHEABLE_STEPS`), the figure on each step's printed line
   (`step_log.key_figure`) and the outputs the run summary lists (`local_run.summarize`).
 
-The wiring itself (which output feeds which input, the conditions) stays in pipeline.py's `_steps`,
+The wiring itself (which output feeds which input, the conditions) stays in pipeline.py's `_wire_steps`,
 and a command's flags in its own cli module (shardflow.commands). Nothing here imports kfp: the
 option check runs before kfp is imported.
 
@@ -22,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple
 
 from ..commands import COMMANDS, Command
+from ..core.pipeline_flags import ExposedFlag, exposed_flags
 from . import step_figures as figures
-from .step_bodies import (evaluate_argv, example_gen_argv, infra_validate_argv, predict_argv, train_argv,
-                        transform_argv, tune_argv, validate_argv)
+from .step_bodies import command_argv, example_gen_inputs, predict_inputs, tune_inputs
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,14 @@ class Resources:
 
 
 @dataclass(frozen=True)
-class Labels:
-    """How a step's options are named in an error: `shardflow run`'s flags, or the pipeline's parameters
-    (`shardflow compile --param`)."""
+class StepOptions:
+    """The step's one options parameter: any of its command's flags, as one string in `shardflow run`
+    (`run_flag`, e.g. --evaluate-args) and as a list in the pipeline (`param`, e.g. evaluate_options)."""
 
-    run: str
-    pipeline: str
+    param: str
+    run_flag: str
+    example: str = ""  # shown in the run flag's help
+    default: tuple[str, ...] = ()
 
 
 class Places(NamedTuple):
@@ -54,23 +59,28 @@ class Places(NamedTuple):
     model: str
 
 
-Argv = Callable[[Mapping[str, Any], Places], "list[str] | None"]
+# The command's flags for the step's inputs and output, from the pipeline's parameters (for the up-front check;
+# the component passes the same through step_bodies); None: the run has no such step (no tune options, ...).
+Inputs = Callable[[Mapping[str, Any], Places], "list[str] | None"]
 
 
 @dataclass(frozen=True)
 class Step:
-    """One task of the pipeline. `name`: the KFP task name; `argv`: the command's flags from the pipeline's
-    parameters, for the up-front check (None: the run has no such step, e.g. no tune_options);
+    """One task of the pipeline. `name`: the KFP task name; `inputs`: its command's input and output flags;
+    `options`: the parameter taking any other flag of its command; `uses`: the other pipeline parameters its
+    errors name (run flag, parameter);
     `outputs`: (artifact, or a file in one, and the name the run summary lists it under);
-    `takes_options_of`: another step whose options `argv` also takes, checked first so that a bad option
+    `takes_options_of`: another step whose options `inputs` also takes, checked first so that a bad option
     is named by its own flag;
-    `imports`: what the warm step worker imports for it once, before forking it (step_worker.py)."""
+    `imports`: what the warm step worker imports for it once, before forking it (step_worker.py).
+    Its command's flags marked with `expose` (core/pipeline_flags.py) are pipeline parameters of their own."""
 
     name: str
     resources: Resources
     command: Command | None = None
-    argv: Argv | None = None
-    labels: Labels | None = None
+    inputs: Inputs | None = None
+    options: StepOptions | None = None
+    uses: tuple[tuple[str, str], ...] = ()
     cacheable: bool = False  # KFP may reuse its outputs; `--no-cache STEP` names it
     retry: bool = False  # RETRY in pipeline.py: steps that read much data, where a node may go away
     figure: Callable[[dict], str] = figures.none
@@ -83,47 +93,59 @@ class Step:
         """The KFP component function's name in components.py (KFP names the task after it, with '-')."""
         return self.name.replace("-", "_")
 
+    @property
+    def exposed(self) -> tuple[ExposedFlag, ...]:
+        """Its command's flags that are pipeline parameters of their own."""
+        return exposed_flags(self.command.cli.add_arguments) if self.options else ()
+
+    def flag_values(self, p: Mapping[str, Any]) -> dict[str, Any]:
+        """The exposed flags' values among the pipeline's parameters `p`, by parameter name."""
+        return {flag.param: p[flag.param] for flag in self.exposed if p.get(flag.param) is not None}
+
+    def argv(self, p: Mapping[str, Any], at: Places) -> list[str] | None:
+        """The command's whole argv from the pipeline's parameters (the up-front check's)."""
+        given = self.inputs(p, at) if self.inputs else None
+        if given is None:
+            return None
+        return command_argv(self.command.name, given, self.flag_values(p), p.get(self.options.param, ()),
+                            p.get("beam_args", ()))
+
+    def label(self, kind: str) -> str:
+        """How its options are named in an error: `shardflow run`'s flags ("run"), or the pipeline's parameters."""
+        names = [(f.run_flag, f.param) for f in self.exposed] + list(self.uses)
+        names += [(self.options.run_flag, self.options.param)]
+        names += [("--beam-args", "beam_args")] if self.command.passes_beam_options else []
+        return "/".join(run if kind == "run" else param for run, param in names)
+
 
 def _example_gen(p: Mapping[str, Any], at: Places) -> list[str]:
-    return example_gen_argv(p["index"], p["data_root"], p["example_gen_options"], p["beam_args"], at.output)
+    return example_gen_inputs(p["index"], p["data_root"], at.output)
 
 
-def _validate(p: Mapping[str, Any], at: Places) -> list[str]:
-    return validate_argv(at.given, at.output, p["drift_threshold"], p["validation_warn_only"], p["validation_schema"],
-                         p.get("validation_options", []))
-
-
-def _transform(p: Mapping[str, Any], at: Places) -> list[str]:
-    return transform_argv(at.given, p["transform_options"], p["beam_args"], at.output)
+def _given(p: Mapping[str, Any], at: Places) -> list[str]:
+    return ["--examples", at.given, "--output", at.output]
 
 
 def _tune(p: Mapping[str, Any], at: Places) -> list[str] | None:
-    return tune_argv(at.given, p["tune_options"], p["train_options"], at.output) if p.get("tune_options") else None
-
-
-def _train(p: Mapping[str, Any], at: Places) -> list[str]:
-    return train_argv(at.given, p["train_options"], at.output)
+    return tune_inputs(at.given, p["tune_options"], p["train_options"], at.output) if p.get("tune_options") else None
 
 
 def _evaluate(p: Mapping[str, Any], at: Places) -> list[str]:
-    return evaluate_argv(at.model, at.given, p["eval_thresholds"], p["max_regressions"],
-                         p.get("regression_tolerance", "auto"), p["slice_by"], at.output, p.get("eval_gate", ""),
-                         p.get("bootstrap_resamples"), p.get("bootstrap_seed"))
+    return ["--model", at.model, "--examples", at.given, "--output", at.output]
 
 
 def _infra_validate(p: Mapping[str, Any], at: Places) -> list[str]:
-    return infra_validate_argv(at.model, at.given, p.get("infra_validation_options", []), at.output)
+    return ["--model", at.model, "--evaluation", at.given, "--output", at.output]
 
 
 def _predict(p: Mapping[str, Any], at: Places) -> list[str] | None:
     if not p.get("predict_index"):
         return None
-    return predict_argv(at.model, p["predict_index"], p.get("predict_data_root") or p["data_root"],
-                        p.get("predict_options", []), p["beam_args"], at.output)
+    return predict_inputs(at.model, p["predict_index"], p.get("predict_data_root") or p["data_root"], at.output)
 
 
 # The index's options, named in errors about what the index says (read before any step).
-INDEX_LABELS = Labels("--index/--example-gen-args", "index/example_gen_options")
+INDEX_LABELS = {"run": "--index/--example-gen-args", "pipeline": "index/example_gen_options"}
 _TRAINER_GPU = ("trainer_accelerator_type", "trainer_accelerator_limit")
 # Imported by a warm worker once, when a step first needs them (seconds each; TFDV and TFT import TensorFlow).
 _TF, _KERAS, _BEAM, _TFDV, _TFT = ("tensorflow", "tf_keras", "apache_beam", "tensorflow_data_validation",
@@ -133,39 +155,37 @@ _TF, _KERAS, _BEAM, _TFDV, _TFT = ("tensorflow", "tf_keras", "apache_beam", "ten
 STEPS: tuple[Step, ...] = (
     Step("fingerprint", Resources("500m", "1Gi"), figure=figures.fingerprint),  # never cached: it reads the CSVs
     Step("example-gen", Resources("2", "8Gi"), COMMANDS["example-gen"], _example_gen,
-         Labels("--example-gen-args/--beam-args", "example_gen_options/beam_args"), cacheable=True, retry=True,
+         StepOptions("example_gen_options", "--example-gen-args"), cacheable=True, retry=True,
          figure=figures.examples, outputs=(("examples", "examples"),), imports=(_BEAM, _TFDV)),
-    Step("validate", Resources("1", "4Gi"), COMMANDS["validate"], _validate,
-         Labels("--drift-threshold/--validation-schema/--validate-args",
-                "drift_threshold/validation_schema/validation_options"), cacheable=True,
+    Step("validate", Resources("1", "4Gi"), COMMANDS["validate"], _given,
+         StepOptions("validation_options", "--validate-args", "'--no-drift site'"), cacheable=True,
          figure=figures.anomalies, outputs=(("report", "validation"),), imports=(_TFDV,)),
-    Step("transform", Resources("2", "8Gi"), COMMANDS["transform"], _transform,
-         Labels("--transform-args/--beam-args", "transform_options/beam_args"), cacheable=True, retry=True,
+    Step("transform", Resources("2", "8Gi"), COMMANDS["transform"], _given,
+         StepOptions("transform_options", "--transform-args"), cacheable=True, retry=True,
          figure=figures.transformed, outputs=(("transformed", "transformed"),), imports=(_BEAM, _TFT)),
     Step("tune", Resources("4", "16Gi", ("trainer_accelerator_type", "tuner_accelerator_limit")), COMMANDS["tune"],
-         _tune, Labels("--tune-args", "tune_options"), cacheable=True, figure=figures.tuning,
-         takes_options_of="train", imports=(_KERAS,)),
-    Step("train", Resources("4", "16Gi", _TRAINER_GPU), COMMANDS["train"], _train,
-         Labels("--train-args", "train_options"), cacheable=True, figure=figures.training,
-         outputs=(("model", "model"),), imports=(_KERAS,)),
+         _tune, StepOptions("tune_options", "--tune-args", "'--max-trials 8 --space learning_rate=log:1e-4:1e-1' "
+                            "(a search before training, whose trials take --train-args; none: no search)"),
+         cacheable=True, figure=figures.tuning, takes_options_of="train", imports=(_KERAS,)),
+    Step("train", Resources("4", "16Gi", _TRAINER_GPU), COMMANDS["train"], _given,
+         StepOptions("train_options", "--train-args", "'--epochs 5 --batch-size 64'", ("--epochs", "10")),
+         cacheable=True, figure=figures.training, outputs=(("model", "model"),), imports=(_KERAS,)),
     # Never cached: the served baseline may have changed since.
     Step("evaluate", Resources("2", "8Gi", ("evaluator_accelerator_type", "evaluator_accelerator_limit")),
-         COMMANDS["evaluate"], _evaluate,
-         Labels("--threshold/--max-regression/--regression-tolerance/--slice-by/--gate/--bootstrap-resamples/"
-                "--bootstrap-seed", "eval_thresholds/max_regressions/regression_tolerance/slice_by/eval_gate/"
-                "bootstrap_resamples/bootstrap_seed"),
+         COMMANDS["evaluate"], _evaluate, StepOptions("evaluate_options", "--evaluate-args", "'--memory-mb 256'"),
          figure=figures.evaluation, imports=(_TF,),
          # The eval split's likely label errors by CSV row (a file of the evaluation artifact).
          outputs=(("evaluation", "evaluation"), ("evaluation/label_issues.jsonl", "label_issues"))),
     # Cached: on one machine its key holds the canaries' bytes, not the Evaluator's new URI (local_cache.py).
     Step("infra-validate", Resources("2", "4Gi"), COMMANDS["infra-validate"], _infra_validate,
-         Labels("--infra-validate-args", "infra_validation_options"), cacheable=True,
-         figure=figures.serving_check, outputs=(("infra", "infra"),), imports=(_TF,)),
+         StepOptions("infra_validation_options", "--infra-validate-args", "'--batch-sizes 1,64 --tolerance 1e-3'"),
+         cacheable=True, figure=figures.serving_check, outputs=(("infra", "infra"),), imports=(_TF,)),
     Step("run-report", Resources("500m", "1Gi"), outputs=(("report", "report"),)),
     # Its inputs are artifacts only: nothing to check up front. It calls the Pusher's run() (step_bodies.push).
     Step("push", Resources("500m", "1Gi"), COMMANDS["push"], figure=figures.served, outputs=(("pushed", "pushed"),)),
     Step("predict", Resources("2", "8Gi"), COMMANDS["predict"], _predict,
-         Labels("--predict-index/--predict-args/--beam-args", "predict_index/predict_options/beam_args"),
+         StepOptions("predict_options", "--predict-args", "'--top-k 5 --format parquet'"),
+         uses=(("--predict-index", "predict_index"),),
          figure=figures.predictions, outputs=(("predictions", "predictions"),), imports=(_BEAM, _TF)),
     Step("record-outcome", Resources("250m", "512Mi"), figure=figures.record),  # the exit handler's task
 )
@@ -174,15 +194,19 @@ BY_NAME: dict[str, Step] = {step.name: step for step in STEPS}
 
 def labels(kind: str) -> dict[str, str]:
     """Each checked step's label of `kind` ("run" or "pipeline") by step name, and the index's under "index"."""
-    return {"index": getattr(INDEX_LABELS, kind),
-            **{step.name: getattr(step.labels, kind) for step in STEPS if step.labels is not None}}
+    return {"index": INDEX_LABELS[kind], **{step.name: step.label(kind) for step in STEPS if step.options}}
+
+
+def exposed_parameters() -> list[tuple[Step, ExposedFlag]]:
+    """Every exposed flag of every step, in the table's order: the pipeline parameters of their own."""
+    return [(step, flag) for step in STEPS for flag in step.exposed]
 
 
 def checked_steps() -> list[Step]:
     """The steps the up-front check runs, in the table's order, except that a step taking another's options
     comes right after that one (tune after train: a bad --train-args is named as itself, not as --tune-args)."""
     position = {step.name: i for i, step in enumerate(STEPS)}
-    return sorted((step for step in STEPS if step.argv is not None),
+    return sorted((step for step in STEPS if step.inputs is not None),
                   key=lambda step: (position[step.takes_options_of or step.name], bool(step.takes_options_of)))
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 
 from ..core.batch_memory import DEFAULT_BUDGET_MB
-from .config import AUTO_TOLERANCE, DEFAULT_GATE_RULE, DEFAULT_TOLERANCES, GATE_RULES, EvaluatorConfig, parse_tolerance
+from ..core.pipeline_flags import expose
+from .config import (AUTO_TOLERANCE, DEFAULT_GATE_RULE, DEFAULT_THRESHOLDS, DEFAULT_TOLERANCES, GATE_RULES,
+                     EvaluatorConfig, parse_tolerance)
 from .intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 
@@ -26,24 +28,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--output", required=True,
         help="output directory: metrics.json, confusion_matrix.png, blessing.json, BLESSED or NOT_BLESSED")
     add("--baseline", help="an earlier (blessed) model, scored on the same examples for comparison")
-    add("--threshold", action="extend", nargs="+", default=[], metavar="METRIC>=VALUE",
-        help="e.g. 'accuracy>=0.9', 'log_loss<0.3', 'mean_iou>0.5' (quote: > is a shell redirection); repeatable")
-    add("--max-regression", action="extend", nargs="+", default=[], metavar="METRIC=AMOUNT",
-        help="largest allowed worsening against --baseline, e.g. accuracy=0.01; repeatable")
+    # A pipeline run's default threshold is its target kind's (pipelines/run_target.py); a compiled one's this.
+    expose(add("--threshold", action="extend", nargs="+", default=[], metavar="METRIC>=VALUE",
+               help="e.g. 'accuracy>=0.9', 'log_loss<0.3', 'mean_iou>0.5' (quote: > is a shell redirection); "
+                    "repeatable"), "eval_thresholds", default=[DEFAULT_THRESHOLDS["classification"]])
+    expose(add("--max-regression", action="extend", nargs="+", default=[], metavar="METRIC=AMOUNT",
+               help="largest allowed worsening against --baseline, e.g. accuracy=0.01; repeatable"), "max_regressions")
     defaults = ", ".join(f"{rule} {amount:g}" for rule, amount in DEFAULT_TOLERANCES.items())
-    add("--regression-tolerance", default=AUTO_TOLERANCE, metavar="AMOUNT|auto|off",
-        help="with --baseline, each --threshold metric may be at most this much worse than the baseline's "
-             f"unless --max-regression names it (default auto: the gate rule's, {defaults}); 'off': no default gate")
-    add("--gate", default=DEFAULT_GATE_RULE, choices=GATE_RULES,
+    expose(add("--regression-tolerance", default=AUTO_TOLERANCE, metavar="AMOUNT|auto|off",
+               help="with --baseline, each --threshold metric may be at most this much worse than the baseline's "
+                    f"unless --max-regression names it (default auto: the gate rule's, {defaults}); 'off': no "
+                    "default gate"))
+    expose(add("--gate", default=DEFAULT_GATE_RULE, choices=GATE_RULES,
         help=f"what decides (default {DEFAULT_GATE_RULE}): point = the point estimates; non-inferiority = the 95%% "
              "interval of the paired candidate - baseline difference must exclude a worsening beyond the allowance; "
-             "strict = that, and each --threshold on its interval's pessimistic bound")
-    add("--bootstrap-resamples", type=int, default=DEFAULT_RESAMPLES, metavar="B",
-        help=f"resamples of the eval examples for the 95%% intervals (default {DEFAULT_RESAMPLES}; 0: no intervals, "
-             "only with --gate point)")
-    add("--bootstrap-seed", type=int, default=DEFAULT_SEED, help=f"the resamples' seed (default {DEFAULT_SEED})")
-    add("--slice-by", action="extend", nargs="+", default=[], metavar="COLUMN",
-        help="also compute every metric per value of this column of the examples; repeatable")
+             "strict = that, and each --threshold on its interval's pessimistic bound"), "eval_gate")
+    expose(add("--bootstrap-resamples", type=int, default=DEFAULT_RESAMPLES, metavar="B",
+               help=f"resamples of the eval examples for the 95%% intervals (default {DEFAULT_RESAMPLES}; 0: no "
+                    "intervals, only with --gate point)"))
+    expose(add("--bootstrap-seed", type=int, default=DEFAULT_SEED, help=f"the resamples' seed (default {DEFAULT_SEED})"))
+    expose(add("--slice-by", action="extend", nargs="+", default=[], metavar="COLUMN",
+               help="also compute every metric per value of this column of the examples; repeatable"))
     add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
         help=f"activations budget of one model call, in MB (default {DEFAULT_BUDGET_MB}): the batch holds as many "
              "examples as fit, measured on the first examples")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.pipeline_flags import expose
 from .config import ValidationConfig
 
 
@@ -18,14 +19,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--examples", required=True,
         help="ExampleGen output directory (manifest.json, statistics/, schema.pbtxt): a path or s3:// / gs:// URI")
     add("--output", required=True, help="output directory (path or URI): report.md, report.html, anomalies.json, tfdv/")
-    add("--drift-threshold", type=float, default=0.1,
+    expose(add("--drift-threshold", type=float, default=0.1,
         help="largest allowed drift of a split against the baseline: L-infinity distance for string features, "
-             "Jensen-Shannon divergence for numeric ones (default 0.1)")
+             "Jensen-Shannon divergence for numeric ones (default 0.1)"))
     add("--baseline-split", default="train", help="split the others are compared with (default train)")
-    add("--schema", help="a curated schema.pbtxt (path or URI) instead of the one ExampleGen inferred on train")
+    expose(add("--schema", help="a curated schema.pbtxt (path or URI) instead of the one ExampleGen inferred on train"),
+           "validation_schema", "--validation-schema")
     add("--no-drift", action="append", default=[], metavar="FEATURE",
         help="do not compare this feature for drift (ids, timestamps); repeatable")
-    add("--warn-only", action="store_true", help="report anomalies as warnings and exit 0")
+    expose(add("--warn-only", action="store_true", help="report anomalies as warnings and exit 0"),
+           "validation_warn_only", "--validation-warn-only")
 
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> ValidationConfig:

@@ -65,16 +65,16 @@ def test_large_outputs_are_written_to_a_remote_uri(calls: dict[str, tuple], root
     examples, transformed = dsl.Dataset(uri=f"{root}/example-gen/examples"), dsl.Dataset(uri=f"{root}/transform/t")
     model, metrics = dsl.Model(uri=f"{root}/train/model"), dsl.Metrics(uri=f"{root}/train/training_metrics")
     page = dsl.HTML(uri=str(tmp_path / "training_page.html"))  # reports stay on .path
-    components.example_gen(["train=/data/t.csv"], "/data", "fp", [], [], examples)
-    components.transform(examples, [], [], transformed)
+    components.example_gen(["train=/data/t.csv"], "/data", "fp", {}, [], [], examples)
+    components.transform(examples, {}, [], [], transformed)
     tuned = dsl.Artifact(uri=f"{root}/tune/hyperparameters")  # trials hold models: large too
-    components.tune(transformed, ["--max-trials", "2"], ["--epochs", "1"], "nvidia.com/gpu", 1, tuned)
-    components.train(transformed, tuned, [], "", "/serving", "nvidia.com/gpu", 1, model, metrics, page)
-    assert calls["tune"] == (transformed.path, ["--max-trials", "2"], ["--epochs", "1"], tuned.uri)
+    components.tune(transformed, {}, ["--max-trials", "2"], ["--epochs", "1"], "nvidia.com/gpu", 1, tuned)
+    components.train(transformed, tuned, {}, [], "", "/serving", "nvidia.com/gpu", 1, model, metrics, page)
+    assert calls["tune"] == (transformed.path, {}, ["--max-trials", "2"], ["--epochs", "1"], tuned.uri)
     assert tuned.metadata["values"] == {"learning_rate": 0.01} and tuned.metadata["trials"] == 2
     assert calls["train"][-1] == tuned.path
     assert calls["example_gen"][-1] == examples.uri
-    assert calls["transform"] == (examples.path, [], [], transformed.uri)  # the input: the launcher's local copy
+    assert calls["transform"] == (examples.path, {}, [], [], transformed.uri)  # the input: the launcher's local copy
     assert calls["train"][0] == transformed.path and calls["train"][-2] == model.uri
     assert examples.metadata["fingerprint"] == "fp" and model.metadata["framework"] == "tensorflow"
     assert "<html" in Path(page.path).read_text().lower()
@@ -82,7 +82,7 @@ def test_large_outputs_are_written_to_a_remote_uri(calls: dict[str, tuple], root
 
 def test_local_outputs_use_the_path(calls: dict[str, tuple], tmp_path: Path) -> None:
     examples = dsl.Dataset(uri=str(tmp_path / "examples"))  # kfp.local: the URI is a local path
-    components.example_gen(["train=/data/t.csv"], "/data", "fp", [], [], examples)
+    components.example_gen(["train=/data/t.csv"], "/data", "fp", {}, [], [], examples)
     assert calls["example_gen"][-1] == examples.path == str(tmp_path / "examples")
 
 
@@ -90,7 +90,7 @@ def test_a_step_refuses_flags_its_command_does_not_know(tmp_path: Path) -> None:
     # train takes no Beam options: an unknown flag fails the step, naming it, before training starts.
     unknown = r"shardflow train: error: unknown option --no-such-flag \(not a shardflow train option\)"
     with pytest.raises(step_bodies.StepFailed, match=unknown):
-        step_bodies.train(str(tmp_path / "examples"), ["--epochs", "1", "--no-such-flag"], "", str(tmp_path / "model"))
+        step_bodies.train(str(tmp_path / "examples"), {}, ["--epochs", "1", "--no-such-flag"], "", str(tmp_path / "model"))
     with pytest.raises(step_bodies.StepFailed, match="shardflow train: error: one of the arguments --epochs --steps"):
-        step_bodies.train(str(tmp_path / "examples"), [], "", str(tmp_path / "model"))
+        step_bodies.train(str(tmp_path / "examples"), {}, [], "", str(tmp_path / "model"))
     assert not (tmp_path / "model").exists()

@@ -84,7 +84,7 @@ def test_a_broken_shard_fails_the_pipeline_step_with_the_commands_own_line(examp
     broken = _copy(examples, tmp_path / "examples")
     says = _resized(broken)
     with pytest.raises(step_bodies.StepFailed) as failed:
-        step_bodies.train(str(broken), ["--epochs", "1"], "", str(tmp_path / "model"))
+        step_bodies.train(str(broken), {}, ["--epochs", "1"], "", str(tmp_path / "model"))
     assert failed.value.exit_code == 1 and isinstance(failed.value.__cause__, ShardMismatchError)
     assert str(failed.value) == f"shardflow train: error: {says} (replaced or truncated since ExampleGen wrote it)"
 

@@ -61,13 +61,24 @@ def _steps(out: Path) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
-    """`make run`'s command on the digits demo data, with 2 epochs and a threshold 2 epochs reach."""
+    """`make run`'s command on the digits demo data, with 2 epochs and a threshold 2 epochs reach; the Evaluator's
+    memory budget through --evaluate-args (a flag no run flag of its own exposes)."""
     base = tmp_path_factory.mktemp("demo")
     assert _shardflow("demo-data", "--output", str(base / "data")).returncode == 0
     digits, out = base / "data" / "digits", base / "run"
     done = _shardflow(*_run_args(digits / "train.csv", digits / "eval.csv", digits, out,
-                                 "--train-args", "--epochs 2", "--threshold", "accuracy>=0.5"))
+                                 "--train-args", "--epochs 2", "--threshold", "accuracy>=0.5",
+                                 "--evaluate-args", f"--memory-mb {EVALUATOR_BUDGET_MB}"))
     return out, done
+
+
+EVALUATOR_BUDGET_MB = 256  # not the Evaluator's default (1024)
+
+
+def test_the_evaluate_args_reach_the_evaluator(demo_run) -> None:
+    out, _ = demo_run
+    metrics = json.loads((_run_dir(out) / "evaluate" / "evaluation" / "metrics.json").read_text())
+    assert metrics["batching"]["budget_bytes"] == EVALUATOR_BUDGET_MB * 2**20
 
 
 @pytest.fixture(scope="module")

@@ -103,7 +103,8 @@ def test_a_valid_run_is_not_refused(masks: Path, labels: Path, tmp_path: Path) -
     (["--example-gen-args", "--resize imgae=8x8"],  # per-column options meet the index's header up front too
      ["--index/--example-gen-args", "--resize names columns ['imgae']"]),
     (["--validate-args", "--no-drfit site"],
-     ["--drift-threshold/--validation-schema/--validate-args", "unknown option --no-drfit", "--no-drift?"]),
+     ["--drift-threshold/--validation-schema/--validation-warn-only/--validate-args", "unknown option --no-drfit",
+      "--no-drift?"]),
     (["--regression-tolerance", "-0.1"], ["regression tolerance '-0.1' must be >= 0 (or 'off')"]),
     (["--bootstrap-resamples", "20"], ["--bootstrap-resamples", "bootstrap_resamples 20 is too few"]),
     (["--no-cache", "evaluate"], ["no_cache 'evaluate' is not a cached step"]),
@@ -128,8 +129,9 @@ def test_compile_checks_what_it_bakes_and_bakes_the_target_kinds_default(masks: 
     where = {"index": json.dumps([f"train={masks}"]), "data_root": str(masks.parent)}
     ir = yaml.safe_load(Path(compile_pipeline(tmp_path / "p.yaml", GOLDEN_IMAGE, params=where)).read_text())
     assert ir["root"]["inputDefinitions"]["parameters"]["eval_thresholds"]["defaultValue"] == ["mean_iou>=0.5"]
-    with pytest.raises(ConfigError, match=r"^eval_thresholds/max_regressions/regression_tolerance/slice_by/eval_gate/"
-                                          r"bootstrap_resamples/bootstrap_seed: threshold 'accuracy>=0.5'"):
+    with pytest.raises(ConfigError, match=r"^eval_thresholds/max_regressions/regression_tolerance/eval_gate/"
+                                          r"bootstrap_resamples/bootstrap_seed/slice_by/evaluate_options: "
+                                          r"threshold 'accuracy>=0.5'"):
         compile_pipeline(tmp_path / "q.yaml", GOLDEN_IMAGE, params={**where, "eval_thresholds": '["accuracy>=0.5"]'})
     # Without an index readable here (a cluster's paths), the step options are still checked.
     with pytest.raises(ConfigError, match=r"^train_options: shardflow train: error: unknown option --epohcs"):

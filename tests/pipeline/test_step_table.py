@@ -22,7 +22,7 @@ pytestmark = pytest.mark.unit
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "pipeline.yaml"
 # Where each checked step's own option list is among the pipeline's parameters (a bad flag goes there).
 OPTIONS = {"example-gen": "example_gen_options", "validate": "validation_options", "transform": "transform_options",
-           "tune": "tune_options", "train": "train_options", "evaluate": "slice_by",
+           "tune": "tune_options", "train": "train_options", "evaluate": "evaluate_options",
            "infra-validate": "infra_validation_options", "predict": "predict_options"}
 
 
@@ -41,7 +41,7 @@ def _parameters(tmp_path: Path) -> dict:
             "drift_threshold": 0.1, "validation_warn_only": False, "validation_schema": "", "validation_options": [],
             "transform_options": [], "train_options": ["--epochs", "1"], "tune_options": ["--max-trials", "2"],
             "eval_thresholds": ["accuracy>=0.5"], "max_regressions": [], "slice_by": [],
-            "regression_tolerance": "0.01", "infra_validation_options": [], "predict_index": "/data/new.csv",
+            "regression_tolerance": "0.01", "evaluate_options": [], "infra_validation_options": [], "predict_index": "/data/new.csv",
             "predict_data_root": "", "predict_options": []}
 
 
@@ -64,7 +64,7 @@ def test_every_row_has_its_kfp_component_and_every_command_its_cli_row() -> None
     for step in STEPS:
         assert callable(getattr(components, step.component)), step.name
         assert step.command is None or step.command is COMMANDS[step.name], step.name
-        assert (step.argv is None) == (step.labels is None), step.name
+        assert (step.inputs is None) == (step.options is None), step.name
     registered = build_parser()._subparsers._group_actions[0].choices
     for command in COMMANDS.values():
         assert (command.name in BY_NAME) is command.pipeline_step, f"{command.name}: a component command no step runs"
