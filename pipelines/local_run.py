@@ -217,8 +217,6 @@ def render_summary(summary: dict[str, Any]) -> str:
     outcome = summary.get("outcome") or {}
     lines.append(f"outcome: {outcome.get('state', 'unknown')}"
                  + (f" (failed step: {outcome['failed_task']})" if outcome.get("failed_task") else ""))
-    if outcome.get("message"):
-        lines.append(f"error: {outcome['message']}")
     for name, path in summary.get("outputs", {}).items():
         lines.append(f"  {name}: {path}")
     lines.append(f"  logs: {Path(summary['run']) / 'logs'}")

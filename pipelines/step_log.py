@@ -2,7 +2,8 @@
 
 The step worker writes each task's output (its file descriptors 1 and 2: Python, kfp's Executor,
 TensorFlow's C++ lines) to RUN/logs/<task>.log; this prints the step's line from the structured
-result it returned: ok or FAILED, seconds, and the step's key figure or its one-line error.
+result it returned: ok or FAILED, seconds, and the step's key figure. A failed step's error is said
+once, by the run's last line (and its record): RUN/logs/steps.json keeps it under "error".
 
     steps = StepLog(echo=print)
     steps.finished("train", 20.5, outcome)   # outcome: local_dag.TaskOutcome
@@ -36,10 +37,12 @@ class StepLog:
 
     def finished(self, task: str, seconds: float, outcome: Any) -> None:
         """A step that ran: its line from its outcome (local_dag.TaskOutcome)."""
-        if not outcome.succeeded:
+        if not outcome.succeeded:  # said once, by the run's last line (and its record), not on the step's line
             self.errors[task] = outcome.error
-        figure = f"error: {outcome.error}" if not outcome.succeeded else key_figure(task, outcome.outputs)
+        figure = "" if not outcome.succeeded else key_figure(task, outcome.outputs)
         self._report(task, "ok" if outcome.succeeded else "FAILED", seconds, figure)
+        if not outcome.succeeded:
+            self.steps[task]["error"] = outcome.error
 
     def cached(self, task: str, outputs: dict) -> None:
         """A step whose outputs were reused: its line, and a log saying from where."""

@@ -161,7 +161,7 @@ def test_the_validation_gate_stops_a_run_whose_eval_split_lacks_a_feature(span_r
     (record,) = set((out / "runs").glob("run-*.json")) - records_before
     stopped = json.loads(record.read_text())
     assert stopped["state"] == "FAILED" and stopped["failed_task"] == "validate"
-    assert "shardflow validate: error: data validation failed" in stopped["message"]  # the step's own words
+    assert stopped["message"].startswith("task validate failed: data validation failed")  # the step's own words
     run_dir = max((out / "pipeline_root").glob("shardflow-*"), key=lambda p: p.stat().st_mtime)
     report = (run_dir / "validate" / "report").read_text()
     assert "camera" in report and "eval" in report

@@ -157,8 +157,8 @@ def test_the_printed_output_is_the_records_one_line_per_step_then_the_report(fin
         assert shown["seconds"] == (None if steps[task]["seconds"] is None
                                     else pytest.approx(steps[task]["seconds"], abs=0.051)), line  # printed to 0.1 s
     # Then the run report as its file holds it (or the one line saying there is none), and a named set of
-    # closing lines: the outcome and failed step from the record, its error message, one line per output the
-    # run wrote, where the logs are, what is served ("not pushed:" and "predictions:" lines need an unblessed
+    # closing lines: the outcome and failed step from the record (its error is stderr's one line), one line
+    # per output the run wrote, where the logs are, what is served ("not pushed:" and "predictions:" lines need an unblessed
     # model or --predict-index, which neither run has). So the count is derived from the steps and the records:
     # a new step adds its own line and its record entry, and no bound needs loosening; a line that leaks from
     # a framework or a step is a line no record accounts for, and fails here.
@@ -169,7 +169,6 @@ def test_the_printed_output_is_the_records_one_line_per_step_then_the_report(fin
     closing = printed[len(steps) + len(shown_report):]
     expected = [f"outcome: {record['state']}" + (f" (failed step: {record['failed_task']})"
                                                  if record["failed_task"] else "")]
-    expected += [f"error: {record['message']}"] if record["message"] else []
     outputs = [line for line in closing if line.startswith("  ") and not line.startswith("  logs: ")]
     written = [Path(line.strip().split(": ", 1)[1]) for line in outputs]  # `  examples: RUN/example-gen/examples`
     artifacts = [path for path in written if path.parent.parent == run]
@@ -249,9 +248,10 @@ def test_a_failing_steps_own_message_is_in_the_run_record(failed_run) -> None:
     record, steps = _record(out), _steps(out)
     assert record["state"] == "FAILED" and record["failed_task"] == "example-gen"
     assert steps["example-gen"]["state"] == "FAILED"
-    own = steps["example-gen"]["figure"].removeprefix("error: ")  # the step's own one line, as it reported it
-    assert own.startswith("shardflow example-gen: error: ") and "reject" in own
-    assert record["message"].endswith(own)  # "task example-gen failed: " + it
+    own = steps["example-gen"]["error"]  # the step's reason, as it reported it; not on its printed line
+    assert "reject" in own and not own.startswith("shardflow") and steps["example-gen"]["figure"] == ""
+    assert record["message"] == f"task example-gen failed: {own}"  # the same text: the run's one error line
+    assert done.stderr == f"shardflow run: error: {record['message']}\n" and done.stdout.count(own) == 0
     # No step after the failed one ran; the exit handler did.
     assert {step: state["state"] for step, state in steps.items()} == {
         "fingerprint": "ok", "example-gen": "FAILED", "record-outcome": "ok"}
@@ -272,8 +272,9 @@ def test_a_failed_step_hands_its_one_line_error_over_as_data_not_in_its_log(tmp_
     assert stopped.value.code == 2
     assert capsys.readouterr().err == "shardflow train: error: no shards\n"
     recorded = last_error()
-    assert recorded == {"message": "shardflow train: error: no shards", "exit_code": 2, "bug": False}
-    assert step_error({**recorded, "error": recorded["message"]}, log) == "shardflow train: error: no shards"
+    # The reason alone: the run names the step once, in its one line ("task train failed: no shards").
+    assert recorded == {"message": "no shards", "exit_code": 2, "bug": False}
+    assert step_error({**recorded, "error": recorded["message"]}, log) == "no shards"
     with pytest.raises(KeyError), reported_step():  # a bug: recorded, and its traceback is kept
         raise KeyError("x")
     recorded = last_error()
