@@ -33,7 +33,7 @@ def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
 _PIPELINE_COMMANDS = (
     ("compile", "compile the pipeline to KFP v2 IR for a Kubeflow cluster",
      pipeline_cli.add_compile_arguments, pipeline_cli.compile_main),
-    ("run", "run the whole pipeline on this machine (kfp.local)", pipeline_cli.add_run_arguments, pipeline_cli.run_main),
+    ("run", "run the whole pipeline on this machine (its compiled IR, steps in a warm worker)", pipeline_cli.add_run_arguments, pipeline_cli.run_main),
     ("schedule", "create or update a KFP recurring run of the pipeline (cron, UTC)",
      schedule_cli.add_schedule_arguments, schedule_cli.schedule_main),
     ("submit", "start one KFP run of the compiled pipeline (used by the k8s CronJob)",
