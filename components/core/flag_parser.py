@@ -15,7 +15,8 @@ shardflow.core.errors.ConfigError: --train-args: shardflow train: error: the fol
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, NoReturn, Sequence
+import dataclasses
+from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
 from .beam_options import flag_tokens, unknown_flags, unknown_option_message
 from .errors import ConfigError, ShardflowError
@@ -59,3 +60,25 @@ def check_extra(command: str, extra: Sequence[str], known: Sequence[str], passes
     refuse_unknown_flags(command, extra, known, passes_beam_options)
     if extra and not passes_beam_options:
         raise ConfigError(f"unrecognized arguments: {' '.join(extra)}")
+
+
+Config = TypeVar("Config")
+
+
+def config_from_flags(config_class: type[Config], args: argparse.Namespace, **converted: Any) -> Config:
+    """The config whose fields come from the flags of the same name (argparse's dests; a repeatable flag's list
+    as a tuple), and `converted`: the fields a flag gives under another name or that need converting.
+    A flag is named once, in `add_arguments`, when its dest is the field's name.
+
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Seen:
+    ...     output: str
+    ...     slice_by: tuple = ()
+    ...     fail: bool = True
+    >>> config_from_flags(Seen, argparse.Namespace(output="o", slice_by=["a"], warn_only=True), fail=False)
+    Seen(output='o', slice_by=('a',), fail=False)
+    """
+    names = {field.name for field in dataclasses.fields(config_class)}
+    given = {name: tuple(value) if isinstance(value, list) else value
+             for name, value in vars(args).items() if name in names}
+    return config_class(**{**given, **converted})

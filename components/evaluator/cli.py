@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from ..core.batch_memory import DEFAULT_BUDGET_MB
+from ..core.flag_parser import config_from_flags
 from ..core.pipeline_flags import expose
 from .config import (AUTO_TOLERANCE, DEFAULT_GATE_RULE, DEFAULT_THRESHOLDS, DEFAULT_TOLERANCES, GATE_RULES,
                      EvaluatorConfig, parse_tolerance)
@@ -46,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     expose(add("--bootstrap-resamples", type=int, default=DEFAULT_RESAMPLES, metavar="B",
                help=f"resamples of the eval examples for the 95%% intervals (default {DEFAULT_RESAMPLES}; 0: no "
                     "intervals, only with --gate point)"))
-    expose(add("--bootstrap-seed", type=int, default=DEFAULT_SEED, help=f"the resamples' seed (default {DEFAULT_SEED})"))
+    expose(add("--bootstrap-seed", type=int, default=DEFAULT_SEED,
+               help=f"the resamples' seed (default {DEFAULT_SEED})"))
     expose(add("--slice-by", action="extend", nargs="+", default=[], metavar="COLUMN",
                help="also compute every metric per value of this column of the examples; repeatable"))
     add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
@@ -58,19 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> EvaluatorConfig:
     del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
-    return EvaluatorConfig(
-        model=args.model,
-        examples=args.examples,
-        output=args.output,
-        split=args.split,
-        baseline=args.baseline,
-        thresholds=tuple(args.threshold),
-        max_regressions=tuple(args.max_regression),
-        slice_by=tuple(args.slice_by),
-        batch_size=args.batch_size,
-        memory_mb=args.memory_mb,
-        regression_tolerance=parse_tolerance(args.regression_tolerance),
-        gate=args.gate,
-        bootstrap_resamples=args.bootstrap_resamples,
-        bootstrap_seed=args.bootstrap_seed,
-    )
+    return config_from_flags(EvaluatorConfig, args, thresholds=tuple(args.threshold),
+                             max_regressions=tuple(args.max_regression),
+                             regression_tolerance=parse_tolerance(args.regression_tolerance))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from ..core.flag_parser import config_from_flags
 from .config import (DEFAULT_MAX_PIXELS, DEFAULT_NEAR_DUPLICATE_DISTANCE, NEAR_DUPLICATE_MODES, ConfigError,
                      ExampleGenConfig, IndexSpec)
 
@@ -65,28 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> ExampleGenConfig:
     """`extra` are Beam's own options (--runner, --direct_num_workers, ...)."""
-    return ExampleGenConfig(
-        indexes=tuple(IndexSpec.parse(i) for i in args.index),
-        data_root=args.data_root,
-        output=args.output,
+    return config_from_flags(
+        ExampleGenConfig, args, indexes=tuple(IndexSpec.parse(i) for i in args.index),
         split_weights=tuple(_weight(s) for s in args.split) or (("train", 9), ("eval", 1)),
-        split_key=args.split_key,
         roles=tuple(_column_value(r) for r in args.role),
         resize=tuple((c, _size(v)) for c, v in map(_column_value, args.resize)),
         channels=tuple(_column_value(c) for c in args.channels),
         storage=tuple(_column_value(s) for s in args.storage),
-        compression="GZIP" if args.gzip else "",
-        shard_size_mb=args.shard_size_mb,
-        num_shards=args.num_shards,
-        min_shards=args.min_shards,
-        max_reject_fraction=args.max_reject_fraction,
-        max_pixels=args.max_pixels,
-        keep_exif_orientation=args.keep_exif_orientation,
-        rows_per_chunk=args.rows_per_chunk,
-        beam_args=tuple(extra),
-        progress_seconds=args.progress_seconds,
-        spans=args.spans,
-        span_store=args.span_store,
-        near_duplicates=args.near_duplicates,
-        near_duplicate_distance=args.near_duplicate_distance,
-    )
+        compression="GZIP" if args.gzip else "", beam_args=tuple(extra))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.flag_parser import config_from_flags
 from .config import UNSEEN_LABEL_POLICIES, ConfigError, TransformConfig
 
 _COMPRESSION = {"auto": None, "none": "", "gzip": "GZIP"}
@@ -47,18 +48,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> TransformConfig:
     """`extra` are Beam's own options (--runner, --direct_num_workers, ...)."""
-    return TransformConfig(
-        examples=args.examples,
-        output=args.output,
-        preprocessing=args.preprocessing,
-        analyze_split=args.analyze_split,
-        mask_classes=tuple(_mask_classes(m) for m in args.mask_classes),
-        unseen_labels=args.unseen_labels,
-        compression=_COMPRESSION[args.compression],
-        shard_size_mb=args.shard_size_mb,
-        num_shards=args.num_shards,
-        min_shards=args.min_shards,
-        batch_size=args.batch_size,
-        beam_args=tuple(extra),
-        progress_seconds=args.progress_seconds,
-    )
+    return config_from_flags(TransformConfig, args, mask_classes=tuple(_mask_classes(m) for m in args.mask_classes),
+                             compression=_COMPRESSION[args.compression], beam_args=tuple(extra))

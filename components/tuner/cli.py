@@ -12,7 +12,7 @@ import argparse
 import shlex
 
 from ..core.errors import ConfigError
-from ..core.flag_parser import FlagParser
+from ..core.flag_parser import FlagParser, config_from_flags
 from ..trainer import cli as trainer_cli
 from .config import ALGORITHMS, TunerConfig
 from .space import DEFAULT_SPACE
@@ -38,9 +38,8 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> TunerConfig:
     del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
     base = _trainer_args(shlex.split(args.train_args) + ["--examples", args.examples, "--output", args.output,
                                                          "--epochs", str(args.trial_epochs)])
-    return TunerConfig(base=trainer_cli.config_from_args(base, []), output=args.output,
-                       space=tuple(args.space) or DEFAULT_SPACE, algorithm=args.algorithm, max_trials=args.max_trials,
-                       objective=args.objective, hyperband_factor=args.hyperband_factor, seed=args.seed)
+    return config_from_flags(TunerConfig, args, base=trainer_cli.config_from_args(base, []),
+                             space=tuple(args.space) or DEFAULT_SPACE)
 
 
 def _trainer_args(argv: list[str]) -> argparse.Namespace:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.flag_parser import config_from_flags
 from ..core.pipeline_flags import expose
 from .config import ValidationConfig
 
@@ -33,12 +34,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> ValidationConfig:
     del extra  # not a Beam command: always empty (shardflow.cli and the pipeline steps refuse unknown flags)
-    return ValidationConfig(
-        examples=args.examples,
-        output=args.output,
-        drift_threshold=args.drift_threshold,
-        baseline_split=args.baseline_split,
-        fail_on_anomalies=not args.warn_only,
-        schema=args.schema,
-        drift_exclude=tuple(args.no_drift),
-    )
+    return config_from_flags(ValidationConfig, args, fail_on_anomalies=not args.warn_only,
+                             drift_exclude=tuple(args.no_drift))

@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 TREES = ("components", "pipelines", "tfx_adapter", "benchmarks", "tests", "tests_tfx")
 MIN_LINES, MIN_TOKENS, MOST_PLACES = 6, 50, 8
-PINNED_PAIRS = 10
+PINNED_PAIRS = 9
 _TOKEN = re.compile(r"""(?P<string>[rbfuRBFU]{0,2}("[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*'))"""
                     r"|(?P<number>\b\d[\d_]*(\.\d+)?([eE][-+]?\d+)?\b)|(?P<name>[A-Za-z_]\w*)|(?P<other>\S)")
 _PASSED_OVER = re.compile(r"^(#.*|[\[\](){}:,.]*|import\s.*|from\s+\S+\s+import\s.*)$")
