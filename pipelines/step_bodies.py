@@ -4,8 +4,7 @@ The KFP components in `components.py` are thin: they take their artifacts' paths
 here and copy the results into KFP artifacts. Each step runs a shardflow command through that
 command's own CLI module (its parser and `main`, its row in shardflow.commands), so a pipeline option
 string is exactly a CLI flag (`example_gen_options=["--resize", "28x28"]`,
-`beam_args=["--runner=DataflowRunner", ...]`). Not through `shardflow.cli`: it imports this package
-(compile, run, schedule), which would be a cycle.
+`beam_args=["--runner=DataflowRunner", ...]`).
 An output may be a local path or a remote URI (s3://, gs://); the commands take either.
 A step's process (its container's KFP executor, or the local step worker) imports this module before
 TensorFlow: importing it applies the process defaults (core/process_defaults.py), as the command does.
