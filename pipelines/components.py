@@ -82,8 +82,8 @@ def tune(transformed: Input[Dataset], flags: dict, options: List[str], train_opt
                                      "accelerators_requested": f"{accelerator_limit} x {accelerator_type}"})
 
 
-def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], flags: dict, options: List[str], warm_start: str,
-          serving_dir: str, accelerator_type: str, accelerator_limit: int, model: Output[Model],
+def train(transformed: Input[Dataset], hyperparameters: Input[Artifact], flags: dict, options: List[str],
+          warm_start: str, serving_dir: str, accelerator_type: str, accelerator_limit: int, model: Output[Model],
           training_metrics: Output[Metrics], training_page: Output[HTML]):
     from shardflow.pipelines import step_bodies
     from shardflow.pipelines.locations import output_location
@@ -197,6 +197,21 @@ def run_report(examples: Input[Dataset], model: Input[Model], evaluation: Input[
         out.write(report_from_outputs(examples.path, model.path, evaluation.path, infra.path))
 
 
+def command_step(step: str, flags: dict, options: List[str], input_flags: List[str], output: Output[Artifact],
+                 input_1: Input[Artifact] = None, input_2: Input[Artifact] = None, input_3: Input[Artifact] = None):
+    """The KFP function of every step wired from its row alone (steps with `consumes`: step_spec.py), renamed
+    after the step by make_components; `input_flags` name the command's flag of each input, in order."""
+    from shardflow.pipelines import step_bodies
+    from shardflow.pipelines.locations import output_location
+    from shardflow.pipelines.step_errors import reported_step
+    from shardflow.pipelines.steps import BY_NAME  # a registered step's row, and its command, in this process
+
+    given = [artifact.path for artifact in (input_1, input_2, input_3) if artifact is not None]
+    with reported_step():
+        step_bodies.command_step(BY_NAME[step].command.name, list(zip(input_flags, given)), flags, options,
+                                 output_location(output))
+
+
 def record_outcome(record_dir: str, status: dsl.PipelineTaskFinalStatus) -> str:
     from shardflow.pipelines import step_bodies
 
@@ -211,7 +226,14 @@ Components = make_dataclass("Components", [(step.component, Callable) for step i
 
 def make_components(image: str) -> Components:
     """Every step as a KFP component whose container is `image` (the shardflow image of k8s/Dockerfile)."""
-    functions = {step.component: globals()[step.component] for step in STEPS}
     # The image already holds kfp (the lock): no pip install when a step starts.
-    return Components(**{name: dsl.component(base_image=image, install_kfp_package=False)(fn)
-                         for name, fn in functions.items()})
+    make = dsl.component(base_image=image, install_kfp_package=False)
+    return Components(**{step.component: _row_wired(make(command_step), step.name) if step.consumes
+                         else make(globals()[step.component]) for step in STEPS})
+
+
+def _row_wired(component: Callable, name: str) -> Callable:
+    """command_step as the component of one row-wired step: named after it, so its task is (KFP names a task
+    after its component)."""
+    component.component_spec.name = component.name = name
+    return component

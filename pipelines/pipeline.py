@@ -34,7 +34,7 @@ from .components import Components, make_components
 from .kfp_sdk import dsl
 from .names import PIPELINE_NAME
 from .step_parameters import step_parameters
-from .steps import BY_NAME
+from .steps import BY_NAME, STEPS
 
 _REQUIRED = inspect.Parameter.empty
 # The parameters the wiring itself reads (name, type, default); every step's own come from the step table
@@ -104,7 +104,7 @@ def build_pipeline(image: str, cluster: ClusterOptions = ClusterOptions(), no_ca
         configured = _step_settings(cluster, no_cache, params)
         exit_task = configured(ops.record_outcome(record_dir=params.run_record_dir))
         with dsl.ExitHandler(exit_task, name="shardflow-run"):
-            _wire_steps(ops, configured, params)
+            _wire_row_steps(ops, configured, params, _wire_steps(ops, configured, params))
 
     shardflow_pipeline.__signature__ = SIGNATURE  # what KFP reads the pipeline's parameters from
     return dsl.pipeline(name=PIPELINE_NAME, description="CSV-indexed files → sharded TFRecords → validated → "
@@ -120,9 +120,21 @@ def _options(params: SimpleNamespace, step: str) -> Any:
     return getattr(params, BY_NAME[step].options.param)
 
 
-def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespace) -> None:
+def _wire_row_steps(ops: Components, configured: StepSettings, params: SimpleNamespace, produced: dict) -> None:
+    """The steps wired from their rows alone (`consumes`, `produces`: step_spec.py), in the table's order, each
+    after the steps whose artifacts it takes; `produced`: (step, artifact) → that output, theirs added."""
+    for step in (step for step in STEPS if step.consumes):
+        inputs = {f"input_{i}": produced[(c.step, c.artifact)] for i, c in enumerate(step.consumes, 1)}
+        task = configured(getattr(ops, step.component)(step=step.name, flags=_flags(params, step.name),
+                                                       options=_options(params, step.name),
+                                                       input_flags=[c.flag for c in step.consumes], **inputs))
+        produced[(step.name, step.produces)] = task.outputs["output"]
+
+
+def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespace) -> dict:
     """The wiring inside the exit handler, from the pipeline's parameters (`params`). Each task's resources,
-    caching and retries are its row's in the step table (`configured`)."""
+    caching and retries are its row's in the step table (`configured`). Returns the artifacts a row-wired
+    step may take, by (step, artifact)."""
     data = configured(ops.fingerprint(index=params.index, data_root=params.data_root))
     data.set_display_name("data-fingerprint")
     examples = configured(ops.example_gen(index=params.index, data_root=params.data_root, data_fingerprint=data.output,
@@ -169,3 +181,6 @@ def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespa
                                        data_root=params.predict_data_root, default_data_root=params.data_root,
                                        flags=_flags(params, "predict"), options=_options(params, "predict"),
                                        beam_args=params.beam_args))
+    return {("example-gen", "examples"): examples.outputs["examples"],
+            ("transform", "transformed"): transformed.outputs["transformed"],
+            ("train", "model"): trained.outputs["model"], ("evaluate", "evaluation"): scored.outputs["evaluation"], ("infra-validate", "infra"): served.outputs["infra"]}

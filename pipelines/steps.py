@@ -21,101 +21,16 @@ option check runs before kfp is imported.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple
+import importlib
+import importlib.metadata
+import os
+from typing import Any, Mapping
 
-from ..commands import COMMANDS, Command
-from ..core.pipeline_flags import ExposedFlag, exposed_flags
+from ..commands import COMMANDS
+from ..core.pipeline_flags import ExposedFlag
 from . import step_figures as figures
-from .step_bodies import command_argv, example_gen_inputs, predict_inputs, tune_inputs
-
-
-@dataclass(frozen=True)
-class Resources:
-    """CPU and memory, requested and limited alike; `accelerator`: the pipeline parameters giving its
-    accelerator type and count, which also put the task on the GPU pool (node selectors, tolerations)."""
-
-    cpu: str
-    memory: str
-    accelerator: tuple[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class StepOptions:
-    """The step's one options parameter: any of its command's flags, as one string in `shardflow run`
-    (`run_flag`, e.g. --evaluate-args) and as a list in the pipeline (`param`, e.g. evaluate_options)."""
-
-    param: str
-    run_flag: str
-    example: str = ""  # shown in the run flag's help
-    default: tuple[str, ...] = ()
-
-
-class Places(NamedTuple):
-    """A step's locations in the up-front check: placeholders, never read (configs read files only in run())."""
-
-    given: str  # the step's input artifact (examples, evaluation)
-    output: str
-    model: str
-
-
-# The command's flags for the step's inputs and output, from the pipeline's parameters (for the up-front check;
-# the component passes the same through step_bodies); None: the run has no such step (no tune options, ...).
-Inputs = Callable[[Mapping[str, Any], Places], "list[str] | None"]
-
-
-@dataclass(frozen=True)
-class Step:
-    """One task of the pipeline. `name`: the KFP task name; `inputs`: its command's input and output flags;
-    `options`: the parameter taking any other flag of its command; `uses`: the other pipeline parameters its
-    errors name (run flag, parameter);
-    `outputs`: (artifact, or a file in one, and the name the run summary lists it under);
-    `takes_options_of`: another step whose options `inputs` also takes, checked first so that a bad option
-    is named by its own flag;
-    `imports`: what the warm step worker imports for it once, before forking it (step_worker.py).
-    Its command's flags marked with `expose` (core/pipeline_flags.py) are pipeline parameters of their own."""
-
-    name: str
-    resources: Resources
-    command: Command | None = None
-    inputs: Inputs | None = None
-    options: StepOptions | None = None
-    uses: tuple[tuple[str, str], ...] = ()
-    cacheable: bool = False  # KFP may reuse its outputs; `--no-cache STEP` names it
-    retry: bool = False  # RETRY in pipeline.py: steps that read much data, where a node may go away
-    figure: Callable[[dict], str] = figures.none
-    outputs: tuple[tuple[str, str], ...] = ()
-    takes_options_of: str = ""
-    imports: tuple[str, ...] = ()  # the frameworks its command imports: a warm worker imports them before its fork
-
-    @property
-    def component(self) -> str:
-        """The KFP component function's name in components.py (KFP names the task after it, with '-')."""
-        return self.name.replace("-", "_")
-
-    @property
-    def exposed(self) -> tuple[ExposedFlag, ...]:
-        """Its command's flags that are pipeline parameters of their own."""
-        return exposed_flags(self.command.cli.add_arguments) if self.options else ()
-
-    def flag_values(self, p: Mapping[str, Any]) -> dict[str, Any]:
-        """The exposed flags' values among the pipeline's parameters `p`, by parameter name."""
-        return {flag.param: p[flag.param] for flag in self.exposed if p.get(flag.param) is not None}
-
-    def argv(self, p: Mapping[str, Any], at: Places) -> list[str] | None:
-        """The command's whole argv from the pipeline's parameters (the up-front check's)."""
-        given = self.inputs(p, at) if self.inputs else None
-        if given is None:
-            return None
-        return command_argv(self.command.name, given, self.flag_values(p), p.get(self.options.param, ()),
-                            p.get("beam_args", ()))
-
-    def label(self, kind: str) -> str:
-        """How its options are named in an error: `shardflow run`'s flags ("run"), or the pipeline's parameters."""
-        names = [(f.run_flag, f.param) for f in self.exposed] + list(self.uses)
-        names += [(self.options.run_flag, self.options.param)]
-        names += [("--beam-args", "beam_args")] if self.command.passes_beam_options else []
-        return "/".join(run if kind == "run" else param for run, param in names)
+from .step_bodies import example_gen_inputs, predict_inputs, tune_inputs
+from .step_spec import Consumed, Places, Resources, Step, StepOptions  # noqa: F401  (the row types, re-exported)
 
 
 def _example_gen(p: Mapping[str, Any], at: Places) -> list[str]:
@@ -187,8 +102,26 @@ STEPS: tuple[Step, ...] = (
          StepOptions("predict_options", "--predict-args", "'--top-k 5 --format parquet'"),
          uses=(("--predict-index", "predict_index"),),
          figure=figures.predictions, outputs=(("predictions", "predictions"),), imports=(_BEAM, _TF)),
-    Step("record-outcome", Resources("250m", "512Mi"), figure=figures.record),  # the exit handler's task
 )
+STEPS_ENV = "SHARDFLOW_STEPS"  # modules (comma-separated) whose STEP is one more step of the pipeline
+STEP_GROUP = "shardflow.steps"  # the entry points an installed package registers its steps under
+
+
+def registered_steps() -> tuple[Step, ...]:
+    """Steps from outside the package, wired from their rows alone (`consumes`, `produces`): each module named
+    in $SHARDFLOW_STEPS, then each `shardflow.steps` entry point. Every process that builds or runs the
+    pipeline reads them at import (the step worker and a step's container inherit the environment); each
+    one's command is registered beside the components' (shardflow.commands.COMMANDS)."""
+    names = [name.strip() for name in os.environ.get(STEPS_ENV, "").split(",") if name.strip()]
+    found = [importlib.import_module(name).STEP for name in names]
+    found += [entry.load() for entry in importlib.metadata.entry_points(group=STEP_GROUP)]
+    for step in found:
+        COMMANDS.setdefault(step.command.name, step.command)
+    return tuple(found)
+
+
+# The exit handler's task last: the run summary lists outputs in the table's order.
+STEPS += (*registered_steps(), Step("record-outcome", Resources("250m", "512Mi"), figure=figures.record))
 BY_NAME: dict[str, Step] = {step.name: step for step in STEPS}
 
 
@@ -206,10 +139,12 @@ def checked_steps() -> list[Step]:
     """The steps the up-front check runs, in the table's order, except that a step taking another's options
     comes right after that one (tune after train: a bad --train-args is named as itself, not as --tune-args)."""
     position = {step.name: i for i, step in enumerate(STEPS)}
-    return sorted((step for step in STEPS if step.inputs is not None),
+    return sorted((step for step in STEPS if step.inputs is not None or step.consumes),
                   key=lambda step: (position[step.takes_options_of or step.name], bool(step.takes_options_of)))
 
 
 def summary_outputs() -> dict[str, str]:
     """The run summary's outputs: its name → the artifact's path in a run directory (`step/artifact`)."""
-    return {summary: f"{step.name}/{artifact}" for step in STEPS for artifact, summary in step.outputs}
+    listed = [(step, artifact, summary) for step in STEPS for artifact, summary in step.outputs]
+    listed += [(step, "output", step.produces) for step in STEPS if step.consumes]  # command_step's one output
+    return {summary: f"{step.name}/{artifact}" for step, artifact, summary in listed}
