@@ -54,7 +54,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--data-root", required=True, help="directory the index paths are relative to")
     add("--output", required=True, help="run directory: pipeline_root/, serving/, runs/")
     add("--beam-args", default="", help="Beam pipeline options for ExampleGen, Transform and predict, one string")
-    add_step_arguments(parser)  # each step's --X-args, and its command's exposed flags (--gate, --threshold, ...)
+    add_step_arguments(parser)  # each step's --X-args, and its command's exposed flags (core/pipeline_flags.expose)
     add("--predict-index", default="", metavar="CSV",
         help="after Push, label this CSV's files with the pushed model (`shardflow predict`)")
     add("--predict-data-root", default="", help="what --predict-index's paths are relative to (default: --data-root)")

@@ -173,7 +173,7 @@ class DagWalk:
             else:
                 raise NotImplementedError(f"local run: input {name} of the form {sorted(source)} is not supported")
         # Constants may name the task's other inputs ("{{$.inputs...}}"), also inside a list or a struct
-        # (a step's exposed flags: {"eval_gate": "{{$.inputs.parameters['pipelinechannel--eval_gate']}}"}).
+        # (a step's exposed flags: {"NAME": "{{$.inputs.parameters['pipelinechannel--NAME']}}"}).
         return {name: _substituted(value, arguments) for name, value in arguments.items()}
 
     def _final_status(self) -> dict[str, Any]:

@@ -86,7 +86,7 @@ class _LocalRunChecks:
 
     def arguments(self) -> dict[str, Any]:
         """The pipeline's parameters, with absolute paths (steps run in their own processes); a step's exposed
-        flag left None is not given (the pipeline's default; for eval_thresholds, the target kind's)."""
+        flag left None is not given (the pipeline's default; a threshold's: the target kind's, run_target.py)."""
         out = Path(self.output).resolve()
         index = [spec.split("=", 1)[0] + "=" + str(Path(spec.split("=", 1)[1]).resolve()) if "=" in spec
                  else str(Path(spec).resolve()) for spec in self.index]
@@ -104,7 +104,7 @@ class _LocalRunChecks:
 
 
 # Pipeline parameters of one local run. Each step's options are a tuple of its command's flags (`train_options`),
-# and each flag a command exposes is a field of its own (`eval_gate`, `bootstrap_seed`: step_parameters.py).
+# and each flag a command exposes is a field of its own (step_parameters.py).
 LocalRunConfig = make_dataclass("LocalRunConfig", [
     ("index", tuple[str, ...]), ("data_root", str), ("output", str),
     ("beam_args", tuple[str, ...], field(default=())),

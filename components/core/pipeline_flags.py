@@ -1,26 +1,26 @@
 """A command's flag that a pipeline run exposes: declared once, beside the flag, in the command's cli module.
 
-    expose(add("--gate", default="non-inferiority", choices=GATE_RULES, help=...), "eval_gate")
+    expose(add("--rule", default="strict", choices=RULES, help=...), "card_rule")
 
-From that one mark, pipelines/ derives the pipeline parameter (`eval_gate`, typed and defaulted from the
-flag), `shardflow run`'s flag (`--gate`), the LocalRunConfig field, the up-front check and the step's argv
-(`ExposedFlag.argv`). Every other flag of a command reaches a pipeline run through the step's one options
+From that one mark, pipelines/ derives the pipeline parameter (`card_rule`, typed and defaulted from the
+flag), `shardflow run`'s flag (`--rule`), the LocalRunConfig field, the up-front check and the step's argv
+(`ExposedFlag.argv`). A mark names no pipeline module, and no pipeline module names a flag. Every other flag of a command reaches a pipeline run through the step's one options
 parameter (`--evaluate-args "--memory-mb 256"`), parsed by the command's own parser.
 
 >>> import argparse
 >>> def add_arguments(parser):
-...     expose(parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed"))
-...     expose(parser.add_argument("--warn-only", action="store_true"), "validation_warn_only", "--validation-warn-only")
-...     expose(parser.add_argument("--threshold", action="extend", nargs="+", default=[]), "eval_thresholds")
->>> seed, warn, threshold = exposed_flags(add_arguments)
->>> seed.param, seed.run_flag, seed.kind, seed.default, seed.argv(1000.0)   # an IR's integers read back as floats
-('bootstrap_seed', '--bootstrap-seed', <class 'int'>, 0, ['--bootstrap-seed', '1000'])
->>> warn.param, warn.run_flag, warn.argv(True), warn.argv(False)
-('validation_warn_only', '--validation-warn-only', ['--warn-only'], [])
->>> threshold.kind, threshold.argv(["accuracy>=0.9", "log_loss<0.3"])
-(<class 'list'>, ['--threshold', 'accuracy>=0.9', '--threshold', 'log_loss<0.3'])
->>> warn.argv("true"), threshold.argv('["accuracy>=0.9"]')
-(['--warn-only'], ['--threshold', 'accuracy>=0.9'])
+...     expose(parser.add_argument("--copies", type=int, default=0, help="how many"))
+...     expose(parser.add_argument("--dry-run", action="store_true"), "card_dry_run", "--card-dry-run")
+...     expose(parser.add_argument("--tag", action="extend", nargs="+", default=[]), "card_tags")
+>>> copies, dry, tag = exposed_flags(add_arguments)
+>>> copies.param, copies.run_flag, copies.kind, copies.default, copies.argv(1000.0)  # an IR's ints read as floats
+('copies', '--copies', <class 'int'>, 0, ['--copies', '1000'])
+>>> dry.param, dry.run_flag, dry.argv(True), dry.argv(False)
+('card_dry_run', '--card-dry-run', ['--dry-run'], [])
+>>> tag.kind, tag.argv(["a>=1", "b"])
+(<class 'list'>, ['--tag', 'a>=1', '--tag', 'b'])
+>>> dry.argv("true"), tag.argv('["a>=1"]')
+(['--dry-run'], ['--tag', 'a>=1'])
 """
 from __future__ import annotations
 
