@@ -49,7 +49,6 @@ callables it applies: it imports nothing of a component.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -57,54 +56,15 @@ import tensorflow as tf
 
 from .cloud_env import enable_tensorflow_filesystems
 from .errors import ConfigError
-from .image_decode import decode_crop_resize, decode_many, decode_one
 from .manifest import Manifest, read_manifest
 from .reader import decodes_per_record, feature_spec, shard_files, shuffle_window
+from .stream_elements import SERIALIZED, Flow, Plan, decode_stage, flushed, parse_stage, transform_stage
 from .stream_options import DecodeCrop, StreamOptions
-from .stream_position import global_positions
 from .stream_read import (PARALLEL_FILES, READ_CHUNK, RepeatedStart, as_written, plan_repeated, record_chunks,
                           repeated_read, repeated_shuffle, window_shuffled)
 
 __all__ = ["DecodeCrop", "StreamOptions", "build_stream", "stream_start", "STAGES", "SERIALIZED", "as_written",
            "record_chunks", "PARALLEL_FILES", "READ_CHUNK"]
-
-SERIALIZED = "serialized"  # the key of each record's stored bytes when `keep_serialized`
-
-
-@dataclass
-class _Flow:
-    """The dataset so far, and the element functions of parse/decode/transform waiting to run in one map
-    (the next stage that transforms the dataset runs them first: `_flushed`)."""
-
-    dataset: tf.data.Dataset
-    pending: list[tuple[str, Callable]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    options: StreamOptions
-    manifest: Manifest
-    split: str
-    files: list[str]
-    spec: dict[str, tf.io.FixedLenFeature]
-    decoded: Manifest  # the features the decode stage turns into pixels
-    per_record: bool
-    model_step: Callable[[Any], Any] | None
-    augment: Callable[[Any, Any, tf.Tensor], tuple[Any, Any]] | None
-    crop: DecodeCrop | None
-    repeated: RepeatedStart | None  # where a repeated stream's reading starts
-    record_order: Callable[[np.ndarray, np.ndarray], Any] | None
-
-    @property
-    def global_batch(self) -> int:
-        """The examples of one step of all the stream's consumers (this stream's batch without a slice)."""
-        cut = self.options.worker_slice
-        return cut.global_batch if cut is not None else self.options.batch_size
-
-    def global_positions(self, local: tf.Tensor) -> tf.Tensor:
-        """int64 positions in the endless order of this stream's records number `local` (0, 1, ...)."""
-        return global_positions(self.options.start, self.options.worker_slice, local)
-
 
 def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptions, *,
                  model_step: Callable[[Any], Any] | None = None,
@@ -125,7 +85,7 @@ def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptio
     if record_order is not None and not options.repeat:
         raise ConfigError("record_order applies to a repeated (training) stream")
     plan = _plan(os.fspath(output_dir), split, options, model_step, augment, crop, record_order)
-    flow = _Flow(tf.data.Dataset.range(0))  # replaced by the read stage
+    flow = Flow(tf.data.Dataset.range(0))  # replaced by the read stage
     for _, stage in STAGES:
         flow = stage(flow, plan)
     return flow.dataset
@@ -137,7 +97,7 @@ def stream_start(output_dir: str | os.PathLike, split: str, options: StreamOptio
 
 
 def _plan(output_dir: str, split: str, options: StreamOptions, model_step: Callable | None,
-          augment: Callable | None, crop: DecodeCrop | None, record_order: Callable | None) -> _Plan:
+          augment: Callable | None, crop: DecodeCrop | None, record_order: Callable | None) -> Plan:
     manifest = read_manifest(output_dir)
     files = shard_files(output_dir, manifest, split)
     enable_tensorflow_filesystems(files)  # before TensorFlow opens an s3:// shard
@@ -157,29 +117,29 @@ def _plan(output_dir: str, split: str, options: StreamOptions, model_step: Calla
         seed = options.seed if options.seed is not None else int(np.random.default_rng().integers(1 << 31))
         window = shuffle_window(manifest, split, options.shuffle_bytes)
         repeated = plan_repeated(sizes, window=window, seed=seed, start=options.start, folds=options.folds)
-    return _Plan(options, manifest, split, files, spec, decoded, per_record, model_step, augment, crop, repeated,
+    return Plan(options, manifest, split, files, spec, decoded, per_record, model_step, augment, crop, repeated,
                  record_order)
 
 
-def _read(flow: _Flow, plan: _Plan) -> _Flow:
+def _read(flow: Flow, plan: Plan) -> Flow:
     options, compression = plan.options, plan.manifest.compression
     if plan.repeated is not None:
-        return _Flow(repeated_read(plan.files, compression, plan.repeated, with_ids=plan.record_order is not None))
+        return Flow(repeated_read(plan.files, compression, plan.repeated, with_ids=plan.record_order is not None))
     sizes = [shard.num_examples for shard in plan.manifest.splits[plan.split].shards]
-    return _Flow(record_chunks(plan.files, compression, _window(plan), options.seed, options.deterministic,
+    return Flow(record_chunks(plan.files, compression, _window(plan), options.seed, options.deterministic,
                                folds=options.folds, shard_sizes=sizes))
 
 
-def _shuffle(flow: _Flow, plan: _Plan) -> _Flow:
+def _shuffle(flow: Flow, plan: Plan) -> Flow:
     if plan.repeated is not None:
-        return _Flow(repeated_shuffle(_flushed(flow, plan), plan.repeated))
+        return Flow(repeated_shuffle(flushed(flow, plan), plan.repeated))
     window = _window(plan)
     if not window:
         return flow
-    return _Flow(window_shuffled(_flushed(flow, plan), window, plan.options.seed))
+    return Flow(window_shuffled(flushed(flow, plan), window, plan.options.seed))
 
 
-def _slice(flow: _Flow, plan: _Plan) -> _Flow:
+def _slice(flow: Flow, plan: Plan) -> Flow:
     cut = plan.options.worker_slice
     if cut is None:
         return flow
@@ -188,11 +148,11 @@ def _slice(flow: _Flow, plan: _Plan) -> _Flow:
         parts = tuple(value[cut.first:cut.first + cut.count] for value in element)
         return parts if len(parts) > 1 else parts[0]
 
-    global_batches = _flushed(flow, plan).rebatch(cut.global_batch)
-    return _Flow(global_batches.map(as_written(part), name="slice"))
+    global_batches = flushed(flow, plan).rebatch(cut.global_batch)
+    return Flow(global_batches.map(as_written(part), name="slice"))
 
 
-def _record_order(flow: _Flow, plan: _Plan) -> _Flow:
+def _record_order(flow: Flow, plan: Plan) -> Flow:
     tap = plan.record_order
     if tap is None:
         return flow
@@ -205,82 +165,17 @@ def _record_order(flow: _Flow, plan: _Plan) -> _Flow:
         with tf.control_dependencies([done]):
             return count + size, tf.identity(records)
 
-    return _Flow(_flushed(flow, plan).scan(tf.constant(0, tf.int64), recorded, name="record_order"))
+    return Flow(flushed(flow, plan).scan(tf.constant(0, tf.int64), recorded, name="record_order"))
 
 
-def _parse(flow: _Flow, plan: _Plan) -> _Flow:
-    spec, keep = plan.spec, plan.options.keep_serialized
-
-    def parse(chunk: tf.Tensor) -> dict[str, tf.Tensor]:
-        parsed = tf.io.parse_example(chunk, spec)
-        return {**parsed, SERIALIZED: chunk} if keep else parsed
-
-    if not plan.per_record:
-        return _Flow(flow.dataset, flow.pending + [("parse", parse)])
-    # A chunk is parsed at once, then each record decoded in its own call of a parallel map.
-    records = _flushed(flow, plan).map(as_written(parse), name="parse", **_parallel(plan)).unbatch()
-    return _Flow(records.enumerate() if plan.crop is not None else records)
-
-
-def _decode(flow: _Flow, plan: _Plan) -> _Flow:
-    decoded, crop = plan.decoded, plan.crop
-    decoder = decode_one if plan.per_record else decode_many
-
-    def decode(record: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        return {name: decoder(value, decoded.features[name]) if name in decoded.features else value
-                for name, value in record.items()}
-
-    if crop is None:
-        return _Flow(flow.dataset, flow.pending + [("decode", decode)])
-    height, width, channels = decoded.features[crop.feature].shape
-    batch = plan.global_batch
-
-    def decode_cropped(local: tf.Tensor, record: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        position = plan.global_positions(local)  # the same window whatever the worker or the resume point
-        window = crop.window(position // batch, position % batch)
-        pixels = decode_crop_resize(record[crop.feature], window, [height, width], channels)  # float32, 0-255
-        return {**decode({n: v for n, v in record.items() if n != crop.feature}), crop.feature: pixels}
-
-    return _Flow(flow.dataset, flow.pending + [("decode", decode_cropped)])
-
-
-def _transform(flow: _Flow, plan: _Plan) -> _Flow:
-    step = plan.model_step
-    if step is None:
-        return flow
-    if not plan.per_record:
-        return _Flow(flow.dataset, flow.pending + [("transform", step)])
-
-    def one_record(record: Any) -> Any:  # the step takes batches: a batch of one
-        batched = step(tf.nest.map_structure(lambda value: value[tf.newaxis], record))
-        return tf.nest.map_structure(lambda value: value[0], batched)
-
-    return _Flow(flow.dataset, flow.pending + [("transform", one_record)])
-
-
-def _flushed(flow: _Flow, plan: _Plan) -> tf.data.Dataset:
-    """The dataset with the pending element functions run, in their order, in one parallel map."""
-    if not flow.pending:
-        return flow.dataset
-    names, functions = [n for n, _ in flow.pending], [f for _, f in flow.pending]
-
-    def run(*element: Any) -> Any:
-        value = functions[0](*element)
-        for function in functions[1:]:
-            value = function(value)
-        return value
-
-    return flow.dataset.map(as_written(run), name="__".join(names), **_parallel(plan))
-
-
-def _batch(flow: _Flow, plan: _Plan) -> _Flow:
-    dataset, options = _flushed(flow, plan), plan.options
+def _batch(flow: Flow, plan: Plan) -> Flow:
+    dataset, options = flushed(flow, plan), plan.options
     if plan.per_record:
-        return _Flow(dataset.batch(options.batch_size, drop_remainder=options.drop_remainder, name="batch"))
-    return _Flow(dataset.rebatch(options.batch_size, drop_remainder=options.drop_remainder, name="batch"))
+        return Flow(dataset.batch(options.batch_size, drop_remainder=options.drop_remainder, name="batch"))
+    return Flow(dataset.rebatch(options.batch_size, drop_remainder=options.drop_remainder, name="batch"))
 
 
-def _augment(flow: _Flow, plan: _Plan) -> _Flow:
+def _augment(flow: Flow, plan: Plan) -> Flow:
     augment = plan.augment
     if augment is None:
         return flow
@@ -291,11 +186,11 @@ def _augment(flow: _Flow, plan: _Plan) -> _Flow:
     # In stream order (the default), as the batch indices that seed it: a resumed stream goes on counting.
     options = plan.options
     per_step = options.worker_slice.count // options.batch_size if options.worker_slice else 1
-    batches = _flushed(flow, plan).enumerate(start=options.start // plan.global_batch * per_step)
-    return _Flow(batches.map(as_written(augmented), num_parallel_calls=tf.data.AUTOTUNE, name="augment"))
+    batches = flushed(flow, plan).enumerate(start=options.start // plan.global_batch * per_step)
+    return Flow(batches.map(as_written(augmented), num_parallel_calls=tf.data.AUTOTUNE, name="augment"))
 
 
-def _sample_weights(flow: _Flow, plan: _Plan) -> _Flow:
+def _sample_weights(flow: Flow, plan: Plan) -> Flow:
     weights, name = plan.options.class_weights, plan.options.input_name
     if weights is None and name is None:
         return flow
@@ -305,25 +200,21 @@ def _sample_weights(flow: _Flow, plan: _Plan) -> _Flow:
         named = {name: inputs} if name is not None else inputs
         return (named, targets) if table is None else (named, targets, tf.gather(table, targets))
 
-    return _Flow(_flushed(flow, plan).map(as_written(for_fit), name="sample_weights"))
+    return Flow(flushed(flow, plan).map(as_written(for_fit), name="sample_weights"))
 
 
-def _prefetch(flow: _Flow, plan: _Plan) -> _Flow:
+def _prefetch(flow: Flow, plan: Plan) -> Flow:
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
-    return _Flow(_flushed(flow, plan).with_options(options).prefetch(tf.data.AUTOTUNE, name="prefetch"))
+    return Flow(flushed(flow, plan).with_options(options).prefetch(tf.data.AUTOTUNE, name="prefetch"))
 
 
-def _window(plan: _Plan) -> int:
+def _window(plan: Plan) -> int:
     return shuffle_window(plan.manifest, plan.split, plan.options.shuffle_bytes)
 
 
-def _parallel(plan: _Plan) -> dict[str, Any]:
-    return {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": plan.options.deterministic}
-
-
-STAGES: tuple[tuple[str, Callable[[_Flow, _Plan], _Flow]], ...] = (
-    ("read", _read), ("shuffle", _shuffle), ("slice", _slice), ("record_order", _record_order), ("parse", _parse),
-    ("decode", _decode),
-    ("transform", _transform), ("batch", _batch), ("augment", _augment), ("sample_weights", _sample_weights),
+STAGES: tuple[tuple[str, Callable[[Flow, Plan], Flow]], ...] = (
+    ("read", _read), ("shuffle", _shuffle), ("slice", _slice), ("record_order", _record_order), ("parse", parse_stage),
+    ("decode", decode_stage),
+    ("transform", transform_stage), ("batch", _batch), ("augment", _augment), ("sample_weights", _sample_weights),
     ("prefetch", _prefetch))
