@@ -112,6 +112,18 @@ def test_a_registered_step_is_in_the_compiled_pipeline(plugin_env: dict[str, str
     assert sorted(task["dependentTasks"]) == ["evaluate", "train"]
     assert task["inputs"]["artifacts"]["input_1"]["taskOutputArtifact"] == {"outputArtifactKey": "model",
                                                                              "producerTask": "train"}
+    # Any flag of a built-in step's command reaches it the same way: the Evaluator's memory budget.
+    evaluate = handler["dag"]["tasks"]["evaluate"]["inputs"]["parameters"]["options"]
+    assert evaluate == {"componentInputParameter": "pipelinechannel--evaluate_options"}
+    baked = _shardflow(plugin_env, "compile", "--output", str(tmp_path / "e.yaml"), "--image", IMAGE,
+                       "--param", 'evaluate_options=["--memory-mb", "256"]')
+    assert baked.returncode == 0, baked.stderr
+    defaults = yaml.safe_load((tmp_path / "e.yaml").read_text())["root"]["inputDefinitions"]["parameters"]
+    assert defaults["evaluate_options"]["defaultValue"] == ["--memory-mb", "256"]
+    refused = _shardflow(plugin_env, "compile", "--output", str(tmp_path / "f.yaml"), "--image", IMAGE,
+                         "--param", 'evaluate_options=["--memory-mb", "lots"]')
+    assert refused.returncode == 2 and "evaluate_options: shardflow evaluate: error: argument --memory-mb" in \
+        refused.stderr and not (tmp_path / "f.yaml").exists()
     # Without the registration the pipeline is the golden one: no trace of the step.
     plain = {key: value for key, value in plugin_env.items() if key != "SHARDFLOW_STEPS"}
     assert _shardflow(plain, "compile", "--output", str(tmp_path / "q.yaml"), "--image", IMAGE).returncode == 0
