@@ -14,6 +14,7 @@ setup(
         "shardflow",
         "shardflow.core",
         "shardflow.core.filesystems",
+        "shardflow.data_service",
         "shardflow.example_gen",
         "shardflow.transform",
         "shardflow.trainer",

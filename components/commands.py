@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
+from .data_service import cli as data_service_cli
 from .evaluator import cli as evaluator_cli
 from .example_gen import cli as example_gen_cli
 from .infra_validator import cli as infra_validator_cli
@@ -66,4 +67,6 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
             predict_cli, True),
     Command("find-label-issues", "rank the train split's likely label errors: K fold models' out-of-fold "
             "probabilities, confident learning", label_finder_cli, pipeline_step=False),
+    Command("data-service", "a tf.data service dispatcher or worker: the Trainer's input on CPU workers",
+            data_service_cli, pipeline_step=False),
 )}
