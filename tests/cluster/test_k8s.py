@@ -51,8 +51,9 @@ def pipeline_spec(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict]) -> None:
     kinds = sorted({obj["kind"] for obj in rendered})
-    assert kinds == ["ConfigMap", "CronJob", "Deployment", "Experiment", "Namespace", "PersistentVolumeClaim",
-                     "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "TFJob"]
+    assert kinds == ["ConfigMap", "CronJob", "Deployment", "Experiment", "Namespace", "NetworkPolicy",
+                     "PersistentVolumeClaim", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount",
+                     "TFJob"]
 
 
 def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) -> None:
@@ -265,3 +266,44 @@ def test_overlays_pin_the_image_and_change_the_environment(base: list[dict]) -> 
 
 def _namespaces(objects: list[dict]) -> set[str]:
     return {o["metadata"]["namespace"] for o in objects if o["kind"] != "Namespace"}
+
+
+def _data_service_problems(objects: list[dict]) -> list[str]:
+    """What keeps the tf.data service's unauthenticated gRPC servers from being reached by any pod but the
+    training job's: a NetworkPolicy over both servers, admitting only the client label and the servers."""
+    servers = {"data-service-dispatcher", "data-service-worker"}
+    policies = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    covered = {value for p in policies for e in p["spec"]["podSelector"].get("matchExpressions", [])
+               for value in e["values"]}
+    problems = [] if servers <= covered else [f"no NetworkPolicy selects {sorted(servers - covered)}"]
+    for policy in policies:
+        if policy["spec"].get("policyTypes") != ["Ingress"]:
+            problems.append(f"{name_of(policy)}: not an Ingress policy")
+        for rule in policy["spec"].get("ingress", []):
+            for peer in rule.get("from", []):
+                labels = peer.get("podSelector", {}).get("matchLabels", {})
+                expressions = peer.get("podSelector", {}).get("matchExpressions", [])
+                if "namespaceSelector" in peer or "ipBlock" in peer or not (labels or expressions):
+                    problems.append(f"{name_of(policy)}: admits {peer}")
+                elif labels and labels != {"shardflow.io/data-service-client": "true"}:
+                    problems.append(f"{name_of(policy)}: admits pods labelled {labels}")
+    tfjob = next(o for o in objects if o["kind"] == "TFJob")
+    labels = tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"].get("labels", {})
+    if labels.get("shardflow.io/data-service-client") != "true":
+        problems.append("the TFJob's pods are not admitted to the data service")
+    return problems
+
+
+def test_only_the_training_pods_reach_the_data_service(rendered: list[dict]) -> None:
+    assert _data_service_problems(rendered) == []
+    open_policy = copy.deepcopy(rendered)
+    for obj in open_policy:
+        if obj["kind"] == "NetworkPolicy":
+            obj["spec"]["ingress"][0]["from"].append({"namespaceSelector": {}})
+    assert _data_service_problems(open_policy)
+    unlabelled = copy.deepcopy(rendered)
+    next(o for o in unlabelled if o["kind"] == "TFJob")["spec"]["tfReplicaSpecs"]["Worker"]["template"][
+        "metadata"]["labels"] = {}
+    assert _data_service_problems(unlabelled) == ["the TFJob's pods are not admitted to the data service"]
+    without = [o for o in rendered if o["kind"] != "NetworkPolicy"]
+    assert _data_service_problems(without)[0].startswith("no NetworkPolicy selects")
