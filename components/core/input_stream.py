@@ -48,6 +48,7 @@ callables it applies: it imports nothing of a component.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Callable
 
@@ -85,10 +86,64 @@ def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptio
     if record_order is not None and not options.repeat:
         raise ConfigError("record_order applies to a repeated (training) stream")
     plan = _plan(os.fspath(output_dir), split, options, model_step, augment, crop, record_order)
+    if options.service is not None:
+        return _served(plan)
     flow = Flow(tf.data.Dataset.range(0))  # replaced by the read stage
     for _, stage in STAGES:
         flow = stage(flow, plan)
     return flow.dataset
+
+
+# On the tf.data service, the stages up to the shuffle run in every worker on serialized records (cheap: every
+# worker reads the bytes, as a worker slice does); each global batch's parse..sample weights on one worker.
+_READ_STAGES, _PREFETCH = ("read", "shuffle"), "prefetch"
+
+
+def in_order(served: tf.data.Dataset, first: int) -> tf.data.Dataset:
+    """The served (index, batch) pairs as batches in index order from `first` on. A round of the service's
+    round-robin reads holds one batch of each worker, in the order the client lists the workers, which is
+    not theirs: each round is a permutation of consecutive indexes, put back here (in this process)."""
+    signature = served.element_spec[1]
+
+    def ordered() -> Any:
+        waiting, expected = {}, first
+        for index, batch in served:
+            waiting[int(index)] = batch
+            while expected in waiting:
+                found = waiting.pop(expected)
+                yield found if len(found) > 1 else found[0]
+                expected += 1
+
+    return tf.data.Dataset.from_generator(ordered, output_signature=signature if len(signature) > 1
+                                          else signature[0])
+
+
+def _served(plan: Plan) -> tf.data.Dataset:
+    """The stream with its per-batch work on the service's workers (a static sharding: worker k of N makes the
+    global batches k, k+N, ...) and read here round-robin: the local stream's batches, in its order."""
+    if plan.record_order is not None:
+        raise ConfigError("a record order cannot be written from the tf.data service's workers")
+    flow = Flow(tf.data.Dataset.range(0))
+    for name, stage in STAGES:
+        if name in _READ_STAGES:
+            flow = stage(flow, plan)
+    first = plan.options.start // plan.global_batch
+    batches = flushed(flow, plan).rebatch(plan.global_batch).enumerate(start=first)
+    mine = batches.shard(tf.data.experimental.SHARD_HINT, tf.data.experimental.SHARD_HINT)
+
+    def one_batch(index: tf.Tensor, records: tf.Tensor) -> tf.data.Dataset:
+        batch_plan = dataclasses.replace(plan, batch_start=index * plan.global_batch)
+        one = Flow(tf.data.Dataset.from_tensors(records))
+        for name, stage in STAGES:
+            if name not in _READ_STAGES and name != _PREFETCH:
+                one = stage(one, batch_plan)
+        return flushed(one, batch_plan).map(lambda *batch: (index, batch))
+
+    job = plan.options.service
+    served = mine.flat_map(one_batch).repeat().apply(tf.data.experimental.service.distribute(
+        tf.data.experimental.service.ShardingPolicy.HINT, job.dispatcher, job_name=job.name, consumer_index=0,
+        num_consumers=1))  # round-robin reads need an endless dataset: the repeat only says so
+    return dict(STAGES)[_PREFETCH](Flow(in_order(served, first)), plan).dataset
 
 
 def stream_start(output_dir: str | os.PathLike, split: str, options: StreamOptions) -> RepeatedStart:
@@ -186,7 +241,7 @@ def _augment(flow: Flow, plan: Plan) -> Flow:
     # In stream order (the default), as the batch indices that seed it: a resumed stream goes on counting.
     options = plan.options
     per_step = options.worker_slice.count // options.batch_size if options.worker_slice else 1
-    batches = flushed(flow, plan).enumerate(start=options.start // plan.global_batch * per_step)
+    batches = flushed(flow, plan).enumerate(start=plan.start // plan.global_batch * per_step)
     return Flow(batches.map(as_written(augmented), num_parallel_calls=tf.data.AUTOTUNE, name="augment"))
 
 

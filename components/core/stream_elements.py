@@ -43,6 +43,13 @@ class Plan:
     crop: DecodeCrop | None
     repeated: RepeatedStart | None  # where a repeated stream's reading starts
     record_order: Callable[[np.ndarray, np.ndarray], Any] | None
+    # On a service worker, the position of the one global batch being made (a tensor): options.start's stand-in.
+    batch_start: Any = None
+
+    @property
+    def start(self) -> Any:
+        """The position in the endless order where this stream's (or this one batch's) records begin."""
+        return self.options.start if self.batch_start is None else self.batch_start
 
     @property
     def global_batch(self) -> int:
@@ -52,7 +59,7 @@ class Plan:
 
     def global_positions(self, local: tf.Tensor) -> tf.Tensor:
         """int64 positions in the endless order of this stream's records number `local` (0, 1, ...)."""
-        return global_positions(self.options.start, self.options.worker_slice, local)
+        return global_positions(self.start, self.options.worker_slice, local)
 
 
 def parse_stage(flow: Flow, plan: Plan) -> Flow:

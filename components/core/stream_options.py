@@ -19,6 +19,14 @@ from .stream_position import WorkerSlice
 
 
 @dataclass(frozen=True, kw_only=True)
+class ServiceJob:
+    """A tf.data service job: the dispatcher's grpc://HOST:PORT and the job's name (one per stream start)."""
+
+    dispatcher: str
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class StreamOptions:
     """What a stream reads and how; the stages' order is input_stream's alone.
 
@@ -36,6 +44,8 @@ class StreamOptions:
     - `start` (repeated streams): records of the endless order already consumed; the stream starts
       there (a resumed training run). `worker_slice`: this stream's part of each global batch
       (core/stream_position.py); its `count` is a whole number of `batch_size` batches.
+    - `service` (repeated streams): a `ServiceJob`: the stream from its parse stage on runs on the tf.data
+      service's workers, each on every N-th global batch; this stream receives the batches in order.
     """
 
     batch_size: int
@@ -52,6 +62,7 @@ class StreamOptions:
     input_name: str | None = None
     start: int = 0
     worker_slice: WorkerSlice | None = None
+    service: ServiceJob | None = None
 
     @property
     def shuffle_bytes(self) -> int:
@@ -92,6 +103,10 @@ class StreamOptions:
             raise ConfigError(f"start must be an integer >= 0, got {start!r}")
         if (start or cut is not None) and not self.repeat:
             raise ConfigError("start and worker_slice apply to a repeated stream (repeat=True)")
+        if self.service is not None:
+            if not isinstance(self.service, ServiceJob) or not self.repeat or cut is not None:
+                raise ConfigError(f"service must be a ServiceJob of a repeated stream without a worker_slice, "
+                                  f"got {self.service!r}")
         if cut is None:
             return
         if not isinstance(cut, WorkerSlice):

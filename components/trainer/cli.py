@@ -63,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                   "replace these flags' (path or URI)")
     add("--train-split", default="train")
     add("--eval-split", default="eval", help="split validated on each epoch ('' for none)")
+    add("--data-service", metavar="grpc://HOST:PORT",
+        help="a tf.data service dispatcher (shardflow data-service): the training batches are made on its workers, "
+             "in the order a local stream makes them")
     add("--record-order", metavar="FILE", help="write which examples each step trained on (JSON lines: shard, "
                                                "record, CSV row) to this local file; off by default")
 
@@ -74,7 +77,7 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfi
         train_split=args.train_split, eval_split=args.eval_split or None, batch_size=args.batch_size,
         shuffle_buffer_mb=args.shuffle_buffer_mb, augment=args.augment, augment_on_device=args.augment_on_device,
         deterministic=args.deterministic, seed=args.seed, class_weight=args.class_weight,
-        input_probe_batches=args.input_probe_batches)
+        input_probe_batches=args.input_probe_batches, data_service=args.data_service)
     model = ModelOptions(name=args.model, weights=args.weights, backbone_alpha=args.backbone_alpha,
                          warm_start=args.warm_start, mixed_precision=args.mixed_precision, xla=args.xla)
     fit = FitOptions(epochs=args.epochs, steps=args.steps, learning_rate=args.learning_rate,

@@ -60,6 +60,8 @@ class InputOptions:
     seed: int = 0
     class_weight: str | None = None  # "balanced" or "CLASS=WEIGHT,..." (class_weights.py)
     input_probe_batches: int = 50
+    # A tf.data service dispatcher: the training stream's per-batch work runs on its workers (input_stream.py).
+    data_service: str | None = None
 
     @property
     def shuffle_bytes(self) -> int:
@@ -90,6 +92,8 @@ class InputOptions:
             raise ConfigError(f"train_folds must be a FoldSelection, got {self.train_folds!r}")
         if self.class_weight is not None:
             parse_class_weight(self.class_weight)
+        if self.data_service is not None and not re.match(r"^grpc://[^:/\s]+:\d{1,5}$", self.data_service):
+            raise ConfigError(f"data_service must be grpc://HOST:PORT (a dispatcher), got {self.data_service!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,6 +244,9 @@ class TrainerConfig:
         if given and not self.model.is_backbone:
             raise ConfigError(f"{given[0]} applies to a pretrained backbone (--model mobilenet_v2, ...), "
                               f"not to model {self.model.name!r}")
+        if self.input.data_service and self.export.record_order:
+            raise ConfigError("record_order cannot be written by the tf.data service's workers: drop --record-order "
+                              "or --data-service")
 
 
 def is_backbone(model: str) -> bool:

@@ -29,6 +29,7 @@ import tf_keras as keras
 from .. import __version__
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.errors import ConfigError
 from ..core.folds import FoldSelection
 from ..core.model_info import ModelInfo
 from ..core.output_dir import OutputDir
@@ -75,6 +76,9 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     global_batch = run_global_batch(record, checkpoints, config.input.batch_size, replicas,
                                     train_example_count(task, config.input), echo)
     placement = choose_strategy()
+    if config.input.data_service and placement.num_workers > 1:
+        raise ConfigError(f"--data-service feeds one training process; this run has {placement.num_workers} workers "
+                          "(TF_CONFIG): train on one worker with the GPUs of its node")
     to_model = RawToModel(task, _tft_layer(task), raw_pixels=config.model.is_backbone)
     order = _record_order(config, task, placement, global_batch, fresh=not resuming)
     streams = build_streams(task, config.input, global_batch, placement.num_workers, to_model, placement.strategy,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import math
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -31,6 +32,7 @@ from ..core import storage
 from ..core.input_stream import DecodeCrop, StreamOptions, build_stream, stream_start
 from ..core.stream_read import RepeatedStart
 from ..core.reader import shard_files
+from ..core.stream_options import ServiceJob
 from ..core.stream_position import WorkerSlice
 from ..core.tfrecord import CorruptRecordError, iter_records
 from .augment import augment_batch, crop_windows
@@ -139,6 +141,13 @@ def checked_files(task: TrainingTask, split: str) -> list[str]:
     return shard_files(task.train_dir, task.train_manifest, split)
 
 
+def _service_job(inputs: InputOptions, start: int) -> ServiceJob | None:
+    """A job of its own for each training stream built (a resumed run's starts elsewhere: a new job)."""
+    if inputs.data_service is None:
+        return None
+    return ServiceJob(dispatcher=inputs.data_service, name=f"shardflow-train-{uuid.uuid4().hex[:12]}-{start}")
+
+
 def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to_model: RawToModel,
             training: bool, shuffle: bool = True, weights: list[float] | None = None, start: int = 0,
             worker_slice: WorkerSlice | None = None, global_batch: int | None = None,
@@ -154,7 +163,7 @@ def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to
         features=(task.input_name, task.target), decode=tuple(to_model.reader_decodes),
         folds=inputs.train_folds if split == inputs.train_split else None,
         class_weights=tuple(weights) if training and weights is not None else None, input_name=task.input_name,
-        start=start, worker_slice=worker_slice)
+        start=start, worker_slice=worker_slice, service=_service_job(inputs, start) if training and shuffle else None)
     augment = _augmentation(inputs, masks=task.kind == "segmentation", cropped=fused) if augmenting else None
     crop = DecodeCrop(task.input_name, _crop_windows(task, inputs, global_batch or batch)) if fused else None
     return build_stream(task.train_dir, split, options, model_step=to_model.training_pair, augment=augment, crop=crop,

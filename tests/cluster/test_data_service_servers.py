@@ -4,7 +4,6 @@ its journal."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,14 +12,10 @@ from typing import Iterator
 
 import pytest
 
+from loopback_server import free_port
+
 SHARDFLOW = str(Path(sys.executable).with_name("shardflow"))
 pytestmark = pytest.mark.cluster
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("localhost", 0))
-        return probe.getsockname()[1]
 
 
 class Servers:
@@ -63,11 +58,11 @@ def _consumer(target: str, size: int, job: str):  # noqa: ANN202 (a tf.data iter
 
 
 def test_two_workers_from_the_cli_serve_every_element_once(servers: Servers, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     servers.start("dispatcher", "dispatcher", "--port", str(port), "--journal", str(tmp_path / "journal"))
     servers.wait_for_line("dispatcher", f"dispatcher at grpc://localhost:{port}")
     for name in ("w1", "w2"):
-        servers.start(name, "worker", "--dispatcher", f"grpc://localhost:{port}", "--port", str(_free_port()))
+        servers.start(name, "worker", "--dispatcher", f"grpc://localhost:{port}", "--port", str(free_port()))
         servers.wait_for_line(name, f"dispatcher localhost:{port}")
     got = sorted(int(value) for value in _consumer(f"grpc://localhost:{port}", 500, "once"))
     assert got == [x * x for x in range(500)]  # every element once: none lost, none repeated
@@ -76,10 +71,10 @@ def test_two_workers_from_the_cli_serve_every_element_once(servers: Servers, tmp
 
 
 def test_a_dispatcher_restarted_from_its_journal_resumes_the_job(servers: Servers, tmp_path: Path) -> None:
-    port, journal = _free_port(), str(tmp_path / "journal")
+    port, journal = free_port(), str(tmp_path / "journal")
     servers.start("dispatcher", "dispatcher", "--port", str(port), "--journal", journal)
     servers.wait_for_line("dispatcher", "dispatcher at")
-    servers.start("worker", "worker", "--dispatcher", f"localhost:{port}", "--port", str(_free_port()))
+    servers.start("worker", "worker", "--dispatcher", f"localhost:{port}", "--port", str(free_port()))
     servers.wait_for_line("worker", "worker at")
     elements = _consumer(f"grpc://localhost:{port}", 20_000, "resumed")
     got = [int(next(elements)) for _ in range(100)]
