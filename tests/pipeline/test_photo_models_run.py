@@ -95,13 +95,18 @@ def test_the_served_model_answers_original_jpegs_with_the_evaluators_classes(pho
     for data, pixels in zip(originals, stored):
         in_graph = canonical_pixels(tf.constant(data), tuple(pixels.shape), exif=True)
         assert np.abs(in_graph.numpy().astype(int) - pixels.numpy().astype(int)).max() <= 1
-    as_files = served.signatures["serving_image"](images=tf.constant(originals))["class_ids"].numpy()
+    from_files = served.signatures["serving_image"](images=tf.constant(originals))
+    as_files = from_files["class_ids"].numpy()
     in_examples = served.signatures["serving_default"](examples=tf.constant([_example(d) for d in originals]))
     # Not equality: that 1 grey level still moves this briefly trained model's probabilities (up to 0.18 in
-    # one measured run, where all 32 answers agreed), so an answer near a tie may flip; 0.9 allows 3 of 32.
-    # (JPEG storage left ~2.4 levels on average, up to 32, and 4 of 32 answers flipped once.) The exact
-    # check is the next one: the same bytes through both signatures.
-    assert (as_files == scored).mean() >= 0.9
+    # one measured run), so an answer near a tie may flip, and only one near a tie: the flipped answers'
+    # top two probabilities are within twice that. (Counting flips instead failed once in CI: 4 of 32, each
+    # near a tie; JPEG storage left ~2.4 levels on average, up to 32.) The exact check is the next one: the
+    # same bytes through both signatures.
+    top_two = np.sort(from_files["probabilities"].numpy(), axis=-1)[:, -2:]
+    margins = top_two[:, 1] - top_two[:, 0]
+    assert (margins[as_files != scored] <= 0.36).all(), margins[as_files != scored]
+    assert (as_files == scored).mean() >= 0.75
     np.testing.assert_array_equal(in_examples["class_ids"].numpy(), as_files)
 
 
