@@ -206,10 +206,10 @@ def command_step(step: str, flags: dict, options: List[str], input_flags: List[s
     from shardflow.pipelines.step_errors import reported_step
     from shardflow.pipelines.steps import BY_NAME  # a registered step's row, and its command, in this process
 
+    row = BY_NAME[step]
     given = [artifact.path for artifact in (input_1, input_2, input_3) if artifact is not None]
     with reported_step():
-        step_bodies.command_step(BY_NAME[step].command.name, list(zip(input_flags, given)), flags, options,
-                                 output_location(output))
+        step_bodies.command_step(row.command.name, row.consumed_argv(given, output_location(output)), flags, options)
 
 
 def record_outcome(record_dir: str, status: dsl.PipelineTaskFinalStatus) -> str:

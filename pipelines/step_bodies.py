@@ -223,12 +223,10 @@ def predict_inputs(model_dir: str, index: str, data_root: str, output: str) -> l
     return ["--model", model_dir, "--index", index, "--data-root", data_root, "--output", output]
 
 
-def command_step(command: str, inputs: list[tuple[str, str]], flags: Mapping[str, Any], options: list[str],
-                 output: str) -> None:
-    """A row-wired step (step_spec.py): `shardflow COMMAND` with each consumed artifact's (flag, path), the
-    step's exposed flags and options, and --output."""
-    argv = [token for flag, path in inputs for token in (flag, path)] + ["--output", output]
-    _run_command(command, command_argv(command, argv, flags, options))
+def command_step(command: str, inputs: list[str], flags: Mapping[str, Any], options: list[str]) -> None:
+    """A row-wired step (step_spec.py): `shardflow COMMAND` with its input and output flags (`inputs`:
+    Step.consumed_argv), the step's exposed flags and options."""
+    _run_command(command, command_argv(command, inputs, flags, options))
 
 
 def record_outcome(record_dir: str, pipeline_job: str, state: str, failed_task: str, message: str) -> str:

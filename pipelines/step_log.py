@@ -7,7 +7,7 @@ once, by the run's last line (and its record): RUN/logs/steps.json keeps it unde
 
     steps = StepLog(echo=print)
     steps.finished("train", 20.5, outcome)   # outcome: local_dag.TaskOutcome
-    steps.error("train")                      # the failing step's own one-line message
+    steps.steps["train"]["error"]             # the failing step's own one-line message
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ class StepLog:
 
     def __init__(self, echo: Callable[[str], None]) -> None:
         self.echo = echo
-        self.errors: dict[str, str] = {}
         self.steps: dict[str, dict[str, Any]] = {}  # what each step's printed line says, for the run's record
 
     @staticmethod
@@ -37,8 +36,7 @@ class StepLog:
 
     def finished(self, task: str, seconds: float, outcome: Any) -> None:
         """A step that ran: its line from its outcome (local_dag.TaskOutcome)."""
-        if not outcome.succeeded:  # said once, by the run's last line (and its record), not on the step's line
-            self.errors[task] = outcome.error
+        # A failed step's error is said once, by the run's last line (and its record), not on the step's line.
         figure = "" if not outcome.succeeded else key_figure(task, outcome.outputs)
         self._report(task, "ok" if outcome.succeeded else "FAILED", seconds, figure)
         if not outcome.succeeded:
@@ -60,9 +58,6 @@ class StepLog:
         self.steps[task] = {"state": state, "seconds": None if seconds is None else round(seconds, 3),
                             "figure": figure, "started": round(time.time() - (seconds or 0.0), 3)}
         self.echo(step_line(task, state, seconds, figure))
-
-    def error(self, task: str) -> str:
-        return self.errors.get(task, "")
 
 
 def step_line(task: str, state: str, seconds: float | None, figure: str) -> str:

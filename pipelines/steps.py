@@ -27,7 +27,6 @@ import os
 from typing import Any, Mapping
 
 from ..commands import COMMANDS
-from ..core.pipeline_flags import ExposedFlag
 from . import step_figures as figures
 from .step_bodies import example_gen_inputs, predict_inputs, tune_inputs
 from .step_spec import Consumed, Places, Resources, Step, StepOptions  # noqa: F401  (the row types, re-exported)
@@ -128,11 +127,6 @@ BY_NAME: dict[str, Step] = {step.name: step for step in STEPS}
 def labels(kind: str) -> dict[str, str]:
     """Each checked step's label of `kind` ("run" or "pipeline") by step name, and the index's under "index"."""
     return {"index": INDEX_LABELS[kind], **{step.name: step.label(kind) for step in STEPS if step.options}}
-
-
-def exposed_parameters() -> list[tuple[Step, ExposedFlag]]:
-    """Every exposed flag of every step, in the table's order: the pipeline parameters of their own."""
-    return [(step, flag) for step in STEPS for flag in step.exposed]
 
 
 def checked_steps() -> list[Step]:

@@ -4,8 +4,9 @@
 
 From that one mark, pipelines/ derives the pipeline parameter (`card_rule`, typed and defaulted from the
 flag), `shardflow run`'s flag (`--rule`), the LocalRunConfig field, the up-front check and the step's argv
-(`ExposedFlag.argv`). A mark names no pipeline module, and no pipeline module names a flag. Every other flag of a command reaches a pipeline run through the step's one options
-parameter (`--evaluate-args "--memory-mb 256"`), parsed by the command's own parser.
+(`ExposedFlag.argv`). A mark names no pipeline module, and no pipeline module names a flag. Every other
+flag of a command reaches a pipeline run through the step's one options parameter
+(`--evaluate-args "--memory-mb 256"`), parsed by the command's own parser.
 
 >>> import argparse
 >>> def add_arguments(parser):
@@ -25,6 +26,7 @@ parameter (`--evaluate-args "--memory-mb 256"`), parsed by the command's own par
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -101,6 +103,7 @@ class ExposedFlag:
         return [self.flag, str(int(float(value))) if self.kind is int else str(value)]
 
 
+@functools.cache  # asked for by every pipeline parameter, label and step argv: one parser per command
 def exposed_flags(add_arguments: Callable[[argparse.ArgumentParser], None]) -> tuple[ExposedFlag, ...]:
     """The flags a command's `add_arguments` marks with `expose`, in its order."""
     parser = argparse.ArgumentParser(add_help=False)
