@@ -59,6 +59,7 @@ from .cloud_env import enable_tensorflow_filesystems
 from .errors import ConfigError
 from .manifest import Manifest, read_manifest
 from .reader import decodes_per_record, feature_spec, shard_files, shuffle_window
+from .served_stream import LocalMaker, ordered_batches
 from .stream_elements import SERIALIZED, Flow, Plan, decode_stage, flushed, parse_stage, transform_stage
 from .stream_options import DecodeCrop, StreamOptions
 from .stream_read import (PARALLEL_FILES, READ_CHUNK, RepeatedStart, as_written, plan_repeated, record_chunks,
@@ -99,37 +100,13 @@ def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptio
 _READ_STAGES, _PREFETCH = ("read", "shuffle"), "prefetch"
 
 
-def in_order(served: tf.data.Dataset, first: int) -> tf.data.Dataset:
-    """The served (index, batch) pairs as batches in index order from `first` on. A round of the service's
-    round-robin reads holds one batch of each worker, in the order the client lists the workers, which is
-    not theirs: each round is a permutation of consecutive indexes, put back here (in this process)."""
-    signature = served.element_spec[1]
-
-    def ordered() -> Any:
-        waiting, expected = {}, first
-        for index, batch in served:
-            waiting[int(index)] = batch
-            while expected in waiting:
-                found = waiting.pop(expected)
-                yield found if len(found) > 1 else found[0]
-                expected += 1
-
-    return tf.data.Dataset.from_generator(ordered, output_signature=signature if len(signature) > 1
-                                          else signature[0])
-
-
 def _served(plan: Plan) -> tf.data.Dataset:
     """The stream with its per-batch work on the service's workers (a static sharding: worker k of N makes the
-    global batches k, k+N, ...) and read here round-robin: the local stream's batches, in its order."""
+    global batches k, k+N, ...), read here round-robin and put back in order by core/served_stream.py: the
+    local stream's batches, in its order, through a worker's death or restart."""
     if plan.record_order is not None:
         raise ConfigError("a record order cannot be written from the tf.data service's workers")
-    flow = Flow(tf.data.Dataset.range(0))
-    for name, stage in STAGES:
-        if name in _READ_STAGES:
-            flow = stage(flow, plan)
-    first = plan.options.start // plan.global_batch
-    batches = flushed(flow, plan).rebatch(plan.global_batch).enumerate(start=first)
-    mine = batches.shard(tf.data.experimental.SHARD_HINT, tf.data.experimental.SHARD_HINT)
+    job, first = plan.options.service, plan.options.start // plan.global_batch
 
     def one_batch(index: tf.Tensor, records: tf.Tensor) -> tf.data.Dataset:
         batch_plan = dataclasses.replace(plan, batch_start=index * plan.global_batch)
@@ -139,11 +116,39 @@ def _served(plan: Plan) -> tf.data.Dataset:
                 one = stage(one, batch_plan)
         return flushed(one, batch_plan).map(lambda *batch: (index, batch))
 
-    job = plan.options.service
-    served = mine.flat_map(one_batch).repeat().apply(tf.data.experimental.service.distribute(
-        tf.data.experimental.service.ShardingPolicy.HINT, job.dispatcher, job_name=job.name, consumer_index=0,
-        num_consumers=1))  # round-robin reads need an endless dataset: the repeat only says so
-    return dict(STAGES)[_PREFETCH](Flow(in_order(served, first)), plan).dataset
+    def serve(index: int) -> tf.data.Dataset:
+        mine = _serialized_batches(plan, index).shard(tf.data.experimental.SHARD_HINT,
+                                                       tf.data.experimental.SHARD_HINT)
+        return mine.flat_map(one_batch).repeat().apply(tf.data.experimental.service.distribute(
+            tf.data.experimental.service.ShardingPolicy.HINT, job.dispatcher, job_name=f"{job.name}-{index}",
+            consumer_index=0, num_consumers=1))  # round-robin reads need an endless dataset: the repeat says so
+
+    def made_here(index: tf.Tensor, records: tf.Tensor) -> Any:
+        return next(iter(one_batch(index, records)))[1]
+
+    signature = _serialized_batches(plan, first).flat_map(one_batch).element_spec[1]
+    maker = LocalMaker(lambda index: _serialized_batches(plan, index), made_here)
+
+    def batches() -> Any:
+        for batch in ordered_batches(serve, maker, first, job.log):
+            yield batch if len(batch) > 1 else batch[0]
+
+    served = tf.data.Dataset.from_generator(batches, output_signature=signature if len(signature) > 1
+                                            else signature[0])
+    return dict(STAGES)[_PREFETCH](Flow(served), plan).dataset
+
+
+def _serialized_batches(plan: Plan, index: int) -> tf.data.Dataset:
+    """(index, serialized records) of each global batch of the endless order from batch `index` on."""
+    sizes = [shard.num_examples for shard in plan.manifest.splits[plan.split].shards]
+    start = index * plan.global_batch
+    there = dataclasses.replace(plan, options=dataclasses.replace(plan.options, start=start), repeated=plan_repeated(
+        sizes, window=plan.repeated.window, seed=plan.repeated.seed, start=start, folds=plan.options.folds))
+    flow = Flow(tf.data.Dataset.range(0))
+    for name, stage in STAGES:
+        if name in _READ_STAGES:
+            flow = stage(flow, there)
+    return flushed(flow, there).rebatch(plan.global_batch).enumerate(start=index)
 
 
 def stream_start(output_dir: str | os.PathLike, split: str, options: StreamOptions) -> RepeatedStart:

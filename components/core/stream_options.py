@@ -10,7 +10,7 @@ shardflow.core.errors.ConfigError: batch_size must be an integer >= 1, got 0
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import ConfigError
@@ -18,12 +18,30 @@ from .folds import FoldSelection
 from .stream_position import WorkerSlice
 
 
+@dataclass
+class ServiceLog:
+    """What the service did for one stream: batches `served` by the workers, `made_here` for a lost worker,
+    `stale` (made again by a restarted worker, dropped), `jobs` started; `echo` says each event once."""
+
+    echo: Callable[[str], None] = print
+    served: int = 0
+    made_here: int = 0
+    stale: int = 0
+    jobs: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"batches_served": self.served, "batches_made_here": self.made_here,
+                "stale_batches_dropped": self.stale, "jobs": self.jobs, "examples_lost": 0, "examples_repeated": 0}
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServiceJob:
-    """A tf.data service job: the dispatcher's grpc://HOST:PORT and the job's name (one per stream start)."""
+    """A tf.data service job: the dispatcher's grpc://HOST:PORT, the job's name (one per stream start), and
+    the log the stream keeps of what the service did (core/served_stream.py)."""
 
     dispatcher: str
     name: str
+    log: ServiceLog = field(default_factory=ServiceLog, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)

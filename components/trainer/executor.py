@@ -82,7 +82,7 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     to_model = RawToModel(task, _tft_layer(task), raw_pixels=config.model.is_backbone)
     order = _record_order(config, task, placement, global_batch, fresh=not resuming)
     streams = build_streams(task, config.input, global_batch, placement.num_workers, to_model, placement.strategy,
-                            order)
+                            order, echo)
     with precision_policy(config.model.mixed_precision):
         with placement.strategy.scope():
             model = build_model(task, config)  # warm-started before the output is touched: it may be this output's
@@ -143,7 +143,8 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
                 "seed": config.input.seed, "shuffle_window": streams.start_of(0).window}
     record = StreamRecord(storage.join(out.root, CHECKPOINTS), identity, write=placement.is_chief)
     steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress), record, echo)
-    return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps)
+    served = {"data_service": streams.service_log.as_dict()} if streams.service_log else {}
+    return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps, served)
 
 
 def _folds_note(config: TrainerConfig) -> str:
@@ -161,7 +162,7 @@ def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
 
 def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
             to_model: RawToModel, timer: TrainTimer, history: HistoryFile, probe: tuple[float, int], started: float,
-            echo: Callable[[str], None], steps: int) -> dict:
+            echo: Callable[[str], None], steps: int, served: dict) -> dict:
     info = _model_info(config, task, placement, steps)
     export_model(model, to_model, task, info, out.staged(MODEL), placement.is_chief)
     digest = weights_digest(model)
@@ -179,7 +180,7 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
     summary = {"optimizer_steps": steps, "resumed_from_step": timer.resumed_from_step, "weights_sha256": digest,
                "history": history.entries, "input_report": report, "model": model_dir,
                "tensorboard": storage.join(out.root, TENSORBOARD),
-               "seconds": round(time.time() - started, 1), **info.extra}
+               "seconds": round(time.time() - started, 1), **served, **info.extra}
     out.complete(PUBLISHED, summary)  # training.json last
     storage.remove(storage.join(out.root, CHECKPOINTS))  # finished: a rerun with this output trains anew
     last = history.entries[-1] if history.entries else {}

@@ -32,7 +32,7 @@ from ..core import storage
 from ..core.input_stream import DecodeCrop, StreamOptions, build_stream, stream_start
 from ..core.stream_read import RepeatedStart
 from ..core.reader import shard_files
-from ..core.stream_options import ServiceJob
+from ..core.stream_options import ServiceJob, ServiceLog
 from ..core.stream_position import WorkerSlice
 from ..core.tfrecord import CorruptRecordError, iter_records
 from .augment import augment_batch, crop_windows
@@ -69,6 +69,7 @@ class Streams:
     probe: tf.data.Dataset  # the training stream without its shuffle window: what the input probe times
     global_batch: int
     start_of: Callable[[int], RepeatedStart]  # where train_from(step) starts reading
+    service_log: ServiceLog | None = None  # with --data-service: what the service did, over every phase
 
     @property
     def train(self) -> Any:
@@ -77,7 +78,8 @@ class Streams:
 
 def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, num_workers: int,
                   to_model: RawToModel, strategy: tf.distribute.Strategy | None = None,
-                  record_order: Callable[[np.ndarray, np.ndarray], Any] | None = None) -> Streams:
+                  record_order: Callable[[np.ndarray, np.ndarray], Any] | None = None,
+                  echo: Callable[[str], None] = print) -> Streams:
     """The streams of a run whose steps take `global_batch` examples; `strategy` with `num_workers` > 1
     distributes the training stream as each worker's slice of every global batch."""
     train_files = checked_files(task, inputs.train_split)
@@ -85,12 +87,13 @@ def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, n
         check_enough_shards(task, inputs.eval_split, num_workers)
     train_examples = train_example_count(task, inputs)
     weights = task_class_weights(inputs.class_weight, task, inputs.train_split)
+    log = ServiceLog(echo=lambda line: echo(f"train: {line}")) if inputs.data_service else None
 
     def train_from(step: int) -> Any:
         def stream(batch: int, cut: WorkerSlice | None) -> tf.data.Dataset:
             return _stream(task, inputs, inputs.train_split, batch, to_model, training=True, weights=weights,
                            start=step * global_batch, worker_slice=cut, global_batch=global_batch,
-                           record_order=record_order)
+                           record_order=record_order, service_log=log)
 
         if num_workers == 1 or strategy is None:
             return stream(global_batch, None)
@@ -114,7 +117,7 @@ def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, n
         return stream_start(task.train_dir, inputs.train_split, options)
 
     return Streams(train_from, eval_stream, steps, train_examples, eval_examples, train_files, eval_files, probe,
-                   global_batch, start_of)
+                   global_batch, start_of, log)
 
 
 def train_example_count(task: TrainingTask, inputs: InputOptions) -> int:
@@ -141,17 +144,18 @@ def checked_files(task: TrainingTask, split: str) -> list[str]:
     return shard_files(task.train_dir, task.train_manifest, split)
 
 
-def _service_job(inputs: InputOptions, start: int) -> ServiceJob | None:
+def _service_job(inputs: InputOptions, start: int, log: ServiceLog | None) -> ServiceJob | None:
     """A job of its own for each training stream built (a resumed run's starts elsewhere: a new job)."""
-    if inputs.data_service is None:
+    if inputs.data_service is None or log is None:
         return None
-    return ServiceJob(dispatcher=inputs.data_service, name=f"shardflow-train-{uuid.uuid4().hex[:12]}-{start}")
+    return ServiceJob(dispatcher=inputs.data_service, name=f"shardflow-train-{uuid.uuid4().hex[:12]}-{start}",
+                      log=log)
 
 
 def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to_model: RawToModel,
             training: bool, shuffle: bool = True, weights: list[float] | None = None, start: int = 0,
             worker_slice: WorkerSlice | None = None, global_batch: int | None = None,
-            record_order: Callable | None = None) -> tf.data.Dataset:
+            record_order: Callable | None = None, service_log: ServiceLog | None = None) -> tf.data.Dataset:
     """One of the Trainer's streams: its options, its model step, its augmentation (training only).
 
     `batch` is this stream's (a replica's); `global_batch` a step's, which the crop windows are drawn for."""
@@ -163,7 +167,7 @@ def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to
         features=(task.input_name, task.target), decode=tuple(to_model.reader_decodes),
         folds=inputs.train_folds if split == inputs.train_split else None,
         class_weights=tuple(weights) if training and weights is not None else None, input_name=task.input_name,
-        start=start, worker_slice=worker_slice, service=_service_job(inputs, start) if training and shuffle else None)
+        start=start, worker_slice=worker_slice, service=_service_job(inputs, start, service_log))
     augment = _augmentation(inputs, masks=task.kind == "segmentation", cropped=fused) if augmenting else None
     crop = DecodeCrop(task.input_name, _crop_windows(task, inputs, global_batch or batch)) if fused else None
     return build_stream(task.train_dir, split, options, model_step=to_model.training_pair, augment=augment, crop=crop,

@@ -5,42 +5,15 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from helpers_data_service import SHARDFLOW, Servers
 from loopback_server import free_port
 
-SHARDFLOW = str(Path(sys.executable).with_name("shardflow"))
 pytestmark = pytest.mark.cluster
-
-
-class Servers:
-    """Server processes started by the test; every one is killed at the end."""
-
-    def __init__(self, log_dir: Path) -> None:
-        self.log_dir, self.processes = log_dir, {}
-
-    def start(self, name: str, *argv: str) -> subprocess.Popen:
-        log = open(self.log_dir / f"{name}.log", "ab")
-        self.processes[name] = subprocess.Popen([SHARDFLOW, "data-service", *argv], stdout=log, stderr=log)
-        return self.processes[name]
-
-    def wait_for_line(self, name: str, text: str, timeout: float = 120) -> None:
-        deadline = time.time() + timeout
-        while text not in (self.log_dir / f"{name}.log").read_text():
-            assert self.processes[name].poll() is None, (self.log_dir / f"{name}.log").read_text()[-2000:]
-            assert time.time() < deadline, f"{name} never said {text!r}"
-            time.sleep(0.1)
-
-    def stop_all(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
 
 
 @pytest.fixture
