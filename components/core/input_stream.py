@@ -98,6 +98,11 @@ def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptio
 # On the tf.data service, the stages up to the shuffle run in every worker on serialized records (cheap: every
 # worker reads the bytes, as a worker slice does); each global batch's parse..sample weights on one worker.
 _READ_STAGES, _PREFETCH = ("read", "shuffle"), "prefetch"
+# Batches travel as the model takes them, uncompressed: augmented float32 pixels hardly compress, and with
+# tf.data's default ("AUTO": snappy on the worker, undone here) 224-px photos came 246 ex/s through one worker
+# and cost this process 0.52 ms of CPU an example, against 296-322 ex/s and 0.21 ms without (make bench:
+# data_service measures both).
+TRANSFER_COMPRESSION = None
 
 
 def _served(plan: Plan) -> tf.data.Dataset:
@@ -121,7 +126,8 @@ def _served(plan: Plan) -> tf.data.Dataset:
                                                        tf.data.experimental.SHARD_HINT)
         return mine.flat_map(one_batch).repeat().apply(tf.data.experimental.service.distribute(
             tf.data.experimental.service.ShardingPolicy.HINT, job.dispatcher, job_name=f"{job.name}-{index}",
-            consumer_index=0, num_consumers=1))  # round-robin reads need an endless dataset: the repeat says so
+            consumer_index=0, num_consumers=1, compression=TRANSFER_COMPRESSION))  # round-robin reads need an endless
+        # dataset: the repeat only says so
 
     def made_here(index: tf.Tensor, records: tf.Tensor) -> Any:
         return next(iter(one_batch(index, records)))[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ..core.errors import ConfigError
+from ..core.pipeline_flags import expose
 from .config import (AUGMENT_OPS, DEFAULT_SHUFFLE_MB, ExportOptions, FitOptions, InputOptions, ModelOptions,
                      TrainerConfig)
 
@@ -63,9 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                   "replace these flags' (path or URI)")
     add("--train-split", default="train")
     add("--eval-split", default="eval", help="split validated on each epoch ('' for none)")
-    add("--data-service", metavar="grpc://HOST:PORT",
-        help="a tf.data service dispatcher (shardflow data-service): the training batches are made on its workers, "
-             "in the order a local stream makes them")
+    expose(add("--data-service", metavar="grpc://HOST:PORT",
+               help="a tf.data service dispatcher (shardflow data-service): the training batches are made on its "
+                    "workers, in the order a local stream makes them"))
     add("--record-order", metavar="FILE", help="write which examples each step trained on (JSON lines: shard, "
                                                "record, CSV row) to this local file; off by default")
 

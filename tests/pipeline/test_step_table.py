@@ -84,8 +84,9 @@ def test_the_option_check_takes_its_steps_and_labels_from_the_table(tmp_path: Pa
             with pytest.raises(ConfigError) as refused:
                 check_step_options(p, labels)
             assert str(refused.value).startswith(f"{labels[name]}: shardflow {name}: error:"), str(refused.value)
-    p = {**_parameters(tmp_path), "train_options": ["--epohcs", "1"]}  # named as --train-args, not --tune-args
-    with pytest.raises(ConfigError, match=r"^--train-args: shardflow train: error: unknown option --epohcs"):
+    p = {**_parameters(tmp_path), "train_options": ["--epohcs", "1"]}  # named by train's flags, not --tune-args
+    with pytest.raises(ConfigError, match=r"^--data-service/--train-args: shardflow train: error: unknown option "
+                                          r"--epohcs"):
         check_step_options(p)
 
 
