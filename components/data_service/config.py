@@ -4,6 +4,8 @@
 True
 >>> WorkerServerConfig(dispatcher="grpc://dispatcher:5050", port=5051).dispatcher_address
 'dispatcher:5050'
+>>> worker_addresses(2, "worker-{i}.workers:5051")
+('worker-0.workers:5051', 'worker-1.workers:5051')
 >>> WorkerServerConfig(dispatcher="dispatcher", port=5051)
 Traceback (most recent call last):
 ...
@@ -34,6 +36,16 @@ def host_port(name: str, address: str) -> str:
         raise ConfigError(f"{name} must be [grpc://]HOST:PORT, got {address!r}")
     check_port(name, int(match["port"]))
     return f"{match['host']}:{match['port']}"
+
+
+def worker_addresses(count: int | None, template: str | None) -> tuple[str, ...]:
+    """`--workers N --worker-template T`: T with {i} = 0..N-1 (a StatefulSet's pods have such names)."""
+    if count is None and template is None:
+        return ()
+    if count is None or template is None or "{i}" not in template or count < 1:
+        raise ConfigError(f"--workers N (>= 1) and --worker-template with {{i}} go together, got {count!r} and "
+                          f"{template!r}")
+    return tuple(template.replace("{i}", str(i)) for i in range(count))
 
 
 @dataclass(frozen=True, kw_only=True)

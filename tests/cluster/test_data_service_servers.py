@@ -65,6 +65,10 @@ def test_a_dispatcher_restarted_from_its_journal_resumes_the_job(servers: Server
     (["worker", "--dispatcher", "dispatcher"], "--dispatcher must be [grpc://]HOST:PORT, got 'dispatcher'"),
     (["dispatcher", "--port", "70000"], "--port must be a TCP port (1-65535, or 0: any free one), got 70000"),
     (["dispatcher", "--dispatcher", "x:1"], "--dispatcher and --advertise are a worker's flags"),
+    (["dispatcher", "--workers", "2", "--worker-template", "w.workers:5051"],
+     "--workers N (>= 1) and --worker-template with {i} go together, got 2 and 'w.workers:5051'"),
+    (["worker", "--dispatcher", "d:5050", "--workers", "2"],
+     "--journal, --worker, --workers and --worker-template are the dispatcher's flags"),
 ])
 def test_a_wrong_flag_is_one_line_and_exit_2(argv: list[str], says: str) -> None:
     done = subprocess.run([SHARDFLOW, "data-service", *argv], capture_output=True, text=True, timeout=120)

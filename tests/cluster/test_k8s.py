@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import re
 from pathlib import Path
 
 import kubernetes_validate
@@ -53,7 +54,7 @@ def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict
     kinds = sorted({obj["kind"] for obj in rendered})
     assert kinds == ["ConfigMap", "CronJob", "Deployment", "Experiment", "Namespace", "NetworkPolicy",
                      "PersistentVolumeClaim", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount",
-                     "TFJob"]
+                     "StatefulSet", "TFJob"]
 
 
 def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) -> None:
@@ -71,7 +72,7 @@ def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) 
                 failures.append(f"{where}: kind unknown to Kubernetes {K8S_VERSION} and not checked here")
     assert not failures, "\n".join(failures)
     templates = [where for obj in rendered for where, _ in pod_templates(obj)]
-    assert {w.split("/")[0] for w in templates} == {"TFJob", "CronJob", "Experiment", "Deployment"}
+    assert {w.split("/")[0] for w in templates} == {"TFJob", "CronJob", "Experiment", "Deployment", "StatefulSet"}
 
 
 def test_every_container_meets_the_restricted_profile(rendered: list[dict]) -> None:
@@ -207,15 +208,25 @@ def test_the_cronjob_passes_every_pipeline_parameter_without_a_default(rendered:
         assert typed[name].startswith(("/", "s3://", "gs://")), f"{name}={typed[name]!r}"
 
 
-def test_the_tfjob_runs_multi_worker_training(rendered: list[dict]) -> None:
-    (tfjob,) = [obj for obj in rendered if obj["kind"] == "TFJob"]
-    worker = tfjob["spec"]["tfReplicaSpecs"]["Worker"]
-    assert worker["replicas"] >= 2
+def _tfjob(objects: list[dict], served: bool = False) -> dict:
+    """The multi-worker TFJob, or (`served`) the one the tf.data service feeds (tfjob-train-served.yaml)."""
+    (tfjob,) = [o for o in objects if o["kind"] == "TFJob" and o["metadata"]["name"].endswith("-served") == served]
+    return tfjob
+
+
+@pytest.mark.parametrize("served", [False, True])
+def test_the_tfjobs_run_multi_worker_training_or_one_trainer_on_the_data_service(rendered: list[dict],
+                                                                                 served: bool) -> None:
+    worker = _tfjob(rendered, served)["spec"]["tfReplicaSpecs"]["Worker"]
+    assert worker["replicas"] == 1 if served else worker["replicas"] >= 2
     (container,) = worker["template"]["spec"]["containers"]
     assert container["args"][0] == "train"
     parser = argparse.ArgumentParser()
     trainer_cli.add_arguments(parser)
-    config = trainer_cli.config_from_args(parser.parse_args(container["args"][1:]), [])  # validates the options
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    args = [re.sub(r"\$\((\w+)\)", lambda m: env[m[1]], a) for a in container["args"][1:]]  # as the kubelet does
+    config = trainer_cli.config_from_args(parser.parse_args(args), [])  # validates the options
+    assert (config.input.data_service is not None) == served
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts[os.path.dirname(config.export.output)].get("readOnly") is not True, "the model directory is read-only"
 
@@ -256,6 +267,7 @@ def test_overlays_pin_the_image_and_change_the_environment(base: list[dict]) -> 
         assert _namespaces(objects).isdisjoint(_namespaces(base)), f"{overlay} deploys into the base's namespace"
     example = {obj["kind"]: obj for obj in render("overlays/example")}
     original = {obj["kind"]: obj for obj in base}
+    example["TFJob"], original["TFJob"] = _tfjob(render("overlays/example")), _tfjob(base)
     assert example["CronJob"]["metadata"]["name"] == "example-" + original["CronJob"]["metadata"]["name"]
     assert example["CronJob"]["spec"]["schedule"] != original["CronJob"]["spec"]["schedule"]
     tf = "spec.tfReplicaSpecs.Worker"

@@ -3,10 +3,13 @@ only the training pods and the servers. Rendered offline as in test_k8s.py, for 
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
 from k8s_checks import KUSTOMIZATIONS, name_of, render
+
+from shardflow.data_service.config import worker_addresses
 
 
 @pytest.fixture(scope="module", params=KUSTOMIZATIONS)
@@ -53,3 +56,55 @@ def test_only_the_training_pods_reach_the_data_service(rendered: list[dict]) -> 
     assert _data_service_problems(unlabelled) == ["the TFJob's pods are not admitted to the data service"]
     without = [o for o in rendered if o["kind"] != "NetworkPolicy"]
     assert _data_service_problems(without)[0].startswith("no NetworkPolicy selects")
+
+
+def _expanded(container: dict, arg: str) -> str:
+    """An argument with the container's $(VAR) references replaced, as the kubelet does."""
+    env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+    return re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), arg)
+
+
+def _flag(container: dict, name: str) -> str:
+    return next(_expanded(container, a).split("=", 1)[1] for a in container["args"] if a.startswith(f"--{name}="))
+
+
+def _addressing_problems(objects: list[dict]) -> list[str]:
+    """The static sharding's fixed worker list: the dispatcher's must be the StatefulSet's pods, by the
+    names the workers advertise, and the served TFJob must reach the dispatcher's Service."""
+    kinds = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    workers = next(o for o in objects if o["kind"] == "StatefulSet")
+    dispatcher = next(o for o in objects if o["kind"] == "Deployment" and "dispatcher" in o["metadata"]["name"])
+    worker = workers["spec"]["template"]["spec"]["containers"][0]
+    problems = []
+    service = kinds.get(("Service", workers["spec"]["serviceName"]))
+    if service is None or service["spec"].get("clusterIP") != "None":
+        problems.append(f"no headless Service {workers['spec']['serviceName']!r} names the workers")
+    advertised = [_flag(worker, "advertise").replace("$(POD_NAME)", f"{workers['metadata']['name']}-{i}")
+                  for i in range(workers["spec"]["replicas"])]
+    container = dispatcher["spec"]["template"]["spec"]["containers"][0]
+    listed = worker_addresses(int(_flag(container, "workers")), _flag(container, "worker-template"))
+    if list(listed) != advertised:
+        problems.append(f"the dispatcher lists {list(listed)}, the workers advertise {advertised}")
+    dispatcher_service = _flag(worker, "dispatcher").rsplit(":", 1)[0]
+    if ("Service", dispatcher_service) not in kinds:
+        problems.append(f"the workers' dispatcher {dispatcher_service!r} is no Service")
+    for job in (o for o in objects if o["kind"] == "TFJob"):
+        trainer = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+        if any(a.startswith("--data-service=") for a in trainer["args"]):
+            target = _flag(trainer, "data-service").removeprefix("grpc://").rsplit(":", 1)[0]
+            if target != dispatcher_service or job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] != 1:
+                problems.append(f"{name_of(job)} reads {target!r} with "
+                                f"{job['spec']['tfReplicaSpecs']['Worker']['replicas']} workers")
+    return problems
+
+
+def test_the_dispatchers_fixed_workers_are_the_statefulsets_pods(rendered: list[dict]) -> None:
+    assert _addressing_problems(rendered) == []
+    assert any(o["kind"] == "TFJob" and any(a.startswith("--data-service=") for a in o["spec"]["tfReplicaSpecs"][
+        "Worker"]["template"]["spec"]["containers"][0]["args"]) for o in rendered)  # a Trainer is pointed at it
+    more = copy.deepcopy(rendered)
+    next(o for o in more if o["kind"] == "StatefulSet")["spec"]["replicas"] += 1  # the overlay forgot WORKERS
+    assert _addressing_problems(more)[0].startswith("the dispatcher lists")
+    renamed = copy.deepcopy(rendered)
+    next(o for o in renamed if o["kind"] == "StatefulSet")["spec"]["serviceName"] = "elsewhere"
+    assert _addressing_problems(renamed)[0] == "no headless Service 'elsewhere' names the workers"

@@ -31,7 +31,7 @@ def test_tf_serving_serves_the_pipelines_serving_dir_from_the_trainers_volume(re
     assert flags["model_base_path"] == params["serving_dir"]  # where the pipeline's Pusher writes versions
     assert flags.get("enable_model_warmup", "true") == "true"  # replays the infra validator's warm-up file
     # The volume under the serving dir is the claim the TFJob writes its model to (the pipeline's artifacts).
-    (tfjob,) = [obj for obj in rendered if obj["kind"] == "TFJob"]
+    (tfjob,) = [obj for obj in rendered if obj["kind"] == "TFJob" and not obj["metadata"]["name"].endswith("-served")]
     trainer = tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
 
     def claim_at(pod: dict, container: dict, path: str) -> str:
