@@ -4,7 +4,7 @@
 `examples`: a tf.string vector of serialized tf.train.Examples in ExampleGen's raw format (the
 transform graph, when there is one, is inside the model), and returns
 
-- `probabilities`: float32 [N, C] (classification) or [N, H, W, C] (segmentation);
+- `probabilities`: float32 [N, C] (classification) or [N, H, W, C] (segmentation), C = `num_classes`;
 - `class_ids`: int64 [N] or [N, H, W], the arg-max of `probabilities`;
 - for classification with string labels also, as TF Serving's classification outputs (which TFMA
   reads): `classes` tf.string [N, C], the class names (`class_names`, the same in every row),
@@ -16,14 +16,20 @@ and how a raw label becomes a class id, so an evaluator needs nothing but the mo
 and the examples:
 
 - integer labels and masks are class ids already;
-- string labels are looked up in `label_vocabulary`; a string not in it gets the OOV id
-  `len(label_vocabulary)` (Transform's vocabulary with one OOV bucket), so
-  `num_classes == len(label_vocabulary) + 1`.
+- string labels are looked up in `label_vocabulary`; the served classes are the vocabulary
+  (`class_names == label_vocabulary`, `num_classes == len(label_vocabulary)`). A string not in it
+  gets the OOV id `len(label_vocabulary)` (Transform's one OOV bucket): a label unseen in training,
+  which no served output names. `label_classes` is the served classes plus `OOV_CLASS`, the ids an
+  evaluator counts labels in.
 
->>> info = ModelInfo(task="classification", label="y", num_classes=3, class_names=["a", "b", "OOV"],
+>>> info = ModelInfo(task="classification", label="y", num_classes=2, class_names=["a", "b"],
 ...                  label_vocabulary=["a", "b"])
->>> info.class_id_of("b"), info.class_id_of("zebra")
-(1, 2)
+>>> info.class_id_of("b"), info.class_id_of("zebra"), info.label_classes
+(1, 2, ['a', 'b', '<OOV>'])
+
+A model exported before the served classes left out the OOV id served it as its last class
+(`num_classes == len(label_vocabulary) + 1`); such a model is still read, with the same
+`label_classes`, so an earlier run's served model stays a comparable baseline.
 """
 from __future__ import annotations
 
@@ -41,6 +47,8 @@ SERVING_INPUT = "examples"
 IMAGE_SIGNATURE = "serving_image"
 IMAGE_INPUT = "images"
 TASKS = ("classification", "segmentation")
+# The name of the label id past a string label's vocabulary: labels unseen in training, never a served class.
+OOV_CLASS = "<OOV>"
 
 
 @dataclass(frozen=True)
@@ -61,9 +69,16 @@ class ModelInfo:
             raise ValueError(f"num_classes must be an integer >= 2, got {self.num_classes!r}")
         if len(self.class_names) != self.num_classes:
             raise ValueError(f"class_names has {len(self.class_names)} names for {self.num_classes} classes")
-        if self.label_vocabulary is not None and len(self.label_vocabulary) + 1 != self.num_classes:
-            raise ValueError(f"a label vocabulary of {len(self.label_vocabulary)} strings needs "
-                             f"{len(self.label_vocabulary) + 1} classes (one OOV), got {self.num_classes}")
+        size = None if self.label_vocabulary is None else len(self.label_vocabulary)
+        if size is not None and self.num_classes not in (size, size + 1):  # + 1: an export that served OOV
+            raise ValueError(f"a label vocabulary of {size} strings serves {size} classes, got {self.num_classes}")
+
+    @property
+    def label_classes(self) -> list[str]:
+        """The classes a raw label can become: `class_names`, then `OOV_CLASS` for a string label."""
+        if self.label_vocabulary is None or self.num_classes > len(self.label_vocabulary):
+            return list(self.class_names)  # class ids already, or an older export that served OOV itself
+        return [*self.class_names, OOV_CLASS]
 
     def class_id_of(self, raw_label: str | bytes | int) -> int:
         """The class id of one raw label value (string labels through the vocabulary)."""

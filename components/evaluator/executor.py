@@ -81,7 +81,7 @@ def _intervals(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreRes
         return None
     started = time.perf_counter()
     baseline = result.scores.get("baseline")
-    task, classes, scores = candidate.info.task, candidate.info.num_classes, result.scores["candidate"]
+    task, classes, scores = candidate.info.task, len(candidate.info.label_classes), result.scores["candidate"]
     arrays = (_example_arrays(scores), _example_arrays(baseline) if baseline is not None else None)
     draws = (config.bootstrap_resamples, config.bootstrap_seed)
     intervals = bootstrap_intervals(task, classes, *arrays, *draws)
@@ -94,15 +94,15 @@ def _intervals(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreRes
 def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, sizing: BatchSizing,
              issues: IssueOutputs, started: float) -> dict[str, Any]:
     info = candidate.info
-    report = model_report(info.task, result.scores["candidate"], info.class_names, info.label_vocabulary)
-    baseline = (model_report(info.task, result.scores["baseline"], info.class_names, info.label_vocabulary)
+    report = model_report(info.task, result.scores["candidate"], info.label_classes, info.label_vocabulary)
+    baseline = (model_report(info.task, result.scores["baseline"], info.label_classes, info.label_vocabulary)
                 if "baseline" in result.scores else None)
     intervals = _intervals(config, candidate, result)
     return {
         "component": "evaluator", "shardflow_version": __version__, "task": info.task,
         "model": config.model, "baseline_model": config.baseline, GATED_AGAINST: gated_against(config.baseline),
         "examples": config.examples,
-        "split": config.split, "label": info.label, "class_names": info.class_names,
+        "split": config.split, "label": info.label, "class_names": info.label_classes,  # the confusion's ids
         **report,
         "baseline": baseline,
         "deltas": deltas(report, baseline) if baseline else None,

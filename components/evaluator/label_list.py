@@ -71,8 +71,12 @@ def find_issues(task: str, scores: Scores) -> IssueList:
     if probabilities is None:
         raise ShardflowError("no class probabilities were kept while scoring: cannot list label issues")
     labels = scores.example_cells().astype(np.int64) // scores.num_classes
-    found = find_label_issues(labels, probabilities, rule=RULE)
-    return IssueList(found.rows, labels[found.rows], found.suggested, found.self_confidence,
+    # A label unseen in training (the OOV id, past the served classes) has no probability to weigh: those
+    # examples are counted in the report's OOV row, not judged here.
+    seen = np.flatnonzero(labels < probabilities.shape[1])
+    found = find_label_issues(labels[seen], probabilities[seen], rule=RULE)
+    rows = seen[found.rows]
+    return IssueList(rows, labels[rows], found.suggested, found.self_confidence,
                      f"confident learning ({RULE}), ranked by self-confidence, lowest first")
 
 
@@ -138,7 +142,7 @@ def label_issue_outputs(plan: ScoringPlan, scores: Scores, echo: Callable[[str],
     rows, note = example_rows(plan.examples, plan.manifest, plan.split)
     if note:
         echo(f"evaluate: {note}")
-    lines = issue_lines(issues, rows, plan.split, plan.info.class_names)
+    lines = issue_lines(issues, rows, plan.split, plan.info.label_classes)
     top = lines[:SHEET_ISSUES]
     mask = plan.info.label if plan.info.task == "segmentation" else None
     shown = panels(plan.manifest, plan.files, plan.split, [line["position"] for line in top], mask)

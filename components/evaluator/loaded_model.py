@@ -82,7 +82,8 @@ def load_model(path: str, role: str = "model") -> LoadedModel:
 def check_same_labels(candidate: LoadedModel, baseline: LoadedModel) -> None:
     """A baseline is only comparable when it turns the same raw labels into the same class ids."""
     ours, theirs = candidate.info, baseline.info
-    for name in ("task", "label", "num_classes", "label_vocabulary"):
+    # label_classes, not num_classes: a model exported before served classes left out OOV served it too.
+    for name in ("task", "label", "label_classes", "label_vocabulary"):
         if getattr(ours, name) != getattr(theirs, name):
             raise EvaluationError(f"baseline {baseline.path} is not comparable with model {candidate.path}: "
                                   f"{name} {getattr(theirs, name)!r} vs {getattr(ours, name)!r}")

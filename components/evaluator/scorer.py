@@ -10,12 +10,14 @@ no shuffle, no augmentation), keeping each example's serialized bytes. It parses
 and slice columns, and its transform stage turns labels into class ids (string labels through the
 model's vocabulary, unknown strings to the OOV id; masks [H, W, 1] to ids [H, W]); the serialized
 batch itself goes to each model's `serving_default`, which parses and preprocesses the examples
-its own way. Both models score the same batch; per-example confusion cells and log losses are
-added to running tallies, and only each example's few counts are kept (`slicing.Scores`), so
-memory grows by bytes per example, never by pixels: the candidate's class probabilities for label
-issues (4 × C bytes a classified example; a mask's C × 64 histogram counts) included. The batch is sized
-in bytes (`core.batch_memory`): each model is measured on the split's first examples, and a batch
-holds as many examples as the activations budget allows.
+its own way. Labels are counted in the model's `label_classes`: for a string label the served
+classes plus the OOV id, a row of labels unseen in training, which the served model (it answers the
+trained classes only) gives probability 0 and never predicts. Both models score the same batch;
+per-example confusion cells and log losses are added to running tallies, and only each example's
+few counts are kept (`slicing.Scores`), so memory grows by bytes per example, never by pixels: the
+candidate's class probabilities for label issues (4 × C bytes a classified example; a mask's C × 64
+histogram counts) included. The batch is sized in bytes (`core.batch_memory`): each model is measured
+on the split's first examples, and a batch holds as many examples as the activations budget allows.
 """
 from __future__ import annotations
 
@@ -177,18 +179,20 @@ def score_batch(model: LoadedModel, records: tf.Tensor, labels: np.ndarray) -> d
                               f"labels of shape {labels.shape} and {info.num_classes} classes")
     if info.task == "segmentation":
         return {"cells": _pixel_counts(labels, predicted, info.num_classes), "probabilities": probabilities}
-    truth = probabilities[np.arange(len(labels)), labels]
+    classes = len(info.label_classes)
+    # The served model gives a label unseen in training (the OOV id, past its classes) probability 0.
+    truth = np.pad(probabilities, [(0, 0), (0, classes - info.num_classes)])[np.arange(len(labels)), labels]
     # scikit-learn's log loss: probabilities clipped to [eps, 1 - eps] of float32
     losses = -np.log(np.clip(truth, _EPSILON, 1.0 - _EPSILON).astype(np.float64))
     # The probability of the predicted class: what calibration (ECE, the reliability diagram) compares
     # with being right. 4 bytes an example.
     confidences = probabilities[np.arange(len(labels)), predicted].astype(np.float32)
-    return {"cells": labels * info.num_classes + predicted, "losses": losses, "confidences": confidences,
+    return {"cells": labels * classes + predicted, "losses": losses, "confidences": confidences,
             "probabilities": probabilities}
 
 
 def _check_label_range(labels: np.ndarray, plan: ScoringPlan, first: int) -> None:
-    classes = plan.info.num_classes
+    classes = len(plan.info.label_classes)
     if labels.size == 0 or (labels.min() >= 0 and labels.max() < classes):
         return
     flat = labels.reshape(len(labels), -1)
@@ -216,7 +220,7 @@ def _batches(dataset: tf.data.Dataset, plan: ScoringPlan) -> Iterator[dict[str, 
 def score(plan: ScoringPlan, models: dict[str, LoadedModel], batch_size: int,
           echo: Callable[[str], None] = print) -> ScoreResult:
     """Every example of the split through every model once; returns the tallies."""
-    scores = {role: Scores(plan.info.num_classes, plan.slice_by) for role in models}
+    scores = {role: Scores(len(plan.info.label_classes), plan.slice_by) for role in models}
     seen, started = 0, time.perf_counter()
     next_report = started + PROGRESS_SECONDS
     for element in _batches(label_dataset(plan, batch_size), plan):

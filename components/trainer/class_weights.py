@@ -43,4 +43,5 @@ def task_class_weights(text: str | None, task: TrainingTask, train_split: str) -
         raise ConfigError("class_weight 'balanced' needs label counts, which masks do not have in the manifest; "
                           "give explicit weights, e.g. --class-weight 0=1,1=5")
     counts = task.raw_manifest.splits[train_split].label_counts.get(task.target, {}) if spec == "balanced" else {}
-    return class_weight_vector(spec, task.class_names, {str(k): v for k, v in counts.items()})
+    # One weight per softmax unit: a train label unseen in the vocabulary has the OOV id.
+    return class_weight_vector(spec, task.output_names, {str(k): v for k, v in counts.items()})

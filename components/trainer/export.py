@@ -8,9 +8,11 @@ gives exactly the pixels it gave before. Then the same `RawToModel` preprocessin
 training (the tf.Transform graph when there is one) and returns `probabilities` and `class_ids`
 (the contract in `shardflow.core.model_info`); for string labels also `classes` and `scores` (the
 names of the classes and their probabilities, TF Serving's classification outputs that TFMA reads)
-and `predicted_class` (the name of the arg-max class). It is written where the Trainer's `OutputDir` stages
-`model` (locally `MOUT/.staging/model`, renamed into place when published; on an object store the
-final `MOUT/model/` prefix itself, trusted once `training.json` is written), `shardflow_model.json` last.
+and `predicted_class` (the name of the arg-max class). Every output covers the trained classes only:
+a string label's OOV unit is dropped and the rest renormalised (`served_probabilities`). It is
+written where the Trainer's `OutputDir` stages `model` (locally `MOUT/.staging/model`, renamed into
+place when published; on an object store the final `MOUT/model/` prefix itself, trusted once
+`training.json` is written), `shardflow_model.json` last.
 
     export_model(model, to_model, task, info, out.staged("model"), is_chief=True)
     served = tf.saved_model.load("MOUT/model").signatures["serving_default"]
@@ -46,7 +48,8 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
     any_size = to_model.serves_any_size and stored.encoding in CODED  # raw bytes carry no size to read
 
     def predict(image: tf.Tensor) -> dict[str, tf.Tensor]:
-        probabilities = tf.cast(model({name: image}, training=False), tf.float32)
+        softmax = tf.cast(model({name: image}, training=False), tf.float32)
+        probabilities = served_probabilities(softmax, task.num_classes)
         outputs = {"probabilities": probabilities, "class_ids": tf.argmax(probabilities, axis=-1)}
         if names is not None:
             outputs.update(class_name_outputs(names, probabilities, outputs["class_ids"]))
@@ -67,6 +70,21 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
 
         signatures[IMAGE_SIGNATURE] = serve_image.get_concrete_function()
     return signatures
+
+
+def served_probabilities(softmax: tf.Tensor, num_classes: int) -> tf.Tensor:
+    """The first `num_classes` units of the softmax, renormalised to sum to 1 (softmax over their logits).
+
+    The units past them (a string label's OOV id) stand for labels unseen in training: Transform's
+    bookkeeping, not a class to answer. Renormalised, a row is the model's distribution given that the
+    label is a trained class; its arg-max is unchanged unless OOV was the arg-max. A row whose mass is all
+    in the dropped units (underflow) gets 1/K for each class.
+    """
+    if softmax.shape[-1] == num_classes:
+        return softmax
+    trained = softmax[..., :num_classes]
+    total = tf.reduce_sum(trained, axis=-1, keepdims=True)
+    return tf.where(total > 0, tf.math.divide_no_nan(trained, total), 1.0 / num_classes)
 
 
 def class_name_outputs(names: tf.Tensor, probabilities: tf.Tensor, class_ids: tf.Tensor) -> dict[str, tf.Tensor]:

@@ -3,8 +3,9 @@
 A user hook is called as `build_model(features, num_classes, task)` with `features` the manifest's
 FeatureSpecs of what the model receives (the image is the input, named like the feature) and
 `task` "classification" or "segmentation"; it returns a tf-keras Model taking a dict
-`{input_name: float32 [B, H, W, C]}` and giving softmax probabilities. It may compile the model
-itself; an uncompiled model gets Adam and sparse categorical cross-entropy.
+`{input_name: float32 [B, H, W, C]}` and giving softmax probabilities. `num_classes` counts softmax
+units (`task.num_outputs`): a string label's classes plus its OOV id, which the export does not serve.
+It may compile the model itself; an uncompiled model gets Adam and sparse categorical cross-entropy.
 
     model = build_model(task, config)   # warm-started if asked, compiled; call in the strategy scope
 """
@@ -64,7 +65,7 @@ def compile_model(model: keras.Model, task: TrainingTask, config: TrainerConfig,
     """Adam, sparse categorical cross-entropy and the task's metrics (under mixed precision Keras wraps
     the optimizer in a LossScaleOptimizer itself)."""
     model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=keras.losses.SparseCategoricalCrossentropy(),
-                  metrics=training_metrics(task.kind, task.num_classes), jit_compile=config.model.xla)
+                  metrics=training_metrics(task.kind, task.num_outputs), jit_compile=config.model.xla)
 
 
 def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
@@ -77,12 +78,12 @@ def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     if name == "lenet":
         if task.kind != "classification":
             raise ConfigError(f"model 'lenet' classifies images but the target {task.target!r} is a mask; use unet")
-        return lenet(task.input_name, shape, task.num_classes)
+        return lenet(task.input_name, shape, task.num_outputs)
     if name == "unet":
         if task.kind != "segmentation":
             raise ConfigError(f"model 'unet' segments images but the target {task.target!r} is a label; use lenet")
-        return unet(task.input_name, shape, task.num_classes)
-    model = _user_hook(name)(dict(task.train_manifest.features), task.num_classes, task.kind)
+        return unet(task.input_name, shape, task.num_outputs)
+    model = _user_hook(name)(dict(task.train_manifest.features), task.num_outputs, task.kind)
     if not isinstance(model, keras.Model):
         raise ConfigError(f"model hook {name!r} returned {type(model).__name__}, not a tf_keras.Model "
                           "(use `import tf_keras as keras`, not Keras 3)")
@@ -102,7 +103,7 @@ def _backbone_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
         raise ConfigError(f"model {config.model.name!r} segments images but the target {task.target!r} is a label; "
                           f"use {', '.join(BACKBONE_CLASSIFIERS)}")
     build = backbones.unet_on_backbone if segmenter else backbones.classifier
-    return build(spec, task.input_name, shape, task.num_classes, weights, config.model.backbone_alpha)
+    return build(spec, task.input_name, shape, task.num_outputs, weights, config.model.backbone_alpha)
 
 
 def _user_hook(reference: str) -> Callable:

@@ -8,6 +8,10 @@ Three inputs are possible:
 
     task = resolve_task(config.input)
     task.kind, task.input_name, task.target, task.num_classes   # 'classification', 'x', 'y', 10
+
+A string label's model has one softmax unit more than it has classes (`num_outputs`): the OOV id
+that Transform (or the vocabulary table, without Transform) gives a label unseen in the vocabulary.
+The export serves the `num_classes` trained classes only (`export.served_probabilities`).
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from typing import Mapping
 from ..core import storage
 from ..core.errors import ConfigError
 from ..core.manifest import FeatureSpec, Manifest, read_manifest
+from ..core.model_info import OOV_CLASS
 from .config import InputOptions
 
 
@@ -27,7 +32,8 @@ class TrainingTask:
     kind: str  # "classification" | "segmentation"
     input_name: str
     target: str
-    num_classes: int
+    num_classes: int  # the classes trained and served (a string label's vocabulary)
+    num_outputs: int  # the model's softmax units: num_classes, plus the OOV id of a string label
     class_names: list[str]
     label_vocabulary: list[str] | None
     train_dir: str  # the directory whose shards are read in training
@@ -36,6 +42,11 @@ class TrainingTask:
     train_manifest: Manifest
     transform_graph: str | None  # a tft.TFTransformOutput directory, or None
     materialized: bool  # the train_dir shards are already transformed
+
+    @property
+    def output_names(self) -> list[str]:
+        """A name per softmax unit: the classes, then `OOV_CLASS` for the units past them."""
+        return self.class_names + [OOV_CLASS] * (self.num_outputs - self.num_classes)
 
     @property
     def input_spec(self) -> FeatureSpec:
@@ -78,10 +89,10 @@ def _task(inputs: InputOptions, model_side: Manifest, raw: Manifest, raw_dir: st
         raise ConfigError(f"the model input {input_name!r} is not a raw feature of {raw_dir}: "
                           "a custom preprocessing_fn must keep the image feature's name")
     vocabulary = _vocabulary(model_side, target, graph) if graph else _raw_vocabulary(raw, target, inputs)
-    num_classes = inputs.num_classes or _num_classes(model_side, raw, target, vocabulary, kind, inputs)
-    names = _class_names(vocabulary, num_classes)
-    return TrainingTask(kind, input_name, target, num_classes, names, vocabulary, inputs.examples, raw_dir, raw,
-                        model_side if materialized else raw, graph, materialized)
+    num_outputs = inputs.num_classes or _num_classes(model_side, raw, target, vocabulary, kind, inputs)
+    names = _class_names(target, vocabulary, num_outputs)
+    return TrainingTask(kind, input_name, target, len(names), num_outputs, names, vocabulary, inputs.examples,
+                        raw_dir, raw, model_side if materialized else raw, graph, materialized)
 
 
 def choose_target(label: str | None, roles: Mapping[str, str]) -> str:
@@ -143,8 +154,15 @@ def _num_classes(model_side: Manifest, raw: Manifest, target: str, vocabulary: l
     return max(max(ids) + 1, 2)
 
 
-def _class_names(vocabulary: list[str] | None, num_classes: int) -> list[str]:
+def _class_names(target: str, vocabulary: list[str] | None, num_outputs: int) -> list[str]:
+    """The classes served: ids "0".."K-1", or a string label's vocabulary (its OOV id is no class)."""
     if vocabulary is None:
-        return [str(i) for i in range(num_classes)]
-    return vocabulary + ["<OOV>"] * (num_classes - len(vocabulary))
+        return [str(i) for i in range(num_outputs)]
+    if len(vocabulary) < 2:
+        raise ConfigError(f"label {target!r} has {len(vocabulary)} value(s) in its vocabulary {vocabulary}: "
+                          "a classifier needs at least two classes")
+    if num_outputs <= len(vocabulary):
+        raise ConfigError(f"label {target!r}: --num-classes {num_outputs} leaves no room for the vocabulary's "
+                          f"{len(vocabulary)} classes and the OOV id; give {len(vocabulary) + 1} or more, or none")
+    return list(vocabulary)
 

@@ -79,12 +79,12 @@ def segments(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def models(bands: Path, segments: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, keras.Model]]:
     root = tmp_path_factory.mktemp("models")
     ints = ModelInfo(task="classification", label="y", num_classes=3, class_names=["r0", "r3", "r6"])
-    words = ModelInfo(task="classification", label="word", num_classes=4, class_names=[*WORDS, "OOV"],
-                      label_vocabulary=WORDS)
+    words = ModelInfo(task="classification", label="word", num_classes=3, class_names=WORDS,
+                      label_vocabulary=WORDS)  # served: the trained classes only
     seg = ModelInfo(task="segmentation", label="mask", num_classes=4, class_names=SEG_CLASSES)
     two = ModelInfo(task="classification", label="y", num_classes=2, class_names=["r0", "r3"])  # y has 3 values
     made = {"good": (band_model(3, 8), bands, "x", ints), "weak": (band_model(3, 2), bands, "x", ints),
-            "words": (band_model(4, 8), bands, "x", words), "two": (band_model(2, 8), bands, "x", two),
+            "words": (band_model(3, 8), bands, "x", words), "two": (band_model(2, 8), bands, "x", two),
             "seg": (threshold_model((16, 16, 1), (85.5, 170.5)), segments, "image", seg)}
     return {name: (export_model(model, root / name, examples, image, info), model)
             for name, (model, examples, image, info) in made.items()}
@@ -132,8 +132,12 @@ def test_string_labels_go_through_the_vocabulary_with_an_oov_id(tmp_path: Path, 
     info = ModelInfo.from_json(json.loads((path / "shardflow_model.json").read_text()))
     truth = np.array([info.class_id_of(word) for word in data["word"]])
     assert (truth == 3).sum() == ROWS // 20  # the "fish" rows
-    assert_equals_sklearn(metrics, [*WORDS, "OOV"], truth, _predict(model, data["x"]))
-    assert metrics["per_class"]["OOV"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": ROWS // 20}
+    served = _predict(model, data["x"])
+    assert served.shape == (ROWS, 3)  # the served classes; the Evaluator counts labels in one more, <OOV>
+    assert metrics["class_names"] == [*WORDS, "<OOV>"]
+    # The served model gives an unseen label probability 0: scikit-learn on a zero OOV column.
+    assert_equals_sklearn(metrics, [*WORDS, "<OOV>"], truth, np.pad(served, [(0, 0), (0, 1)]))
+    assert metrics["per_class"]["<OOV>"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": ROWS // 20}
 
 
 def test_segmentation_end_to_end_per_class_iou_and_dice(tmp_path: Path, segments: Path, models: dict) -> None:

@@ -67,8 +67,8 @@ def test_balanced_weights_come_from_the_manifest_counts(imbalanced: Path) -> Non
                            fit=FitOptions(epochs=1), export=ExportOptions(output="unused"))
     task = resolve_task(config.input)
     weights = task_class_weights("balanced", task, "train")
-    assert task.class_names == ["common", "rare", "<OOV>"]
-    assert weights == pytest.approx([300 / (2 * 270), 300 / (2 * 30), 1.0])
+    assert task.class_names == ["common", "rare"] and task.output_names == ["common", "rare", "<OOV>"]
+    assert weights == pytest.approx([300 / (2 * 270), 300 / (2 * 30), 1.0])  # one per softmax unit
     assert task_class_weights("rare=4", task, "train") == [1.0, 4.0, 1.0]
     with pytest.raises(ConfigError, match="'bird' is not a class"):
         task_class_weights("bird=2", task, "train")

@@ -192,21 +192,21 @@ def test_serving_returns_class_names_for_string_labels(trained: tuple[Path, dict
     manifest = read_manifest(words)
     records = [r.numpy() for r in tf.data.TFRecordDataset(shard_files(words, manifest, "eval"))]
     served = tf.saved_model.load(str(out / "model")).signatures["serving_default"](examples=tf.constant(records))
-    names = sorted(WORDS) + ["<OOV>"]  # the vocabulary is train's values in sorted order, then the OOV class
+    names = sorted(WORDS)  # the vocabulary is train's values in sorted order; its OOV id is not served
     classes = served["classes"].numpy().astype(str)
     assert classes.shape == (EVAL_ROWS, len(names)) and (classes == np.array(names)).all()
     np.testing.assert_array_equal(served["scores"].numpy(), served["probabilities"].numpy())
+    np.testing.assert_allclose(served["probabilities"].numpy().sum(axis=1), 1.0, atol=1e-6)
     ids = served["probabilities"].numpy().argmax(-1)
     assert served["predicted_class"].numpy().astype(str).tolist() == [names[i] for i in ids]
 
 
 def test_an_unused_oov_class_is_left_out_of_the_tables_and_the_plot(words: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    # band_model's class 3 (the OOV class here) has logit 0 against positive bands: never predicted;
-    # every eval label is in the vocabulary: no support either.
-    info = ModelInfo(task="classification", label="label", num_classes=4, class_names=[*WORDS, "<OOV>"],
-                     label_vocabulary=WORDS)
-    model = export_model(band_model(4, 8), tmp_path / "model", words, "image", info)
+    # The served model never predicts OOV (it serves WORDS only); every eval label is in the
+    # vocabulary: no support either.
+    info = ModelInfo(task="classification", label="label", num_classes=3, class_names=WORDS, label_vocabulary=WORDS)
+    model = export_model(band_model(3, 8), tmp_path / "model", words, "image", info)
     plotted: list[list[str]] = []
     real_plot = evaluator.confusion_matrix_png
 
