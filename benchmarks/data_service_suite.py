@@ -37,8 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .photo_data import ensure_photo_index, ensure_photos
-from .photos_bench import eg_options
+from .photos_bench import photo_examples
 from .suites import parse_size
 
 NAME = "data_service"
@@ -60,18 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("data_service")
     group.add_argument("--ds-rows", type=parse_size, default=3_000, help="photos in the train split (default 3k)")
     group.add_argument("--ds-epochs", type=int, default=3, help="epochs per run; the first is not timed (default 3)")
-
-
-def _examples(work: Path, rows: int) -> Path:
-    from shardflow.example_gen import ExampleGenConfig, IndexSpec
-    from shardflow.example_gen import run as example_gen
-
-    out = work / f"data-service-{rows}" / "examples"
-    if not (out / "manifest.json").is_file():
-        root = ensure_photos(work / "photos")
-        example_gen(ExampleGenConfig(indexes=(IndexSpec(str(ensure_photo_index(root, rows)), "train"),),
-                                     data_root=str(root), output=str(out), **eg_options("jpeg")), echo=lambda _: None)
-    return out
 
 
 class _Servers:
@@ -164,7 +151,7 @@ def _transfer(examples: Path, dispatcher: str, batches: int = 40) -> dict[str, A
 
 def run(args: argparse.Namespace, sizes: Any, work: Path) -> dict[str, Any]:
     del sizes
-    examples = _examples(work, args.ds_rows)
+    examples = photo_examples(work, args.ds_rows, "data-service")
     runs, epochs = work / "data-service-runs", args.ds_epochs
     model = work / "cheap_model.py"
     model.write_text(CHEAP_MODEL)

@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from shardflow.core.process_defaults import apply_process_defaults
 
@@ -49,6 +50,22 @@ def photo_loop(rows: Rows, data_root: str, path: str, storage: str) -> int:
                 payload = resized.tobytes()
             writer.write(serialize_example(tf, payload, label))
     return len(rows)
+
+
+def photo_examples(work: Path, rows: int, name: str) -> Path:
+    """`rows` of the benchmark photos through ExampleGen as 224-px JPEG (`--storage jpeg`), once, under
+    work/<name>-<rows>/examples."""
+    from shardflow.example_gen import ExampleGenConfig, IndexSpec
+    from shardflow.example_gen import run as example_gen
+
+    from .photo_data import ensure_photo_index, ensure_photos
+
+    out = work / f"{name}-{rows}" / "examples"
+    if not (out / "manifest.json").is_file():
+        root = ensure_photos(work / "photos")
+        example_gen(ExampleGenConfig(indexes=(IndexSpec(str(ensure_photo_index(root, rows)), "train"),),
+                                     data_root=str(root), output=str(out), **eg_options("jpeg")), echo=lambda _: None)
+    return out
 
 
 def eg_options(storage: str) -> dict[str, tuple]:

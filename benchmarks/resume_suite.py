@@ -26,8 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .photo_data import ensure_photo_index, ensure_photos
-from .photos_bench import eg_options
+from .photos_bench import photo_examples
 from .suites import parse_size
 
 NAME = "resume"
@@ -39,18 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("resume")
     group.add_argument("--resume-rows", type=parse_size, default=20_000, help="photos in the split (default 20k)")
     group.add_argument("--resume-repeats", type=int, default=3, help="rounds (default 3)")
-
-
-def _examples(work: Path, rows: int) -> Path:
-    from shardflow.example_gen import ExampleGenConfig, IndexSpec
-    from shardflow.example_gen import run as example_gen
-
-    out = work / f"resume-{rows}" / "examples"
-    if not (out / "manifest.json").is_file():
-        root = ensure_photos(work / "photos")
-        example_gen(ExampleGenConfig(indexes=(IndexSpec(str(ensure_photo_index(root, rows)), "train"),),
-                                     data_root=str(root), output=str(out), **eg_options("jpeg")), echo=lambda _: None)
-    return out
 
 
 def _training_stream(examples: Path, step: int) -> Any:
@@ -94,7 +81,7 @@ def _iterator_checkpoint(examples: Path, step: int, work: Path) -> dict[str, flo
 
 def run(args: argparse.Namespace, sizes: Any, work: Path) -> dict[str, Any]:
     del sizes
-    examples = _examples(work, args.resume_rows)
+    examples = photo_examples(work, args.resume_rows, "resume")
     streams, task = _training_stream(examples, 0)
     steps = [int(streams.steps_per_epoch * f) for f in FRACTIONS]
     seconds: dict[int, list[float]] = {step: [] for step in steps}

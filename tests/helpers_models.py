@@ -99,3 +99,20 @@ def small(features, num_classes, task):
     pooled = keras.layers.GlobalAveragePooling2D()(keras.layers.AveragePooling2D(8)(inputs))
     return keras.Model(inputs, keras.layers.Dense(num_classes, activation="softmax")(pooled))
 '''
+
+
+def small_photo_examples(folder: Path, rows: int, min_shards: int) -> Path:
+    """`rows` rows over 48 benchmark photos (benchmarks/photo_data.py) through ExampleGen as 224-px RGB JPEG,
+    in folder/examples, with SMALL_PHOTO_MODEL beside it as folder/small_model.py (function `small`)."""
+    from benchmarks.photo_data import ensure_photo_index, ensure_photos
+    from shardflow.example_gen import ExampleGenConfig, IndexSpec
+    from shardflow.example_gen import run as example_gen
+
+    root = ensure_photos(folder / "photos", count=48)
+    out = folder / "examples"
+    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(ensure_photo_index(root, rows)), "train"),),
+                                 data_root=str(root), output=str(out), resize=(("*", (224, 224)),),
+                                 channels=(("*", "rgb"),), storage=(("*", "jpeg"),), min_shards=min_shards),
+                echo=lambda _: None)
+    (folder / "small_model.py").write_text(SMALL_PHOTO_MODEL)
+    return out

@@ -46,7 +46,7 @@ from .model_builder import build_model
 from .outputs import CHECKPOINTS, CURVES, HISTORY_NAME, MODEL, SUMMARY_NAME, TENSORBOARD
 from .training_loop import fit_phases
 from .progress import StepProgress
-from .reports import plot_curves, probe_input_rate, write_input_report, write_rate_scalars
+from .reports import plot_curves, probe_input_rate, probe_step_rate, write_input_report, write_rate_scalars
 from .task import TrainingTask, resolve_task
 
 # Published by a finished run, before the marker. history.json and checkpoints/ are not: they must
@@ -143,8 +143,7 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
                 "seed": config.input.seed, "shuffle_window": streams.start_of(0).window}
     record = StreamRecord(storage.join(out.root, CHECKPOINTS), identity, write=placement.is_chief)
     steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress), record, echo)
-    served = {"data_service": streams.service_log.as_dict()} if streams.service_log else {}
-    return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps, served)
+    return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps, streams)
 
 
 def _folds_note(config: TrainerConfig) -> str:
@@ -162,7 +161,7 @@ def _tft_layer(task: TrainingTask) -> keras.layers.Layer | None:
 
 def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
             to_model: RawToModel, timer: TrainTimer, history: HistoryFile, probe: tuple[float, int], started: float,
-            echo: Callable[[str], None], steps: int, served: dict) -> dict:
+            echo: Callable[[str], None], steps: int, streams: Streams) -> dict:
     info = _model_info(config, task, placement, steps)
     export_model(model, to_model, task, info, out.staged(MODEL), placement.is_chief)
     digest = weights_digest(model)
@@ -170,17 +169,25 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
                        {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})
     if not placement.is_chief:
         return {"optimizer_steps": steps, "weights_sha256": digest}
+    step_rate = None if placement.num_workers > 1 else (  # one process's step: what the service would feed
+        lambda: probe_step_rate(model, next(iter(streams.probe)), timer.global_batch))
     report = write_input_report(out.staged("input_report.json"), probe[0], timer.steady_rate(), {
         "global_batch": timer.global_batch,
-        "probe_batches": probe[1], "epochs": timer.epochs, "strategy": placement.kind})
+        "probe_batches": probe[1], "epochs": timer.epochs, "strategy": placement.kind}, step_rate)
     write_rate_scalars(storage.join(out.root, TENSORBOARD, "input"), report, timer.epochs, steps)
+    if "service_workers_needed" in report:
+        echo(f"train: input-bound: the input alone reads {report['input_examples_per_second']:,.0f} ex/s, the model's "
+             f"step alone takes {report['step_examples_per_second']:,.0f}; {report['service_workers_needed']} tf.data "
+             f"service worker(s) as fast as this node would feed it (--data-service, docs/data-service.md)")
     if history.entries:
         plot_curves(history.entries, out.staged(CURVES))
     model_dir = storage.join(out.root, MODEL)
     summary = {"optimizer_steps": steps, "resumed_from_step": timer.resumed_from_step, "weights_sha256": digest,
                "history": history.entries, "input_report": report, "model": model_dir,
                "tensorboard": storage.join(out.root, TENSORBOARD),
-               "seconds": round(time.time() - started, 1), **served, **info.extra}
+               "seconds": round(time.time() - started, 1), **info.extra}
+    if streams.service_log is not None:
+        summary["data_service"] = streams.service_log.as_dict()
     out.complete(PUBLISHED, summary)  # training.json last
     storage.remove(storage.join(out.root, CHECKPOINTS))  # finished: a rerun with this output trains anew
     last = history.entries[-1] if history.entries else {}

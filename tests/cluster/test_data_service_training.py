@@ -74,3 +74,19 @@ def test_a_service_option_that_cannot_work_is_one_line(digits_examples: Path, tm
     done = subprocess.run([SHARDFLOW, "train", "--examples", str(digits_examples), "--output", str(tmp_path / "m"),
                            "--epochs", "1", *extra], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr == f"shardflow train: error: {says}\n"
+
+
+def test_a_python_function_in_the_workers_part_is_refused_before_any_job(digits_examples: Path) -> None:
+    import tensorflow as tf
+
+    from shardflow.core.errors import ConfigError
+
+    def step(batch: dict) -> tuple:
+        return tf.py_function(lambda pixels: pixels, [batch["x"]], tf.uint8), batch["y"]
+
+    options = StreamOptions(batch_size=8, repeat=True, seed=1, service=ServiceJob(dispatcher="grpc://localhost:1",
+                                                                                 name="python"))
+    with pytest.raises(ConfigError, match=r"^the training stream calls Python \(EagerPyFunc\), which cannot run on "
+                                          r"a tf.data service worker"):
+        build_stream(digits_examples, "train", options, model_step=step)  # no dispatcher there: never asked
+    build_stream(digits_examples, "train", options, model_step=lambda batch: (batch["x"], batch["y"]))

@@ -19,11 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.photo_data import ensure_photo_index, ensure_photos
-from helpers_models import SMALL_PHOTO_MODEL, free_ports
+from helpers_models import free_ports, small_photo_examples
 from helpers_processes import wait_for
-from shardflow.example_gen import ExampleGenConfig, IndexSpec
-from shardflow.example_gen import run as example_gen
 from shardflow.trainer.record_order import read_order
 
 pytestmark = pytest.mark.pipeline
@@ -146,14 +143,7 @@ def test_a_worker_count_that_cannot_share_the_global_batch_is_refused(digits_exa
 
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = ensure_photos(tmp_path_factory.mktemp("photos"), count=48)
-    out = root.parent / "examples"
-    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(ensure_photo_index(root, 96)), "train"),),
-                                 data_root=str(root), output=str(out), resize=(("*", (224, 224)),),
-                                 channels=(("*", "rgb"),), storage=(("*", "jpeg"),), min_shards=3),
-                echo=lambda _: None)
-    (root.parent / "small_model.py").write_text(SMALL_PHOTO_MODEL)
-    return out
+    return small_photo_examples(tmp_path_factory.mktemp("photos"), rows=96, min_shards=3)
 
 
 def test_photos_with_augmentation_resume_to_the_same_weights(photos: Path, tmp_path: Path) -> None:
