@@ -10,12 +10,14 @@ and a subprocess's own peak memory.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -92,3 +94,11 @@ def run_with_peak_rss(command: list[str]) -> PeakRun:
     done = subprocess.run([sys.executable, "-c", _PEAK_OF, *command], env=env, capture_output=True, text=True)
     *lines, peak = done.stderr.rstrip("\n").split("\n")
     return PeakRun(done.returncode, int(peak), done.stdout, "\n".join(lines))
+
+
+def backed_up_step(model: Path) -> int:
+    """The step a Trainer output's last whole backup resumes at (checkpoints/stream.json), -1 before the first."""
+    try:
+        return json.loads((model / "checkpoints" / "stream.json").read_text())["step"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return -1

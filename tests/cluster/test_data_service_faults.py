@@ -3,6 +3,7 @@ dispatcher is: the batches stay the local stream's, in its order; the stream's l
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from helpers_data_service import SHARDFLOW, Servers
+from helpers_processes import backed_up_step, wait_for
 
 from shardflow.core.input_stream import StreamOptions, build_stream
 from shardflow.core.stream_options import ServiceJob, ServiceLog
@@ -104,3 +106,16 @@ def test_training_through_a_dispatcher_restarted_from_its_journal_ends_with_the_
     summary = _finished(training, tmp_path / "m", said)
     assert summary["weights_sha256"] == local_run["weights_sha256"]
     assert summary["data_service"]["batches_made_here"] == 0
+
+
+def test_a_trainer_killed_on_the_service_resumes_there_to_the_local_weights(
+        servers: Servers, digits_examples: Path, local_run: dict, tmp_path: Path) -> None:
+    target, _ = servers.static(2)
+    out, said = tmp_path / "m", []
+    training = _training(digits_examples, out, "--data-service", target, "--checkpoint-every", "1")
+    wait_for(lambda: backed_up_step(out) >= 100, training, 600, "a backup at step 100")  # mid-epoch 3 of 8
+    training.send_signal(signal.SIGKILL)
+    training.wait()
+    summary = _finished(_training(digits_examples, out, "--data-service", target), out, said)
+    assert summary["resumed_from_step"] >= 100
+    assert summary["weights_sha256"] == local_run["weights_sha256"]

@@ -21,6 +21,7 @@ import pytest
 from google.protobuf import json_format
 from kfp import dsl
 
+from helpers_processes import backed_up_step
 from shardflow.pipelines.local_dag import Artifact  # noqa: F401  (the outputs' type, read below)
 from shardflow.pipelines.local_executor_io import executor_input, task_outputs
 from shardflow.pipelines.local_worker import StepWorker
@@ -153,14 +154,6 @@ def _run_command(data: Path, out: Path) -> list[str]:
             "--threshold", "accuracy>=0.5"]
 
 
-def _backed_up_step(model: Path) -> int:
-    """The step of the train step's last whole backup (checkpoints/stream.json), -1 before the first."""
-    try:
-        return json.loads((model / "checkpoints" / "stream.json").read_text())["step"]
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        return -1
-
-
 def _training(run_dir: Path) -> dict:
     return json.loads((run_dir / "train" / "model" / "training.json").read_text())
 
@@ -173,7 +166,7 @@ def test_a_sigkilled_train_is_one_line_and_a_rerun_resumes(demo_data: Path, tmp_
     deadline, log = time.monotonic() + 600, None
     while time.monotonic() < deadline and run.poll() is None:
         log = _train_log(out)  # the step's process is named there; its backups are beside it
-        if log and "in process" in log.read_text() and _backed_up_step(log.parent.parent / "train" / "model") >= 1:
+        if log and "in process" in log.read_text() and backed_up_step(log.parent.parent / "train" / "model") >= 1:
             break
         time.sleep(0.05)
     assert log is not None and run.poll() is None, "the run ended before its train step could be killed"

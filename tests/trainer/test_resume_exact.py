@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from helpers_models import free_ports, small_photo_examples
-from helpers_processes import wait_for
+from helpers_processes import backed_up_step, wait_for
 from shardflow.trainer.record_order import read_order
 
 pytestmark = pytest.mark.pipeline
@@ -30,14 +30,6 @@ def _command(examples: Path, out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "shardflow", "train", "--examples", str(examples), "--output", str(out),
             "--deterministic", "--seed", "0", "--eval-split", "", "--input-probe-batches", "1",
             "--checkpoint-every", "1", "--record-order", str(out.parent / f"{out.name}.order.jsonl"), *extra]
-
-
-def backed_up_step(out: Path) -> int:
-    """The step the last whole backup resumes at (checkpoints/stream.json), -1 before the first."""
-    try:
-        return json.loads((out / "checkpoints" / "stream.json").read_text())["step"]
-    except (FileNotFoundError, json.JSONDecodeError):
-        return -1
 
 
 def _kill_after(commands: list[tuple[list[str], dict]], out: Path, step: int) -> None:
