@@ -103,6 +103,10 @@ _READ_STAGES, _PREFETCH = ("read", "shuffle"), "prefetch"
 # and cost this process 0.52 ms of CPU an example, against 296-322 ex/s and 0.21 ms without (make bench:
 # data_service measures both).
 TRANSFER_COMPRESSION = None
+# Batches a worker makes ahead of the round asked for: without it a worker starts a batch only when asked,
+# and the Trainer waited: a pinned LeNet trained at 164.7 ex/s through one worker, 193.6 with 2 ahead (its
+# own core 99 % busy). Costs 2 batches of the worker's memory (2 × 19 MB for 32 224-px float32 photos).
+WORKER_READ_AHEAD = 2
 _PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}  # tf.py_function, tf.numpy_function
 
 
@@ -125,7 +129,7 @@ def _served(plan: Plan) -> tf.data.Dataset:
     def serve(index: int) -> tf.data.Dataset:
         mine = _serialized_batches(plan, index).shard(tf.data.experimental.SHARD_HINT,
                                                        tf.data.experimental.SHARD_HINT)
-        return mine.flat_map(one_batch).repeat().apply(tf.data.experimental.service.distribute(
+        return mine.flat_map(one_batch).prefetch(WORKER_READ_AHEAD).repeat().apply(tf.data.experimental.service.distribute(
             tf.data.experimental.service.ShardingPolicy.HINT, job.dispatcher, job_name=f"{job.name}-{index}",
             consumer_index=0, num_consumers=1, compression=TRANSFER_COMPRESSION))  # round-robin reads need an endless
         # dataset: the repeat only says so

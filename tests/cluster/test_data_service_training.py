@@ -90,3 +90,20 @@ def test_a_python_function_in_the_workers_part_is_refused_before_any_job(digits_
                                           r"a tf.data service worker"):
         build_stream(digits_examples, "train", options, model_step=step)  # no dispatcher there: never asked
     build_stream(digits_examples, "train", options, model_step=lambda batch: (batch["x"], batch["y"]))
+
+
+def test_two_workers_serve_every_train_example_exactly_once_a_pass(service: str, digits_examples: Path) -> None:
+    import tensorflow as tf
+
+    from shardflow.core.input_stream import SERIALIZED
+    from shardflow.core.manifest import read_manifest
+    from shardflow.core.reader import shard_files
+
+    manifest = read_manifest(digits_examples)
+    stored = sorted(r.numpy() for r in tf.data.TFRecordDataset(shard_files(digits_examples, manifest, "train"),
+                                                               compression_type=manifest.compression or None))
+    options = StreamOptions(batch_size=32, shuffle_mb=0.05, seed=9, repeat=True, keep_serialized=True,
+                            service=ServiceJob(dispatcher=service, name="once"))
+    batches = build_stream(digits_examples, "train", options).take(-(-len(stored) // 32))
+    served = [record for batch in batches for record in batch[SERIALIZED].numpy()][:len(stored)]  # pass 1
+    assert sorted(served) == stored  # by the records' own bytes: each stored example once, none twice
