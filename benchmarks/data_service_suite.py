@@ -78,6 +78,7 @@ class _Servers:
         return f"grpc://localhost:{self.port}"
 
     def __exit__(self, *exc: object) -> None:
+        self.worker_peak_rss = _peak_rss(self.processes[1].pid)
         for process in self.processes:
             process.kill()
             process.wait()
@@ -87,6 +88,14 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("localhost", 0))
         return probe.getsockname()[1]
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident set so far, in bytes (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -100,17 +109,19 @@ def _train(examples: Path, out: Path, epochs: int, *extra: str) -> dict[str, Any
             "--epochs", str(epochs), "--batch-size", str(BATCH), "--deterministic", "--augment", AUGMENT,
             "--input-probe-batches", "1", "--eval-split", "", *extra]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    marks, said = [], []
+    marks, said, peak = [], [], 0
     for line in _lines(process):
         said.append(line)
         if line.startswith("train: epoch ") and " steps in " in line:
             marks.append(_cpu_seconds(process.pid))
+            peak = _peak_rss(process.pid)  # after the last epoch's line: training's peak, export's excluded
     if process.wait() != 0:
         raise RuntimeError("".join(said)[-2000:])
     summary = json.loads((out / "training.json").read_text())
     trained = (epochs - 1) * summary["optimizer_steps"] // epochs * BATCH
     return {"rate": summary["input_report"]["training_examples_per_second"], "examples_timed": trained,
-            "cpu_s": round(marks[-1] - marks[0], 2), "data_service": summary.get("data_service")}
+            "cpu_s": round(marks[-1] - marks[0], 2), "peak_rss_bytes": peak,
+            "data_service": summary.get("data_service")}
 
 
 def _lines(process: subprocess.Popen) -> Iterator[str]:
@@ -157,8 +168,11 @@ def run(args: argparse.Namespace, sizes: Any, work: Path) -> dict[str, Any]:
     model.write_text(CHEAP_MODEL)
     result: dict[str, Any] = {"rows": args.ds_rows, "epochs": epochs, "batch": BATCH, "augment": AUGMENT}
     result["local"] = _train(examples, runs / "local", epochs)
-    with _Servers(work, core=1) as target:
+    servers = _Servers(work, core=1)
+    with servers as target:
         result["offload"] = _train(examples, runs / "offload", epochs, "--data-service", target)
+    result["offload"]["worker_peak_rss_bytes"] = servers.worker_peak_rss
+    with _Servers(work, core=1) as target:
         result["transfer"] = _transfer(examples, target)
     with _Servers(work, core=0) as target:
         result["shared"] = _train(examples, runs / "shared", epochs, "--data-service", target)
@@ -184,12 +198,15 @@ def markdown(result: dict[str, Any]) -> str:
             ("cheap model, worker on core 1", "cpu_offload")]
     lines = [f"{result['rows']:,} 224-px JPEG photos, batches of {result['batch']}, `--augment {result['augment']}`, "
              f"{result['epochs']} epochs (the first not timed).", "",
-             "| run | training ex/s | Trainer CPU s (timed epochs) | ex timed |", "|---|---:|---:|---:|"]
+             "| run | training ex/s | Trainer CPU s (timed epochs) | ex timed | Trainer peak RSS |",
+             "|---|---:|---:|---:|---:|"]
     for label, key in rows:
         run_ = result[key]
-        lines.append(f"| {label} | {run_['rate']:,.1f} | {run_['cpu_s']} | {run_['examples_timed']:,} |")
+        lines.append(f"| {label} | {run_['rate']:,.1f} | {run_['cpu_s']} | {run_['examples_timed']:,} | "
+                     f"{run_['peak_rss_bytes']:,} bytes |")
     t, r = result["transfer"], result["ratios"]
-    lines += ["", f"What travels: {', '.join(t['dtypes'])}, {t['bytes']:,} bytes an example. The served stream read "
+    lines += ["", f"The worker's peak RSS in the LeNet run: {result['offload']['worker_peak_rss_bytes']:,} bytes.",
+              f"What travels: {', '.join(t['dtypes'])}, {t['bytes']:,} bytes an example. The served stream read "
                   "alone on core 0, one worker on core 1: " + "; ".join(
                       f"compression {k}: {v['ex_per_s']:,} ex/s, {v['client_cpu_ms_per_ex']} ms of the reader's CPU "
                       "an example" for k, v in t["compression"].items()) + " (the stream uses None).",
