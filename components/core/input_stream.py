@@ -98,10 +98,9 @@ def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptio
 # On the tf.data service, the stages up to the shuffle run in every worker on serialized records (cheap: every
 # worker reads the bytes, as a worker slice does); each global batch's parse..sample weights on one worker.
 _READ_STAGES, _PREFETCH = ("read", "shuffle"), "prefetch"
-# Batches travel as the model takes them, uncompressed: augmented float32 pixels hardly compress, and with
-# tf.data's default ("AUTO": snappy on the worker, undone here) 224-px photos came 246 ex/s through one worker
-# and cost this process 0.52 ms of CPU an example, against 296-322 ex/s and 0.21 ms without (make bench:
-# data_service measures both).
+# Batches travel as the model takes them, uncompressed: augmented float32 pixels hardly compress, and tf.data's
+# default ("AUTO": snappy on the worker, undone here) cost this process 0.548 ms of CPU an example against 0.304
+# without, for the same rate through one worker (340 vs 347 ex/s; make bench, data_service, quiet machine).
 TRANSFER_COMPRESSION = None
 # Batches a worker makes ahead of the round asked for: without it a worker starts a batch only when asked,
 # and the Trainer waited: a pinned LeNet trained at 164.7 ex/s through one worker, 193.6 with 2 ahead (its
