@@ -95,19 +95,16 @@ def test_the_served_model_answers_original_jpegs_with_the_evaluators_classes(pho
     for data, pixels in zip(originals, stored):
         in_graph = canonical_pixels(tf.constant(data), tuple(pixels.shape), exif=True)
         assert np.abs(in_graph.numpy().astype(int) - pixels.numpy().astype(int)).max() <= 1
+    # The stored pixels themselves, as PNG files (no resize left to round): exactly the Evaluator's classes.
+    as_png = served.signatures["serving_image"](images=tf.constant([tf.io.encode_png(p).numpy() for p in stored]))
+    np.testing.assert_array_equal(as_png["class_ids"].numpy(), scored)
     from_files = served.signatures["serving_image"](images=tf.constant(originals))
     as_files = from_files["class_ids"].numpy()
     in_examples = served.signatures["serving_default"](examples=tf.constant([_example(d) for d in originals]))
-    # Not equality: that 1 grey level still moves this briefly trained model's probabilities (up to 0.18 in
-    # one measured run), so an answer near a tie may flip, and only one near a tie: the flipped answers'
-    # top two probabilities are within twice that. (Counting flips instead failed once in CI: 4 of 32, each
-    # near a tie; JPEG storage left ~2.4 levels on average, up to 32.) The exact check is the next one: the
-    # same bytes through both signatures.
-    top_two = np.sort(from_files["probabilities"].numpy(), axis=-1)[:, -2:]
-    margins = top_two[:, 1] - top_two[:, 0]
-    assert (margins[as_files != scored] <= 0.36).all(), margins[as_files != scored]
+    # From the original files the pixels differ by that 1 grey level, which moves this briefly trained
+    # model's answers near a tie (measured: up to 4 of 32 flipped, margins up to 0.49): most stay.
     assert (as_files == scored).mean() >= 0.75
-    np.testing.assert_array_equal(in_examples["class_ids"].numpy(), as_files)
+    np.testing.assert_array_equal(in_examples["class_ids"].numpy(), as_files)  # the same bytes, both signatures
 
 
 def _example(data: bytes) -> bytes:
