@@ -134,7 +134,8 @@ def test_compile_checks_what_it_bakes_and_bakes_the_target_kinds_default(masks: 
                                           r"threshold 'accuracy>=0.5'"):
         compile_pipeline(tmp_path / "q.yaml", GOLDEN_IMAGE, params={**where, "eval_thresholds": '["accuracy>=0.5"]'})
     # Without an index readable here (a cluster's paths), the step options are still checked.
-    with pytest.raises(ConfigError, match=r"^train_options: shardflow train: error: unknown option --epohcs"):
+    with pytest.raises(ConfigError, match=r"^data_service/train_options: shardflow train: error: unknown option "
+                                          r"--epohcs"):
         compile_pipeline(tmp_path / "r.yaml", GOLDEN_IMAGE, params={"train_options": '["--epohcs", "3"]'})
     assert not (tmp_path / "q.yaml").exists() and not (tmp_path / "r.yaml").exists()
 
