@@ -128,10 +128,10 @@ def _served(plan: Plan) -> tf.data.Dataset:
     def serve(index: int) -> tf.data.Dataset:
         mine = _serialized_batches(plan, index).shard(tf.data.experimental.SHARD_HINT,
                                                        tf.data.experimental.SHARD_HINT)
-        return mine.flat_map(one_batch).prefetch(WORKER_READ_AHEAD).repeat().apply(tf.data.experimental.service.distribute(
+        endless = mine.flat_map(one_batch).prefetch(WORKER_READ_AHEAD).repeat()  # round-robin reads need one
+        return endless.apply(tf.data.experimental.service.distribute(
             tf.data.experimental.service.ShardingPolicy.HINT, job.dispatcher, job_name=f"{job.name}-{index}",
-            consumer_index=0, num_consumers=1, compression=TRANSFER_COMPRESSION))  # round-robin reads need an endless
-        # dataset: the repeat only says so
+            consumer_index=0, num_consumers=1, compression=TRANSFER_COMPRESSION))
 
     def made_here(index: tf.Tensor, records: tf.Tensor) -> Any:
         return next(iter(one_batch(index, records)))[1]
@@ -163,10 +163,9 @@ def _refuse_python(dataset: tf.data.Dataset) -> None:
 
 def _serialized_batches(plan: Plan, index: int) -> tf.data.Dataset:
     """(index, serialized records) of each global batch of the endless order from batch `index` on."""
-    sizes = [shard.num_examples for shard in plan.manifest.splits[plan.split].shards]
     start = index * plan.global_batch
     there = dataclasses.replace(plan, options=dataclasses.replace(plan.options, start=start), repeated=plan_repeated(
-        sizes, window=plan.repeated.window, seed=plan.repeated.seed, start=start, folds=plan.options.folds))
+        plan.shard_sizes, window=plan.repeated.window, seed=plan.repeated.seed, start=start, folds=plan.options.folds))
     flow = Flow(tf.data.Dataset.range(0))
     for name, stage in STAGES:
         if name in _READ_STAGES:
@@ -208,9 +207,8 @@ def _read(flow: Flow, plan: Plan) -> Flow:
     options, compression = plan.options, plan.manifest.compression
     if plan.repeated is not None:
         return Flow(repeated_read(plan.files, compression, plan.repeated, with_ids=plan.record_order is not None))
-    sizes = [shard.num_examples for shard in plan.manifest.splits[plan.split].shards]
     return Flow(record_chunks(plan.files, compression, _window(plan), options.seed, options.deterministic,
-                               folds=options.folds, shard_sizes=sizes))
+                               folds=options.folds, shard_sizes=plan.shard_sizes))
 
 
 def _shuffle(flow: Flow, plan: Plan) -> Flow:

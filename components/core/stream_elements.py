@@ -52,6 +52,11 @@ class Plan:
         return self.options.start if self.batch_start is None else self.batch_start
 
     @property
+    def shard_sizes(self) -> list[int]:
+        """The split's records per shard, in the manifest's order."""
+        return [shard.num_examples for shard in self.manifest.splits[self.split].shards]
+
+    @property
     def global_batch(self) -> int:
         """The examples of one step of all the stream's consumers (this stream's batch without a slice)."""
         cut = self.options.worker_slice
