@@ -121,9 +121,9 @@ def evaluate(model: Input[Model], examples: Input[Dataset], baseline: str, servi
     from shardflow.pipelines.ui_pages import page_from_files
 
     with reported_step():
-        reference = step_bodies.resolve_model_reference(baseline, serving_dir)
-        result = step_bodies.evaluate(os.path.join(model.path, "model"), examples.path, reference, flags, options,
-                                      evaluation.path)
+        candidate = os.path.join(model.path, "model")
+        reference = step_bodies.resolve_model_reference(baseline, serving_dir, candidate)
+        result = step_bodies.evaluate(candidate, examples.path, reference, flags, options, evaluation.path)
     overall = result["metrics"]["overall"]
     for name, value in overall.items():
         if isinstance(value, (int, float)):

@@ -11,14 +11,23 @@ artifacts. This does the same on one machine. A step's key is a SHA-256 over
 - its input artifacts by URI: an upstream step that re-ran wrote new URIs, so everything
   downstream of a change runs again. One exception (`CONTENT_KEYED`): infra-validate reads only the
   Evaluator's canaries and their probabilities from its evaluation, so that input is keyed by those
-  files' bytes. The Evaluator runs every time (a new URI), but for the same model and examples it
-  keeps the same canaries, so an identical rerun does not load, time and write the warm-up file again.
+  files' bytes: for the same model and examples the Evaluator keeps the same canaries, so a rerun whose
+  Evaluator ran again does not load, time and write the warm-up file again.
+- Its model references (`RESOLVED`) by the model they name now, not by their words: the Evaluator's
+  `baseline` "latest" by the serving directory's CURRENT.json (every push rewrites it: a new version, its
+  time) and the served model's identity files (`model_identity`), a path by that model's identity files.
+  KFP would key the word "latest", and reuse an evaluation after another run pushed; so the Evaluator is
+  cached by this cache only (its IR has caching off): an identical rerun with the same candidate and the
+  same served model reuses its outputs, and another run's push in between is a miss. A served version pushed
+  from the candidate itself names no baseline (the step resolves it so: a model is not gated against itself),
+  so the identical rerun of a run that pushed reuses that run's evaluation.
 
 A hit reuses the outputs in place (no copy: the run directory gets symbolic links to them), so an
 identical rerun adds only its small reports. Only steps the pipeline marks cacheable (the step
-table's `cacheable`: ExampleGen, validation, Transform, Tuner, Trainer, infra-validate) are looked up; the
-Evaluator, the report and Push always run, since the served model may have changed. A cached
-output that has gone (deleted by hand) is a miss. `no_cache` names steps never to reuse ("all").
+table's `cacheable`: ExampleGen, validation, Transform, Tuner, Trainer, infra-validate) and the steps in
+`RESOLVED` (the Evaluator) are looked up (`keyed`); the report and Push always run. A cached
+output that has gone (deleted by hand) is a miss. `no_cache` names steps never to reuse ("all": none,
+the Evaluator included).
 
 Two runs into one RUN_DIR share the cache. An entry is written whole (storage.write_json: a uniquely named
 temporary file renamed over it), so when both store one entry at once a lookup finds either run's whole
@@ -48,8 +57,10 @@ from typing import Any
 
 from ..core import storage
 from ..core.errors import ConfigError
+from ..core.model_info import MODEL_INFO_NAME
 from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
-from ..trainer.outputs import CHECKPOINTS, HISTORY_NAME, SUMMARY_NAME
+from ..pusher import LATEST, read_pointer, resolve_model_reference
+from ..trainer.outputs import CHECKPOINTS, HISTORY_NAME, MODEL, SUMMARY_NAME
 from .local_dag import Artifact
 from .steps import STEPS
 
@@ -58,6 +69,12 @@ CACHE_DIR = "cache"
 CACHEABLE_STEPS = tuple(step.name for step in STEPS if step.cacheable)
 # {step: {input artifact: files in it}}: inputs keyed by the bytes of the files the step reads, not by URI.
 CONTENT_KEYED = {"infra-validate": {"evaluation": (CANARIES, CANARY_PREDICTIONS)}}
+# {step: (a model reference parameter, the serving directory parameter, the candidate model input)}: keyed by
+# the model the reference names now for that candidate (pusher's resolve_model_reference, as the step resolves it).
+RESOLVED = {"evaluate": ("baseline", "serving_dir", "model")}
+# What identifies a model's content: TensorFlow's SavedModel fingerprint (hashes of the graph, the signatures and
+# the checkpoint) and shardflow's model contract; a model rewritten in place changes them.
+MODEL_IDENTITY = ("fingerprint.pb", MODEL_INFO_NAME)
 # Artifacts that live in KFP's metadata only: no file is ever written at their URI.
 _METADATA_ONLY = frozenset({"system.Metrics", "system.ClassificationMetrics", "system.SlicedClassificationMetrics"})
 ATTEMPTS_DIR = "attempts"
@@ -104,16 +121,36 @@ def _identity(value: Any) -> Any:
     raise TypeError(f"cannot key an argument of type {type(value).__name__}")
 
 
+def _files_digest(location: str, files: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        path = storage.join(location, file)
+        digest.update(file.encode() + b"\0" + (storage.read_bytes(path) if storage.is_file(path) else b"-"))
+    return digest.hexdigest()
+
+
+def model_identity(reference: str, serving_dir: str, candidate: str = "") -> dict[str, Any]:
+    """What a model reference (`latest`, a location, or '') names now for `candidate`, as the step resolves it
+    (resolve_model_reference): the served pointer for `latest`, and the model's location and identity files
+    (MODEL_IDENTITY); {"model": None} when it names none, or names the candidate's own push."""
+    location = resolve_model_reference(reference, serving_dir, candidate) if serving_dir or reference != LATEST else ""
+    if not location:
+        return {"model": None}
+    pointer = read_pointer(serving_dir) if reference == LATEST else None
+    return {"pointer": pointer, "model": location, "files": _files_digest(location, MODEL_IDENTITY)}
+
+
 def _keyed(task: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """`arguments` with the CONTENT_KEYED inputs of `task` replaced by the SHA-256 of the files read from them."""
+    """`arguments` with the CONTENT_KEYED inputs of `task` replaced by the SHA-256 of the files read from them,
+    and its RESOLVED model reference by the model it names now."""
     keyed = dict(arguments)
     for name, files in CONTENT_KEYED.get(task, {}).items():
         if name in keyed:
-            digest = hashlib.sha256()
-            for file in files:
-                path = os.path.join(keyed[name].uri, file)
-                digest.update(file.encode() + b"\0" + (Path(path).read_bytes() if os.path.isfile(path) else b"-"))
-            keyed[name] = {"artifact": keyed[name].schema_title, "content": digest.hexdigest()}
+            keyed[name] = {"artifact": keyed[name].schema_title, "content": _files_digest(keyed[name].uri, files)}
+    if task in RESOLVED:
+        reference, serving_dir, model = RESOLVED[task]
+        candidate = os.path.join(keyed[model].uri, MODEL) if model in keyed else ""
+        keyed[reference] = model_identity(keyed.get(reference) or "", keyed.get(serving_dir) or "", candidate)
     return keyed
 
 
@@ -126,6 +163,12 @@ class StepCache:
 
     def enabled_for(self, task: str) -> bool:
         return "all" not in self.no_cache and task not in self.no_cache
+
+    def keyed(self, task: str, spec: dict[str, Any]) -> bool:
+        """Whether the task (`spec`: its entry in the compiled DAG) is looked up: its IR enables KFP's cache, or
+        only this cache can key it (RESOLVED); and `no_cache` does not name it."""
+        cached = spec.get("cachingOptions", {}).get("enableCache") or task in RESOLVED
+        return bool(cached) and self.enabled_for(task)
 
     def key(self, task: str, component_spec: dict, executor_spec: dict, arguments: dict[str, Any]) -> str:
         """`component_spec`, `executor_spec`: the task's entries in the compiled pipeline (IR as a dict)."""

@@ -28,6 +28,7 @@ outputs, as KFP's caching does on a cluster (`no_cache`: steps that always run, 
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import sys
@@ -137,11 +138,17 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
     steps = StepLog(echo)
     worker = StepWorker(warm=not isolated, log=run_dir / LOGS / WORKER_LOG, max_rss_mb=worker_max_rss_mb,
                         echo_to=sys.stdout if verbose else None)
+    # Warm, the steps that import no framework run in a second worker without TensorFlow: the fingerprint
+    # does not wait for TensorFlow's import, nor does a rerun whose heavy steps are all cached.
+    light = None if isolated else StepWorker(warm=True, light=True, log=worker.log, max_rss_mb=worker_max_rss_mb,
+                                             echo_to=worker.echo_to)
     succeeded, walk = False, None
     try:
-        with worker:  # a warm worker imports the frameworks while the pipeline compiles
+        # a warm worker imports the frameworks while the pipeline compiles
+        with worker, light or contextlib.nullcontext():
             spec = compiled_for_local_run(run_dir, config.no_cache)
-            tasks = LocalTasks(run_dir, worker, steps, StepCache(out / CACHE_DIR, check_no_cache(config.no_cache)))
+            tasks = LocalTasks(run_dir, worker, steps, StepCache(out / CACHE_DIR, check_no_cache(config.no_cache)),
+                               light)
             walk = DagWalk(spec, run_dir.name, tasks.run, steps.skipped)
             succeeded = walk.run(arguments)
     finally:

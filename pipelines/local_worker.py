@@ -9,7 +9,9 @@ compile) and forks a child per task. If the worker itself dies (killed), the tas
 fails with a line saying so and the next task starts a new worker. `max_rss_mb`: the worker is
 replaced when its own RSS passes it (a fork-per-task worker only grows by what it imports).
 `warm=False` (`--isolated`): a fresh worker per task, which runs the step in its own process and
-exits: one interpreter and one import of everything per step, as kfp.local did.
+exits: one interpreter and one import of everything per step, as kfp.local did. `light=True`: a warm
+worker that imports no framework, for the steps that need none (the step table's `light`): ready in
+~0.3 s, so they never wait for TensorFlow's import.
 """
 from __future__ import annotations
 
@@ -31,8 +33,9 @@ _POLL_SECONDS = 0.2
 class StepWorker:
     """Runs tasks in a warm worker process (a fork each) or, not warm, in a fresh process each."""
 
-    def __init__(self, warm: bool, log: Path, max_rss_mb: float | None = None, echo_to: TextIO | None = None) -> None:
-        self.warm, self.log, self.max_rss_mb, self.echo_to = warm, log, max_rss_mb, echo_to
+    def __init__(self, warm: bool, log: Path, max_rss_mb: float | None = None, echo_to: TextIO | None = None,
+                 light: bool = False) -> None:
+        self.warm, self.log, self.max_rss_mb, self.echo_to, self.light = warm, log, max_rss_mb, echo_to, light
         self.restarts = 0  # workers replaced after dying or growing past max_rss_mb
         self._process: subprocess.Popen | None = None
         self._conn: Connection | None = None
@@ -57,7 +60,8 @@ class StepWorker:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "a") as log:
             command = [sys.executable, "-m", "shardflow.pipelines.step_worker", "--fd", str(theirs.fileno())]
-            self._process = subprocess.Popen(command + (["--warm"] if self.warm else []), pass_fds=[theirs.fileno()],
+            mode = (["--warm"] if self.warm else []) + (["--light"] if self.warm and self.light else [])
+            self._process = subprocess.Popen(command + mode, pass_fds=[theirs.fileno()],
                                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         theirs.close()
         self._conn, self._ready = Connection(ours.detach()), False
@@ -80,6 +84,19 @@ class StepWorker:
             return self._lost(request)
         self._after(result)
         return result
+
+    def prepare(self, imports: list[str], standby: list[str]) -> None:
+        """Asks a warm worker to import `imports` and start `standby` now, between its tasks (no answer comes):
+        what later tasks need, while a task runs in another worker."""
+        if not self.warm or not (imports or standby):
+            return
+        if self._process is None:
+            self.start()
+        assert self._conn is not None
+        try:
+            self._conn.send_bytes(json.dumps({"imports": imports, "standby": standby}).encode())
+        except OSError:  # it died: its next task fails in one line and starts a new one (run)
+            pass
 
     def _wait(self, process: subprocess.Popen, conn: Connection, log: Path) -> dict[str, Any] | None:
         """The result, or None if the worker died; copies the step's log to `echo_to` as it grows (--verbose)."""
@@ -130,6 +147,8 @@ class StepWorker:
         if self._conn is not None:
             self._conn.close()
         if self._process is not None:
+            if not self._ready:  # it was never given a task: still importing (a rerun that needed no TensorFlow)
+                self._process.kill()  # it would read the closed socket only after its imports, seconds later
             try:
                 self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -15,9 +15,11 @@ with backoff on ExampleGen and Transform; caching on ExampleGen, validation, Tra
 Trainer and infra validation (`no_cache` turns it off per step).
 The data fingerprint step is never cached: its output (a hash of the index CSVs) is an input of
 ExampleGen, so a changed CSV never reuses a stale cached ExampleGen, and everything after it runs
-again on the new artifacts. The Evaluator, the report and Push always run: the served baseline may
-have changed. Push runs only when the Evaluator blessed the model and the infra validation loaded and
-called it in a TensorFlow-only process (INFRA_BLESSED); with `predict_index`, the pushed model then labels
+again on the new artifacts. The Evaluator, the report and Push always run on a cluster: the served
+baseline may have changed, and KFP's key would hold `baseline_model`'s word (`latest`), not the served
+model (`shardflow run` keys the Evaluator by the served model itself: local_cache.RESOLVED). Push runs
+only when the Evaluator blessed the model and the infra validation loaded and called it in a
+TensorFlow-only process (INFRA_BLESSED); with `predict_index`, the pushed model then labels
 that CSV's files (`shardflow predict`, paths relative to `predict_data_root`, else `data_root`). With ClusterOptions
 (kfp-kubernetes, in the IR's platform spec): PVC mounts on every step, and node selectors and
 tolerations (a GPU node pool) on the Tuner, Trainer and Evaluator only.

@@ -52,6 +52,16 @@ class StepOptions:
     default: tuple[str, ...] = ()
 
 
+class Standby(NamedTuple):
+    """A process a step hands its work to, started ahead by the warm step worker: `start` (`module:function`,
+    run in the worker, so the steps it forks later inherit what it starts) when a task of `when` runs there:
+    the steps whose run makes this step's run certain (a new model is what infra-validate probes). Not on a
+    rerun whose steps are cached: the standby would only compete for the CPU."""
+
+    start: str
+    when: tuple[str, ...]
+
+
 class Places(NamedTuple):
     """A step's locations in the up-front check: placeholders, never read (configs read files only in run())."""
 
@@ -73,7 +83,8 @@ class Step:
     `outputs`: (artifact, or a file in one, and the name the run summary lists it under);
     `takes_options_of`: another step whose options `inputs` also takes, checked first so that a bad option
     is named by its own flag;
-    `imports`: what the warm step worker imports for it once, before forking it (step_worker.py).
+    `imports`: what the warm step worker imports for it once, before forking it (step_worker.py); `light`:
+    it imports nothing heavy, so the light worker runs it; `standby`: what the worker starts ahead for it.
     Its command's flags marked with `expose` (core/pipeline_flags.py) are pipeline parameters of their own."""
 
     name: str
@@ -88,6 +99,10 @@ class Step:
     outputs: tuple[tuple[str, str], ...] = ()
     takes_options_of: str = ""
     imports: tuple[str, ...] = ()  # the frameworks its command imports: a warm worker imports them before its fork
+    # Imports no framework: runs in the light warm worker, which never waits for TensorFlow's import (local_run.py);
+    # a function of the task's arguments when that depends on them (ExampleGen: not on a Beam runner).
+    light: bool | Callable[[Mapping[str, Any]], bool] = False
+    standby: Standby | None = None  # a process of its own, started ahead while another step runs
     # A step wired from its row alone (no code of its own in components.py, step_bodies.py or pipeline.py): the
     # artifacts it takes, each as a flag of its command, and the name of the one it produces (its --output).
     consumes: tuple[Consumed, ...] = ()
@@ -127,6 +142,10 @@ class Step:
         paths = [given] * len(self.consumes) if isinstance(given, str) else given
         return [token for consumed, path in zip(self.consumes, paths) for token in (consumed.flag, path)] + \
             ["--output", output]
+
+    def runs_light(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether the task, with these arguments, runs in the light worker (and is sent no `imports`)."""
+        return bool(self.light(arguments) if callable(self.light) else self.light)
 
     def label(self, kind: str) -> str:
         """How its options are named in an error: `shardflow run`'s flags ("run"), or the pipeline's parameters."""

@@ -1,6 +1,7 @@
 """The process that runs pipeline steps for `shardflow run`: warm (a fork per step) or one step and out.
 
     python -m shardflow.pipelines.step_worker --fd 5 --warm    # serves tasks on fd 5 until it closes
+    python -m shardflow.pipelines.step_worker --fd 5 --warm --light   # the same, without TensorFlow
     python -m shardflow.pipelines.step_worker --fd 5           # one task (`shardflow run --isolated`)
 
 A step runs exactly as its container does on a cluster. The compiled task's command is KFP's
@@ -12,7 +13,12 @@ things in this interpreter: writes SOURCE to ephemeral_component.py, sets _KFP_R
 and the output files are the cluster's. Only the shell and the interpreter's start are skipped.
 
 Warm, the worker imports TensorFlow, Beam, TFDV and TFT once (each when a task first needs it:
-the request's "imports"), and forks a child per task. A child
+the request's "imports", or ahead: "ahead", imported after the fork while the task runs, or a message
+without a task, while a task runs in the light worker), and forks a child per task; `--light`, it imports
+no framework, for the steps that need none (a rerun's fingerprint, report and Push, and ExampleGen on its
+own pool, do not wait for TensorFlow's import). A request's "standby" names what the worker starts before
+forking (`module:function`): processes a later step hands its work to, found by that step's fork in the
+environment it inherits. A child
 starts from a process that never ran a step, so nothing a step leaves (the Keras session, the
 mixed-precision policy, seeds, environment variables, the exit guard, threads, memory) reaches the
 next one; and a step that dies (a segfault, the OOM killer) takes only its child. The result goes
@@ -36,12 +42,12 @@ from typing import Any, Callable, NoReturn
 
 from ..core.process_defaults import apply_process_defaults
 
-# Imported by a warm worker as it starts: what every step runs through, and TensorFlow, which every heavy
-# step needs (5 s; an identical rerun's Evaluator too). The rest (Beam 2 s, TFDV 6.5 s, TFT 5.6 s) is
-# imported when a task first asks for it (steps.Step.imports): a rerun whose heavy steps are cached pays
-# for none of them.
-START_IMPORTS = ("kfp.dsl.executor_main", "shardflow.pipelines.step_bodies", "shardflow.pipelines.components",
-                 "tensorflow")
+# Imported by a warm worker as it starts: what every step runs through (0.3 s), and, unless --light, TensorFlow,
+# which every heavy step needs (3-5 s; an identical rerun's Evaluator too). The rest (Beam 2 s, TFDV 6.5 s, TFT
+# 5.6 s) is imported when a task first asks for it (steps.Step.imports): a rerun whose heavy steps are cached
+# pays for none of them.
+START_IMPORTS = ("kfp.dsl.executor_main", "shardflow.pipelines.step_bodies", "shardflow.pipelines.components")
+HEAVY_START_IMPORTS = ("tensorflow",)
 _LAUNCHER = ('printf "%s" "$0" > "$program_path/ephemeral_component.py"', "python3 -m kfp.dsl.executor_main")
 _PR_SET_PDEATHSIG = 1
 
@@ -111,6 +117,7 @@ def _forked(request: dict[str, Any], conn: Connection) -> dict[str, Any]:
         _die_with_parent(signal.SIGKILL)
         run_step(request, lambda result: os.write(write_end, json.dumps(result).encode()))
     os.close(write_end)
+    _import(request.get("ahead", ()))  # while the child runs: what later tasks import (Step.imports)
     received = _collect(read_end, conn, pid)
     _, status = os.waitpid(pid, 0)
     if received:
@@ -155,14 +162,14 @@ def rss_mb() -> float:
     return 0.0
 
 
-def serve(fd: int, warm: bool) -> None:
+def serve(fd: int, warm: bool, light: bool = False) -> None:
     """Receives tasks on `fd` and answers each with its result, until the run closes it."""
     _die_with_parent(signal.SIGTERM)
     os.set_inheritable(fd, False)  # a step's own subprocesses must not hold the run's socket open
     conn = Connection(fd)
     os.environ["_KFP_RUNTIME"] = "true"  # as the container's launcher sets it, before kfp is imported
     if warm:
-        _import(START_IMPORTS)
+        _import(START_IMPORTS + (() if light else HEAVY_START_IMPORTS))
     conn.send_bytes(json.dumps({"ready": os.getpid(), "rss_mb": rss_mb()}).encode())
     while True:
         try:
@@ -171,7 +178,10 @@ def serve(fd: int, warm: bool) -> None:
             return
         if not warm:  # isolated: the step in this process, which then ends
             run_step(request, lambda result: conn.send_bytes(json.dumps(result).encode()))
+        _start(request.get("standby", ()))  # first: its import overlaps this worker's own for the task
         _import(request.get("imports", ()))
+        if "task" not in request:  # StepWorker.prepare: for later tasks, while one runs elsewhere; no answer
+            continue
         result = _forked(request, conn)
         conn.send_bytes(json.dumps({**result, "worker_rss_mb": rss_mb()}).encode())
 
@@ -185,13 +195,29 @@ def _import(modules: Any) -> None:
             pass
 
 
+def _start(starters: Any) -> None:
+    """Calls each `module:function` (a standby's start) in this warm process, before the forks that use it."""
+    for name in starters:
+        module, _, function = name.partition(":")
+        try:
+            getattr(importlib.import_module(module), function)()
+        except Exception:  # noqa: BLE001 — the step that would use it starts its own process instead
+            traceback.print_exc()
+
+
 def main() -> None:
     apply_process_defaults()  # this process's entry point: before START_IMPORTS bring TensorFlow
     parser = argparse.ArgumentParser(prog="python -m shardflow.pipelines.step_worker")
     parser.add_argument("--fd", type=int, required=True, help="the socket the run sends tasks on")
     parser.add_argument("--warm", action="store_true", help="import the frameworks once, fork a child per task")
+    parser.add_argument("--light", action="store_true", help="warm, without TensorFlow: for the steps needing none")
     args = parser.parse_args()
-    serve(args.fd, args.warm)
+    serve(args.fd, args.warm, args.light)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # No interpreter teardown: with TensorFlow and Beam loaded it took 1.7 s (2 busy cores), which every run
+    # waited for at its end (StepWorker.close). Nothing is left to write: each step's child has reported.
+    os._exit(0)
 
 
 if __name__ == "__main__":

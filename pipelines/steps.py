@@ -27,9 +27,10 @@ import os
 from typing import Any, Mapping
 
 from ..commands import COMMANDS
+from ..core.beam_options import local_pool_workers
 from . import step_figures as figures
 from .step_bodies import example_gen_inputs, predict_inputs, tune_inputs
-from .step_spec import Consumed, Places, Resources, Step, StepOptions  # noqa: F401  (the row types, re-exported)
+from .step_spec import Consumed, Places, Resources, Standby, Step, StepOptions  # noqa: F401  (row types, re-exported)
 
 
 def _example_gen(p: Mapping[str, Any], at: Places) -> list[str]:
@@ -46,6 +47,14 @@ def _tune(p: Mapping[str, Any], at: Places) -> list[str] | None:
 
 def _evaluate(p: Mapping[str, Any], at: Places) -> list[str]:
     return ["--model", at.model, "--examples", at.given, "--output", at.output]
+
+
+def _example_gen_light(arguments: Mapping[str, Any]) -> bool:
+    """Without Beam's runner flags ExampleGen encodes on its own process pool and computes statistics in a process
+    of its own (example_gen/statistics_process.py): its step imports no framework. Forked from the worker with
+    TensorFlow, Beam and TFDV (warm, 3 epochs of the digits) it took 12.3 s, 4.3 s as its own process."""
+    flags = list(arguments.get("beam_args") or []) + list(arguments.get("options") or [])  # either may hold them
+    return local_pool_workers(flags, 1) is not None
 
 
 def _infra_validate(p: Mapping[str, Any], at: Places) -> list[str]:
@@ -67,10 +76,11 @@ _TF, _KERAS, _BEAM, _TFDV, _TFT = ("tensorflow", "tf_keras", "apache_beam", "ten
 
 # In the pipeline's order (the run summary lists the outputs in it).
 STEPS: tuple[Step, ...] = (
-    Step("fingerprint", Resources("500m", "1Gi"), figure=figures.fingerprint),  # never cached: it reads the CSVs
+    Step("fingerprint", Resources("500m", "1Gi"), figure=figures.fingerprint, light=True),  # never cached: reads CSVs
     Step("example-gen", Resources("2", "8Gi"), COMMANDS["example-gen"], _example_gen,
          StepOptions("example_gen_options", "--example-gen-args"), cacheable=True, retry=True,
-         figure=figures.examples, outputs=(("examples", "examples"),), imports=(_BEAM, _TFDV)),
+         figure=figures.examples, outputs=(("examples", "examples"),), imports=(_BEAM, _TFDV),
+         light=_example_gen_light),
     Step("validate", Resources("1", "4Gi"), COMMANDS["validate"], _given,
          StepOptions("validation_options", "--validate-args", "'--no-drift site'"), cacheable=True,
          figure=figures.anomalies, outputs=(("report", "validation"),), imports=(_TFDV,)),
@@ -84,19 +94,25 @@ STEPS: tuple[Step, ...] = (
     Step("train", Resources("4", "16Gi", _TRAINER_GPU), COMMANDS["train"], _given,
          StepOptions("train_options", "--train-args", "'--epochs 5 --batch-size 64'", ("--epochs", "10")),
          cacheable=True, figure=figures.training, outputs=(("model", "model"),), imports=(_KERAS,)),
-    # Never cached: the served baseline may have changed since.
+    # Not cached by KFP, whose key would hold the word `latest`, not the model served now; `shardflow run` caches it
+    # keyed by the served model (local_cache.RESOLVED): a push by another run is a miss.
     Step("evaluate", Resources("2", "8Gi", ("evaluator_accelerator_type", "evaluator_accelerator_limit")),
          COMMANDS["evaluate"], _evaluate, StepOptions("evaluate_options", "--evaluate-args", "'--memory-mb 256'"),
          figure=figures.evaluation, imports=(_TF,),
          # The eval split's likely label errors by CSV row (a file of the evaluation artifact).
          outputs=(("evaluation", "evaluation"), ("evaluation/label_issues.jsonl", "label_issues"))),
     # Cached: on one machine its key holds the canaries' bytes, not the Evaluator's new URI (local_cache.py).
+    # Its TensorFlow-only probe is started ahead when example-gen or train runs: either means a new model, which
+    # is what it probes. Started with train, its import slowed training by ~3 s on 2 cores; with example-gen,
+    # ~2 s less in all.
     Step("infra-validate", Resources("2", "4Gi"), COMMANDS["infra-validate"], _infra_validate,
          StepOptions("infra_validation_options", "--infra-validate-args", "'--batch-sizes 1,64 --tolerance 1e-3'"),
-         cacheable=True, figure=figures.serving_check, outputs=(("infra", "infra"),), imports=(_TF,)),
-    Step("run-report", Resources("500m", "1Gi"), outputs=(("report", "report"),)),
+         cacheable=True, figure=figures.serving_check, outputs=(("infra", "infra"),), imports=(_TF,),
+         standby=Standby("shardflow.infra_validator.probe_process:start_standby", ("example-gen", "train"))),
+    Step("run-report", Resources("500m", "1Gi"), outputs=(("report", "report"),), light=True),
     # Its inputs are artifacts only: nothing to check up front. It calls the Pusher's run() (step_bodies.push).
-    Step("push", Resources("500m", "1Gi"), COMMANDS["push"], figure=figures.served, outputs=(("pushed", "pushed"),)),
+    Step("push", Resources("500m", "1Gi"), COMMANDS["push"], figure=figures.served, outputs=(("pushed", "pushed"),),
+         light=True),
     Step("predict", Resources("2", "8Gi"), COMMANDS["predict"], _predict,
          StepOptions("predict_options", "--predict-args", "'--top-k 5 --format parquet'"),
          uses=(("--predict-index", "predict_index"),),
@@ -120,8 +136,27 @@ def registered_steps() -> tuple[Step, ...]:
 
 
 # The exit handler's task last: the run summary lists outputs in the table's order.
-STEPS += (*registered_steps(), Step("record-outcome", Resources("250m", "512Mi"), figure=figures.record))
+STEPS += (*registered_steps(), Step("record-outcome", Resources("250m", "512Mi"), figure=figures.record, light=True))
 BY_NAME: dict[str, Step] = {step.name: step for step in STEPS}
+for _step in STEPS:  # a standby is started in the worker whose forks inherit it: the one with TensorFlow
+    if _step.standby and (_step.light or not all(name in BY_NAME for name in _step.standby.when)):
+        raise ValueError(f"step {_step.name}: a standby is for a step of the worker with TensorFlow (not light), "
+                         f"started when steps of the table run, not {_step.standby.when}")
+
+
+def standbys_started_by(task: str) -> list[str]:
+    """What the warm worker starts ahead when `task` runs (`Step.standby`), as `module:function`."""
+    return [step.standby.start for step in STEPS if step.standby and task in step.standby.when]
+
+
+def imports_ahead_of(task: str) -> list[str]:
+    """What the worker with TensorFlow imports while a cacheable `task` runs (it ran: the cacheable steps after it
+    get new inputs and run too): their `imports`, in the table's order; none after a step that always runs."""
+    names = [step.name for step in STEPS]
+    if task not in BY_NAME or not BY_NAME[task].cacheable:
+        return []
+    later = STEPS[names.index(task) + 1:]
+    return list(dict.fromkeys(module for step in later if step.cacheable for module in step.imports))
 
 
 def labels(kind: str) -> dict[str, str]:

@@ -50,6 +50,23 @@ def wait_for(predicate: Callable[[], object], process: subprocess.Popen, timeout
         raise
 
 
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie, dead but not yet reaped by its parent, is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def ends_within(pid: int, seconds: float) -> bool:
+    """Whether the process `pid` ends within `seconds` (polled: it is not ours to wait for)."""
+    deadline = time.monotonic() + seconds
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+    return not running(pid)
+
+
 def recorded_checkpoint(backup_dir: str) -> int:
     """N of the last checkpoint (`ckpt-N`) that Keras' BackupAndRestore in `backup_dir` (a path or URI)
     recorded as complete, 0 before the first.

@@ -126,13 +126,18 @@ def mask_unet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _quadrant_history(folder: Path) -> dict[str, Any]:
-    """Four runs into one run directory, as a scheduled job would make them:
+    """Five runs into one run directory, as a scheduled job would make them:
     - first:  blessed and pushed as version 1;
-    - again:  the identical rerun (every cacheable step reused);
+    - again:  the identical rerun (every cacheable step reused, the Evaluator too: version 1, served now, was
+              pushed from this candidate, so it is no baseline for it);
     - worse:  a cold start with a learning rate that wrecks the model (the regression gate refuses it);
-    - edited: after one CSV row's label changed (every step runs again)."""
+    - edited: after one CSV row's label changed (every step runs again);
+    - repointed: edited's identical rerun after another push (a copy of edited's model, as another run's)."""
+    import shutil
+
     from helpers_images import write_quadrant_set
     from shardflow.pipelines.local_run import LocalRunConfig, run_locally
+    from shardflow.pusher import push_model
 
     data, out = folder / "data", folder / "out"
     write_quadrant_set(data, 80, seed=1)
@@ -142,7 +147,12 @@ def _quadrant_history(folder: Path) -> dict[str, Any]:
     worse = LocalRunConfig(**common, warm_start="", no_cache=("train",),
                            train_options=("--epochs", "1", "--batch-size", "16", "--learning-rate", "3"))
     history: dict[str, Any] = {"out": str(out), "data": str(data), "runs": {}}
-    for name, config in (("first", good), ("again", good), ("worse", worse), ("edited", good)):
+    for name, config in (("first", good), ("again", good), ("worse", worse), ("edited", good),
+                         ("repointed", good)):
+        if name == "repointed":  # the served model changes under an unchanged candidate: another run pushed
+            other = folder / "other-model"
+            shutil.copytree(Path(history["runs"]["edited"]["outputs"]["model"]) / "model", other)
+            history["pushed_between"] = push_model(str(other), str(out / "serving"), gated_against=None)[1]
         if name == "edited":
             rows = (data / "train.csv").read_text().splitlines()
             rows[1] = rows[1].rsplit(",", 1)[0] + ",3"  # one label changed
@@ -163,6 +173,7 @@ def _bytes(folder: Path) -> int:
 
 @pytest.fixture(scope="session")
 def quadrant_history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The four runs of `_quadrant_history` on 80 rows of the quadrant set: their summaries (with each
-    step's state), what each printed, the run directory's bytes after each, and the served versions."""
+    """The six runs of `_quadrant_history` on 80 rows of the quadrant set: their summaries (with each
+    step's state), what each printed, the run directory's bytes after each, and the served versions; and the
+    version pushed before "repointed" (`pushed_between`)."""
     return build_once(tmp_path_factory, "quadrant-history", _quadrant_history)

@@ -46,8 +46,9 @@ from .scorer import ScoreResult, plan_scoring, score, size_scoring_batch
 from .slicing import Scores
 
 PUBLISHED = (METRICS, PLOT, RELIABILITY_PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS, LABEL_ISSUES, LABEL_ISSUES_SHEET)
-# The canaries: the first examples scored, bounded in bytes whatever the split's size. The Evaluator runs
-# on every rerun, so they are new bytes each time: 256 224-px JPEGs would be ~5 MB, 3 % of a 2k-photo run.
+# The canaries: the first examples scored, bounded in bytes whatever the split's size. The Evaluator runs on
+# a rerun whose served model changed, so they may be new bytes each time: 256 224-px JPEGs would be ~5 MB, 3 %
+# of a 2k-photo run.
 CANARY_EXAMPLES = 256  # at most this many,
 CANARY_BYTES = 1 << 20  # at most 1 MB of serialized examples (at least one example),
 CANARY_PREDICTION_BYTES = 1 << 24  # and at most 16 MB of probabilities (a segmentation example has H x W x C)

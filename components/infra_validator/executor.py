@@ -4,7 +4,8 @@
     result = run(InfraValidatorConfig(model="runs/train/model", evaluation="runs/eval", output="runs/infra"))
     result.blessed, result.reasons, result.load_seconds, result.latency
 
-The probe (`probe.py`) runs as a script by path in a fresh interpreter (`python -I`), importing
+The probe (`probe.py`) runs as a script by path in its own interpreter (`python -I`: a fresh one, or one
+started ahead that imported TensorFlow meanwhile: probe_process.py), importing
 TensorFlow only, as a TF Serving container has nothing of shardflow: it loads the SavedModel,
 calls every signature with the Evaluator's canaries, times each batch size and replays the warm-up
 file built here. This process judges: each signature's probabilities must equal the Evaluator's
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,14 +32,13 @@ from ..core import storage
 from ..core.batch_memory import budget_bytes
 from ..core.model_info import SERVING_SIGNATURE
 from ..core.output_dir import OutputDir
-from ..core.process_defaults import tensorflow_only_environment
 from ..evaluator.config import METRICS
 from .canaries import Canaries, read_canaries, signature_inputs
 from .config import (INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_DIR, WARMUP_FILE, InfraValidationError,
                      InfraValidatorConfig)
+from .probe_process import PROBE, run_probe
 from .warmup import warmup_file_bytes, warmup_records
 
-PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
 Inputs = dict[str, tuple[str, list[bytes]]]
 
 
@@ -136,16 +135,14 @@ def _run_probe(config: InfraValidatorConfig, model: str, fed: Inputs, warmup: st
     request_path = os.path.join(scratch, "request.json")
     with open(request_path, "w", encoding="utf-8") as file:
         json.dump(request, file)
-    env = tensorflow_only_environment(os.environ)
     started = time.perf_counter()
-    try:
-        done = subprocess.run([sys.executable, "-I", PROBE, request_path], capture_output=True, text=True,
-                              timeout=config.timeout, env=env, cwd=scratch, check=False)
-    except subprocess.TimeoutExpired:
-        return {"seconds": round(time.perf_counter() - started, 3)}, [
+    done = run_probe(request_path, config.timeout)
+    seconds = round(time.perf_counter() - started, 3)
+    if done.returncode is None:
+        return {"seconds": seconds, "standby": done.standby}, [
             f"the probe did not finish within {config.timeout:g} s (timeout)"]
     result = _read_json(result_path)
-    result.update(exit_code=done.returncode, seconds=round(time.perf_counter() - started, 3))
+    result.update(exit_code=done.returncode, seconds=seconds, standby=done.standby)
     if done.returncode == 0 and result.get("ok"):
         return result, []
     error = result.get("error") or _last_line(done.stderr) or (
@@ -213,7 +210,8 @@ def _report(config: InfraValidatorConfig, canaries: Canaries, fed: Inputs, probe
         "warmup": {"file": WARMUP_FILE if fed else None, "requests": config.warmup_requests if fed else 0,
                    "replayed": (probe.get("warmup") or {}).get("records", 0)},
         "probe": {"command": [sys.executable, "-I", PROBE], "exit_code": probe.get("exit_code"),
-                  "seconds": probe.get("seconds"), "tensorflow": probe.get("tensorflow"),
+                  "seconds": probe.get("seconds"), "started_ahead": bool(probe.get("standby")),
+                  "tensorflow": probe.get("tensorflow"),
                   "modules": probe.get("modules", []), "error": probe.get("error")},
         "seconds": round(seconds, 3),
     }

@@ -157,6 +157,16 @@ def resolve_latest(serving_dir: str) -> str:
     return pointer["model"] if pointer else ""
 
 
-def resolve_model_reference(reference: str, serving_dir: str) -> str:
-    """`latest` → the served model ('' when none); any other reference (a path or URI) as is."""
-    return resolve_latest(serving_dir) if reference == LATEST else reference
+def resolve_model_reference(reference: str, serving_dir: str, candidate: str = "") -> str:
+    """`latest` → the served model ('' when none); any other reference (a path or URI) as is.
+
+    With `candidate` (the model a baseline is for): '' when `latest` names a version pushed from that very
+    model. A model compared with itself has zero deltas, so its verdict is its thresholds' alone, and Push
+    leaves a served candidate as it is; so the rerun of a run that pushed is the same evaluation as the run.
+    """
+    if reference != LATEST:
+        return reference
+    pointer = read_pointer(serving_dir)
+    if pointer is None or (candidate and pointer.get("pushed_from") == normalized(candidate)):
+        return ""
+    return pointer["model"]

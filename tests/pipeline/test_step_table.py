@@ -15,7 +15,7 @@ from shardflow.pipelines.local_cache import CACHEABLE_STEPS
 from shardflow.pipelines.local_run import summarize
 from shardflow.pipelines.step_log import key_figure
 from shardflow.pipelines.step_options import PIPELINE_PARAMETERS, RUN_FLAGS, check_step_options
-from shardflow.pipelines.steps import BY_NAME, STEPS, checked_steps
+from shardflow.pipelines.steps import BY_NAME, STEPS, checked_steps, imports_ahead_of, standbys_started_by
 
 pytestmark = pytest.mark.unit
 
@@ -102,3 +102,18 @@ def test_the_summary_and_the_figures_come_from_the_rows(tmp_path: Path) -> None:
     assert key_figure("no-such-step", {}) == ""
     for step in STEPS:  # a figure never fails a run, whatever a step's outputs lack
         assert isinstance(key_figure(step.name, {}), str)
+
+
+def test_the_rows_say_which_worker_runs_a_step_and_what_is_prepared_while_it_runs() -> None:
+    """The light worker (no TensorFlow) runs the steps that import no framework, ExampleGen on its own pool among
+    them; while ExampleGen runs, the worker with TensorFlow imports what the steps after it import and starts
+    infra validation's probe (its `standby`); a step that always runs prepares nothing."""
+    light = {step.name for step in STEPS if step.runs_light({"beam_args": []})}
+    assert light == {"fingerprint", "example-gen", "run-report", "push", "record-outcome"}
+    for beam in ({"beam_args": ["--runner", "DaskRunner"]}, {"options": ["--direct_running_mode=in_memory"]}):
+        assert not BY_NAME["example-gen"].runs_light(beam)  # on Beam: the worker with TensorFlow (and Beam)
+    assert imports_ahead_of("example-gen")[:3] == ["tensorflow_data_validation", "apache_beam", "tensorflow_transform"]
+    assert imports_ahead_of("fingerprint") == imports_ahead_of("evaluate") == []
+    probe = [BY_NAME["infra-validate"].standby.start]
+    assert standbys_started_by("example-gen") == standbys_started_by("train") == probe
+    assert standbys_started_by("evaluate") == []  # a rerun whose model is cached starts no probe

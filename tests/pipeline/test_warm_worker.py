@@ -1,7 +1,8 @@
 """The warm step worker: a step leaves nothing behind for the next, a killed worker fails only its task
-and is replaced, a worker past its RSS bound is replaced; and a real `shardflow run` whose `train` is
-SIGKILLed mid-epoch reports that in one line, leaves no complete-looking model, and a rerun resumes
-from its backups to the weights of an uninterrupted run.
+and is replaced, a worker past its RSS bound is replaced, the light worker has no TensorFlow, a standby
+started for a later step is inherited by it and dies with the worker; and a real `shardflow run` whose
+`train` is SIGKILLed mid-epoch reports that in one line, leaves no complete-looking model, and a rerun
+resumes from its backups to the weights of an uninterrupted run.
 
 The worker runs real KFP lightweight components (compiled here, as the pipeline's are) through the
 same entry point a step's container runs: nothing is mocked.
@@ -21,10 +22,11 @@ import pytest
 from google.protobuf import json_format
 from kfp import dsl
 
-from helpers_processes import backed_up_step
+from helpers_processes import backed_up_step, ends_within, running
 from shardflow.pipelines.local_dag import Artifact  # noqa: F401  (the outputs' type, read below)
 from shardflow.pipelines.local_executor_io import executor_input, task_outputs
 from shardflow.pipelines.local_worker import StepWorker
+from shardflow.pipelines.steps import BY_NAME
 
 pytestmark = pytest.mark.pipeline
 
@@ -69,8 +71,19 @@ def sleep_long() -> str:
     return "woke"
 
 
-def run_component(worker: StepWorker, component: Any, folder: Path) -> tuple[dict, dict]:
-    """One task of `component` on `worker`: (the worker's result, the task's outputs)."""
+@dsl.component(base_image="unused", install_kfp_package=False)
+def loaded() -> str:
+    """Whether this step's process has TensorFlow, and the standby probe its environment names, as JSON."""
+    import json
+    import os
+    import sys
+
+    return json.dumps({"tensorflow": "tensorflow" in sys.modules,
+                       "standby": os.environ.get("SHARDFLOW_PROBE_STANDBY", "")})
+
+
+def run_component(worker: StepWorker, component: Any, folder: Path, **request: Any) -> tuple[dict, dict]:
+    """One task of `component` on `worker` (`request`: more of the task's request): (the result, its outputs)."""
     spec = json_format.MessageToDict(component.pipeline_spec)
     name = next(iter(spec["deploymentSpec"]["executors"]))
     container = spec["deploymentSpec"]["executors"][name]["container"]
@@ -78,7 +91,8 @@ def run_component(worker: StepWorker, component: Any, folder: Path) -> tuple[dic
     args = [json.dumps(payload) if arg == "{{$}}" else arg for arg in container["args"]]
     log = folder / "logs" / f"{component.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    result = worker.run({"task": component.name, "command": container["command"], "args": args, "log": str(log)})
+    result = worker.run({"task": component.name, "command": container["command"], "args": args, "log": str(log),
+                         **request})
     return result, (task_outputs(spec["root"], payload) if result["exit_code"] == 0 else {})
 
 
@@ -115,21 +129,9 @@ def test_a_killed_worker_fails_its_task_in_one_line_and_the_next_task_gets_a_new
     assert result["exit_code"] == 128 + signal.SIGKILL
     assert result["error"].startswith("the step worker (running sleep-long): process ")
     assert "killed by SIGKILL" in result["error"] and "\n" not in result["error"]
-    deadline = time.monotonic() + 10
-    while _running(killed[0]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _running(killed[0])  # the step died with its worker: nothing runs on unseen
+    assert ends_within(killed[0], 10)  # the step died with its worker: nothing runs on unseen
     result, outputs = run_component(warm_worker, observe, tmp_path)
     assert result["exit_code"] == 0 and warm_worker.restarts == 1
-
-
-def _running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie, dead but not yet reaped by its new parent, is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def test_a_worker_past_its_rss_bound_is_replaced_between_tasks(tmp_path: Path) -> None:
@@ -139,6 +141,19 @@ def test_a_worker_past_its_rss_bound_is_replaced_between_tasks(tmp_path: Path) -
             result, outputs = run_component(worker, observe, tmp_path)
             assert result["exit_code"] == 0 and json.loads(outputs["Output"])["policy"] == "float32"
         assert worker.restarts == 2 and worker.pid != first
+
+
+def test_the_light_worker_has_no_tensorflow_and_a_standby_lives_as_long_as_its_worker(tmp_path: Path) -> None:
+    with StepWorker(warm=True, light=True, log=tmp_path / "light.log") as light:
+        result, outputs = run_component(light, loaded, tmp_path)
+        assert result["exit_code"] == 0 and json.loads(outputs["Output"]) == {"tensorflow": False, "standby": ""}
+    with StepWorker(warm=True, log=tmp_path / "worker.log") as worker:
+        result, outputs = run_component(worker, loaded, tmp_path, standby=[BY_NAME["infra-validate"].standby.start])
+        seen = json.loads(outputs["Output"])
+        owner, standby, *_ = (int(part) for part in seen["standby"].split())
+        assert result["exit_code"] == 0 and seen["tensorflow"] and owner == worker.pid
+        assert "probe_standby.py" in Path(f"/proc/{standby}/cmdline").read_text() and running(standby)
+    assert ends_within(standby, 10)  # it died with the worker that started it
 
 
 def _train_log(out: Path) -> Path | None:

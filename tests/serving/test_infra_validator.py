@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import tensorflow as tf
 import tensorflow_io as tfio
 from tensorflow_serving.apis import prediction_log_pb2
 
+from helpers_processes import ends_within
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage
 from shardflow.core.errors import ConfigError
@@ -36,6 +38,7 @@ from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.infra_validator import InfraValidatorConfig
 from shardflow.infra_validator import run as infra_validate
+from shardflow.infra_validator.probe_process import STANDBY_ENV, start_standby
 from shardflow.pusher import PusherConfig, read_pointer
 from shardflow.pusher import run as push
 from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
@@ -179,6 +182,41 @@ def test_a_trained_model_is_infra_blessed_in_a_tensorflow_only_process(good_infr
     assert report["probe"]["exit_code"] == 0 and report["probe"]["command"][1] == "-I"
     verdict = (out / "INFRA_BLESSED").read_text().splitlines()
     assert verdict[0].startswith("loads in a TensorFlow-only process") and len(verdict) == 4
+
+
+def _standby() -> int:
+    """A standby probe started by this process (as the warm step worker starts one): its pid."""
+    start_standby()
+    return int(os.environ[STANDBY_ENV].split()[1])
+
+
+def test_a_probe_started_ahead_gives_the_fresh_probes_verdict_and_serves_once(
+        tmp_path: Path, model: Path, evaluation: Path, good_infra: tuple[int, Path]) -> None:
+    standby = _standby()
+    result = infra_validate(InfraValidatorConfig(model=str(model), evaluation=str(evaluation),
+                                                 output=str(tmp_path / "infra")), **QUIET)
+    ahead, fresh = _report(tmp_path / "infra"), _report(good_infra[1])
+    assert result.blessed and ahead["probe"]["started_ahead"] and not fresh["probe"]["started_ahead"]
+    for same in ("signatures", "canaries", "max_abs_diff", "warmup"):
+        assert ahead[same] == fresh[same], same
+    modules = ahead["probe"]["modules"]
+    assert "tensorflow" in modules and not [m for m in modules if m.startswith(FORBIDDEN)]
+    assert ahead["probe"]["exit_code"] == 0 and ahead["probe"]["command"][1] == "-I"
+    assert STANDBY_ENV not in os.environ and ends_within(standby, 10)  # taken once; it ended with its probe
+
+
+def test_a_standby_is_killed_at_the_timeout_and_a_gone_one_leaves_the_probe_to_a_fresh_process(
+        tmp_path: Path, model: Path, evaluation: Path) -> None:
+    standby = _standby()
+    timed_out = infra_validate(InfraValidatorConfig(model=str(model), evaluation=str(evaluation), timeout=0.5,
+                                                    output=str(tmp_path / "late")), **QUIET)
+    assert timed_out.reasons == ["the probe did not finish within 0.5 s (timeout)"] and ends_within(standby, 10)
+    assert _report(tmp_path / "late")["probe"]["started_ahead"]
+    os.kill(_standby(), signal.SIGKILL)  # one that died before it was asked (the OOM killer, say)
+    small = {"batch_sizes": (4,), "warmup_requests": 8, "latency_calls": 3}
+    result = infra_validate(InfraValidatorConfig(model=str(model), evaluation=str(evaluation), **small,
+                                                 output=str(tmp_path / "fresh")), **QUIET)
+    assert result.blessed and not _report(tmp_path / "fresh")["probe"]["started_ahead"]
 
 
 def test_push_copies_the_warmup_file_into_the_version_and_the_model_answers_it(

@@ -76,6 +76,9 @@ def test_blessed_models_become_versions_and_the_pointer_follows(root: str) -> No
     assert _served_names(serving) == ["1", "2", "CURRENT.json"]  # no temporary copies left
     assert resolve_model_reference(LATEST, serving) == storage.join(serving, "2")
     assert resolve_model_reference(first, serving) == first
+    # A baseline for the model served now, pushed from it: none (a model is not gated against itself).
+    assert resolve_model_reference(LATEST, serving, candidate=second) == ""
+    assert resolve_model_reference(LATEST, serving, candidate=first) == storage.join(serving, "2")
 
 
 def test_an_unblessed_or_unfinished_or_other_models_evaluation_pushes_nothing(root: str) -> None:
