@@ -1,9 +1,9 @@
 """Near-duplicate pairs through ExampleGen, end to end: is every flagged pair in near_duplicates.jsonl?
 
-Train: `originals` images of each kind (benchmarks/near_duplicates.py's photo crops, drawings and
-near-uniform images). Eval: one altered copy of every second original (the five alterations in
-turn), and as many fresh distinct images (photo crops overlapping a train crop by more than 30 %
-IoU are left out). Every image is saved as a 128×128 PNG (lossless: ExampleGen hashes the pixels
+Train: `originals` images of each kind (benchmarks/near_duplicates.py's photo crops, drawings,
+near-uniform images, photo tiles and drawings on gradients). Eval: one altered copy of every second
+original (the alterations in turn), and as many fresh distinct images (photo crops and tiles
+overlapping a train one by more than 30 % IoU are left out). Every image is saved as a 128×128 PNG (lossless: ExampleGen hashes the pixels
 this module hashes). ExampleGen runs on them with the default distance; its list is compared with
 every cross-split pair the same rule flags by brute force over the same files:
 
@@ -21,16 +21,20 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from shardflow.core.perceptual_hash import image_hashes
+from shardflow.core.perceptual_hash import image_hashes, near_kinds
 
-from .near_duplicates import ALTERATIONS, _overlap, alter, drawings, is_near, near_uniform, photos
+from .near_duplicates import ALTERATIONS, _overlap, alter, originals_of
 
 SIDE = 128
 
 
-def _images(rng: np.random.Generator, count: int) -> tuple[dict[str, list[Image.Image]], list[tuple[int, ...]]]:
-    crops, boxes = photos(rng, count)
-    return {"photo": crops, "drawing": drawings(rng, count, SIDE), "near_uniform": near_uniform(rng, count, SIDE)}, boxes
+def _fresh(rng: np.random.Generator, count: int, taken: list[tuple[int, ...] | None]) -> dict[str, list[Image.Image]]:
+    """`count` originals of each kind, but photo crops and tiles overlapping one of `taken` by more than 30 % IoU."""
+    images, boxes = originals_of(rng, count)
+    taken = [box for box in taken if box is not None]
+    return {kind: [image for image, box in zip(ims, boxes[n * count:(n + 1) * count])
+                   if box is None or all(_overlap(box, other) <= 0.3 for other in taken)]
+            for n, (kind, ims) in enumerate(images.items())}
 
 
 def _save(image: Image.Image, root: Path, name: str) -> str:
@@ -43,10 +47,8 @@ def _save(image: Image.Image, root: Path, name: str) -> str:
 def write_set(root: Path, originals: int, seed: int = 13) -> dict[str, list[str]]:
     """train.csv and eval.csv under `root`; returns the train, copy and fresh paths (copy i of train 2i)."""
     rng = np.random.default_rng(seed)
-    train_images, boxes = _images(rng, originals)
-    fresh_images, fresh_boxes = _images(rng, originals // 2)
-    fresh_images["photo"] = [image for image, box in zip(fresh_images["photo"], fresh_boxes)
-                             if all(_overlap(box, other) <= 0.3 for other in boxes)]
+    train_images, boxes = originals_of(rng, originals)
+    fresh_images = _fresh(rng, originals // 2, boxes)
     paths: dict[str, list[str]] = {"train": [], "copy": [], "fresh": []}
     for kind, images in train_images.items():
         for i, image in enumerate(images):
@@ -77,8 +79,7 @@ def listing(originals: int, work: Path, distance: int) -> dict[str, Any]:
     with open(root / "out" / report["file"]) as lines:
         listed = [json.loads(line) for line in lines]
     pairs = {tuple(sorted(o["path"] for o in pair["occurrences"])) for pair in listed}  # (eval/…, train/…)
-    hashes = {name: image_hashes(Image.open(root / "data" / name)) for names in paths.values() for name in names}
-    flagged = {(e, t) for e in paths["copy"] + paths["fresh"] for t in paths["train"] if is_near(hashes[e], hashes[t], distance)}
+    flagged = _flagged(root / "data", paths["copy"] + paths["fresh"], paths["train"], distance)
     planted = {(copy, paths["train"][_train_of(copy, paths["train"])]) for copy in paths["copy"]}
     fresh_flagged = {e for e, _ in pairs if e in set(paths["fresh"])}
     return {"originals_per_kind": originals, "train": len(paths["train"]), "copies": len(paths["copy"]),
@@ -86,6 +87,16 @@ def listing(originals: int, work: Path, distance: int) -> dict[str, Any]:
             "listed": len(listed), "distinct_listed": len(pairs), "flagged": len(flagged),
             "missing": len(flagged - pairs), "extra": len(pairs - flagged),
             "recall": len(planted & pairs) / len(planted), "fresh_flagged_share": len(fresh_flagged) / len(paths["fresh"])}
+
+
+def _flagged(data: Path, evals: list[str], train: list[str], distance: int) -> set[tuple[str, str]]:
+    """Every (eval, train) pair of files the rule flags (`near_kinds`, brute force over all pairs)."""
+    hashes = {name: image_hashes(Image.open(data / name)) for name in evals + train}
+    first, second = (np.repeat(evals, len(train)), np.tile(train, len(evals)))
+    arrays = [tuple(np.array([hashes[name][n] for name in names], dtype=np.int64) for n in range(3))
+              for names in (first, second)]
+    near = near_kinds(arrays[0], arrays[1], distance) >= 0
+    return set(zip(first[near].tolist(), second[near].tolist()))
 
 
 def _train_of(copy: str, train: list[str]) -> int:

@@ -9,7 +9,8 @@ whether one brightness factor maps one image's values onto the other's.
 - **The value** (64 bits, never negative): the mean R, G and B of the image's 2×2 quadrant means
   (8 bits each), then its six linear gradients — right half minus left half and bottom half minus
   top half, per channel — each companded (sign · ln(1 + |g| / 40): fine steps near 0, relative
-  steps on steep gradients) to 6 bits.
+  steps on steep gradients) to 6 bits. Bit 60, `STRUCTURED`, marks the tone of an image with
+  structure (`core.perceptual_hash`: there it only corroborates a centre match); the distance ignores it.
 - **The distance** d (0 = the same value): the smallest d for which one brightness factor f within
   1 ± 0.015·d brings every mean channel (f times it, clipped at 255) within 0.3·d grey levels of the
   other image's, and every gradient within 0.6·d levels plus d % of its size. Either image may be
@@ -46,6 +47,12 @@ _GRADIENT_SHIFTS = np.arange(5, -1, -1, dtype=np.int64) * 6
 BRIGHTNESS, MEAN_LEVELS, GRADIENT_LEVELS, GRADIENT_SHARE = 0.015, 0.3, 0.6, 0.01
 _LOG_OFFSET = 32.0  # the search grid's coordinates: log(mean + 32), so dark colours are not spread apart
 _BATCH = 1 << 20
+STRUCTURED = 1 << 60  # above the 60 bits of means and gradients: a flag the features never read
+
+
+def is_structured(values: np.ndarray | int) -> np.ndarray:
+    """Per tone value: True when it is the tone of an image with structure (its `STRUCTURED` bit set)."""
+    return (np.asarray(values, dtype=np.int64) & STRUCTURED) != 0
 
 
 def tone_values(quadrants: np.ndarray) -> np.ndarray:

@@ -5,7 +5,8 @@ paid once per few thousand rows. Records go straight to disk; what the DoFn emit
 (`ChunkResult`); the values statistics need (labels, metadata, payload sizes — never pixels) go
 to a small Arrow file per chunk and split, which the launcher turns into TFDV statistics, and the
 content hashes of the leakage check to a digest file per chunk and split, which the launcher
-checks in bounded memory (and, likewise, the perceptual hashes of the near-duplicate check). Through Beam
+checks in bounded memory (and, likewise, the perceptual hashes of the near-duplicate check: a dct, a
+centre and a tone table per chunk and split, one entry per image each, `core.perceptual_hash`). Through Beam
 travel O(1) metadata per chunk and the chunk's row provenance (provenance.py: a bit per row and split,
 and the image paths gzip-compressed, ~10 bytes per example).
 Workers never import TensorFlow, which keeps their start-up short, and this module does not import
@@ -53,7 +54,7 @@ class IngestPlan:
     perceptual_hashes: bool = False  # hash every image's pixels for the near-duplicate check
 
     def phash_file(self, split: str, chunk: Chunk, kind: str) -> str:
-        """The chunk's perceptual hashes of one kind ("dct" or "tone") for one split."""
+        """The chunk's perceptual hashes of one kind ("dct", "tone" or "centre") for one split."""
         return storage.join(self.staging_dir, "phashes", split, f"{chunk.index_id:04d}-{chunk.chunk_no:06d}.{kind}.npy")
 
     def part_path(self, split: str, chunk: Chunk) -> str:
@@ -99,7 +100,9 @@ class _SplitBuffer:
         self.digest_rows: list[int] = []
         self.rows: list[int] = []  # accepted rows in write order, and their paths: the provenance
         self.paths: list[str] = []
-        self.phashes: dict[str, tuple[list[int], list[int]]] = {"dct": ([], []), "tone": ([], [])}
+        # Per kind, (hashes, rows); every image gets all three (the tone too, marked STRUCTURED when the image
+        # has structure: it corroborates centre pairs), one table each (`phash_file`).
+        self.phashes: dict[str, tuple[list[int], list[int]]] = {"dct": ([], []), "tone": ([], []), "centre": ([], [])}
         self.pending: list[tuple[np.ndarray, int]] = []  # hash inputs not hashed yet, with their rows
 
     def add(self, encoded: Encoded) -> None:
@@ -122,10 +125,10 @@ class _SplitBuffer:
         if not self.pending:
             return
         hashes = hashes_of([thumb for thumb, _ in self.pending])
-        for (dct, tone), (_, row) in zip(hashes, self.pending):
+        for (dct, centre, tone), (_, row) in zip(hashes, self.pending):
             self._add_phash("dct", dct, row)
-            if tone is not None:  # only near-uniform images have one
-                self._add_phash("tone", tone, row)
+            self._add_phash("centre", centre, row)
+            self._add_phash("tone", tone, row)
         self.pending = []
 
     def _add_phash(self, kind: str, value: int, row: int) -> None:

@@ -1,11 +1,13 @@
 """Near-duplicate images: altered copies (re-encoded, resized, cropped, brightened) in more than one split.
 
 Workers hash each image-role column's decoded pixels (`core.perceptual_hash`) and write, per chunk
-and split, a table of dct hashes and one of tone hashes (near-uniform images only) in the leakage
-check's format (`leakage.digest_table`). The launcher loads every table (8 bytes per hash and 8 per
-row: 1M images ≈ 32 MB), groups rows with the same hashes and finds the near pairs of distinct
-hashes (`near_groups`), counts row pairs within each split and across splits exactly, and lists
-every pair across splits, by row, in `near_duplicates.jsonl` beside the manifest
+and split, a table of each hash kind (dct, centre, tone) in the leakage check's format
+(`leakage.digest_table`). The launcher loads every table (16 bytes per image and kind: 1M images ≈
+48 MB), groups rows with the same hashes and finds the near pairs of distinct hashes (`near_groups`:
+dct and centre hashes within the distance, near-uniform images' tones within it), keeps the pairs
+found through a centre hash only where the rows' tones corroborate them (`near_corroboration`; the
+rule of `perceptual_hash.near_kind`), counts row pairs within each split and across splits exactly,
+and lists every pair across splits, by row, in `near_duplicates.jsonl` beside the manifest
 (`write_pairs`). Exact copies are near duplicates too (distance 0): they appear here and under
 `leakage`. Two image columns of one row are never paired with each other.
 
@@ -15,14 +17,19 @@ every pair across splits, by row, in `near_duplicates.jsonl` beside the manifest
 ...     path = os.path.join(d, name)
 ...     _ = open(path, "wb").write(digest_table(hashes, rows))
 ...     return path
->>> files = [("train", 0, table("t.dct", [0b1111, 1 << 40], [1, 2]), table("t.tone", [], [])),
-...          ("eval", 1, table("e.dct", [0b0111], [5]), table("e.tone", [], []))]
->>> found = find_near_duplicates(files, 2)
+>>> grey, red = (int(tone_values(np.full((1, 2, 2, 3), v))[0]) | STRUCTURED for v in (100.0, (200.0, 0, 0)))
+>>> far, near_far = 0b1111 << 40, 0b11 << 40 | 0b11 << 50  # 4 bits apart, a centre hash 1 bit from near_far
+>>> def tables(name, dct, centre, tone, rows):
+...     return [table(f"{name}.{k}", v, rows) for k, v in (("dct", dct), ("tone", tone), ("centre", centre))]
+>>> centres = [0b1111, 0b11111, 0b11 << 40 | 1 << 50]
+>>> files = [("train", 0, *tables("t", [0b1111, 0b1111111, far], centres, [grey] * 3, [1, 2, 3])),
+...          ("eval", 1, *tables("e", [0b0111, near_far], [0b0111, near_far], [grey, red], [5, 6]))]
+>>> found = find_near_duplicates(files, 2)  # centre pairs count where the tones agree (row 6 is red)
 >>> found.summary()["count"], found.summary()["within_split"]
-(1, {'eval': 0, 'train': 0})
+(2, {'eval': 0, 'train': 1})
 >>> first, second, bits, kind = next(found.groups.cross_pairs())
->>> found.describe_row(first[0]), found.describe_row(second[0]), int(bits[0]), KINDS[kind[0]]
-(('eval', 1, 5), ('train', 0, 1), 1, 'dct')
+>>> [(found.describe_row(a), found.describe_row(b), int(d), HASHES[k]) for a, b, d, k in zip(first, second, bits, kind)]
+[(('eval', 1, 5), ('train', 0, 1), 1, 'dct'), (('eval', 1, 5), ('train', 0, 2), 2, 'centre')]
 """
 from __future__ import annotations
 
@@ -34,10 +41,12 @@ import numpy as np
 
 from ..core import storage
 from ..core.errors import ShardflowError
+from ..core.tone_hash import STRUCTURED, is_structured, tone_values  # noqa: F401  (the doctest's)
 from .columns import ColumnSpec
 from .config import ExampleGenConfig
 from .csv_index import Chunk
 from .leakage import digest_table, local_copies, row_paths  # noqa: F401  (digest_table: the doctest)
+from .near_corroboration import HASHES, corroborated
 from .near_groups import KINDS, RowGroups, distinct_rows, group_rows
 
 if TYPE_CHECKING:  # encode_chunks imports Beam, which this module does not need
@@ -73,9 +82,9 @@ class NearDuplicates:
         return self.splits[split], index_id, number
 
 
-def hash_files(plan: IngestPlan, chunks: list[Chunk], results: list[ChunkResult]) -> list[tuple[str, int, str, str]]:
-    """(split, index id, dct table, tone table) per chunk and split, in chunk order."""
-    return [(split, c.index_id, plan.phash_file(split, c, "dct"), plan.phash_file(split, c, "tone"))
+def hash_files(plan: IngestPlan, chunks: list[Chunk], results: list[ChunkResult]) -> list[tuple[Any, ...]]:
+    """(split, index id, a table per kind in KINDS' order: dct, tone, centre) per chunk and split, in chunk order."""
+    return [(split, c.index_id, *(plan.phash_file(split, c, kind) for kind in KINDS))
             for c, r in zip(chunks, results) for split in sorted(r.parts)]
 
 
@@ -107,10 +116,12 @@ def describe_pair(example: dict[str, Any]) -> str:
     return f"{where}, {example['hash']} distance {example['distance']}"
 
 
-def find_near_duplicates(files: list[tuple[str, int, str, str]], distance: int) -> NearDuplicates:
-    """Rows grouped by their hashes, with the pairs within `distance` (Hamming bits for dct hashes, the tone
-    distance for tone hashes)."""
-    splits = sorted({split for split, _, _, _ in files})
+def find_near_duplicates(files: list[tuple[Any, ...]], distance: int) -> NearDuplicates:
+    """Rows grouped by their hashes, with the pairs near by `perceptual_hash.near_kind`'s rule: dct hashes within
+    `distance` Hamming bits, near-uniform images' tones within `distance` (the tone distance), or a centre hash
+    within `distance` bits of the other image's dct or centre hash and the rows' tones within `distance`.
+    `files`: (split, index id, a table per kind in KINDS' order) per chunk and split."""
+    splits = sorted({split for split, *_ in files})
     images = {}
     for number, kind in enumerate(KINDS):
         listed = [(split, index_id, paths[number]) for split, index_id, *paths in files]
@@ -118,10 +129,15 @@ def find_near_duplicates(files: list[tuple[str, int, str, str]], distance: int) 
             images[kind] = _load(local, splits)
     keys = np.concatenate([table[:, 1:] for table in images.values()])  # (split, index, row) of each image
     rows, owner = distinct_rows(keys)
-    cut = len(images["dct"])
-    hashed = {"dct": (images["dct"][:, 0], owner[:cut]), "tone": (images["tone"][:, 0], owner[cut:])}
+    ends = np.cumsum([len(table) for table in images.values()])
+    owners = dict(zip(KINDS, np.split(owner, ends[:-1])))
+    tones = images["tone"][:, 0]
+    uniform = ~is_structured(tones)  # only near-uniform images pair by their tones alone
+    hashed = {kind: (images[kind][:, 0], owners[kind]) for kind in ("dct", "centre")}
+    hashed["tone"] = (tones[uniform], owners["tone"][uniform])
     groups = group_rows(hashed, rows[:, 0], len(splits), distance, distance)
-    return NearDuplicates(splits, rows, groups, cut, distance, distance)
+    return NearDuplicates(splits, rows, corroborated(groups, distance, tones, owners["tone"]), len(images["dct"]),
+                          distance, distance)
 
 
 def _load(files: list[tuple[str, int, str]], splits: list[str]) -> np.ndarray:
@@ -144,7 +160,7 @@ def write_pairs(found: NearDuplicates, target: str, chunks: list[Chunk], columns
     examples: list[dict[str, Any]] = []
     with storage.open_write(target) as out:
         for first, second, distance, kind in found.groups.cross_pairs():
-            lines = [f'{{"distance": {d}, "hash": "{KINDS[k]}", "occurrences": [{sides[a]}, {sides[b]}]}}\n'
+            lines = [f'{{"distance": {d}, "hash": "{HASHES[k]}", "occurrences": [{sides[a]}, {sides[b]}]}}\n'
                      for a, b, d, k in zip(first.tolist(), second.tolist(), distance.tolist(), kind.tolist())]
             examples += [json.loads(line) for line in lines[:MAX_EXAMPLES - len(examples)]]
             out.write("".join(lines).encode("utf-8"))

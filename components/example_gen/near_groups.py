@@ -1,15 +1,19 @@
 """Near-duplicate pairs of rows, counted over groups of rows with the same hashes, listed across splits.
 
-A row's *signature* is the set of its images' hashes (dct, and tone for near-uniform images). Rows
-with one signature are copies of each other (distance 0) and near the same other rows, so they are
-counted together: n rows of a signature in one split make n·(n−1)/2 pairs there, and n_a·n_b pairs
-between two splits, none of them enumerated. Pairs of distinct signatures come from the Hamming
-search over the distinct hash values (few, however many exact copies: a Hamming search for dct
-hashes, `core.tone_hash.tone_pairs` for tone hashes), each with the smallest distance over its hash
-pairs, dct before tone. Only pairs across splits are listed row by row
-(`cross_pairs`), in batches, closest first.
+A row's *signature* is the set of its images' hashes (dct, centre, and tone for near-uniform images).
+Rows with one signature are copies of each other (distance 0) and near the same other rows, so they
+are counted together: n rows of a signature in one split make n·(n−1)/2 pairs there, and n_a·n_b
+pairs between two splits, none of them enumerated. Pairs of distinct signatures come from searches
+over the distinct hash values (few, however many exact copies): one Hamming search over the dct and
+centre hashes together, `core.tone_hash.tone_pairs` for tone hashes. A pair is of kind "dct" when two
+dct hashes are within the radius, "centre" when only pairs with a centre hash are (it still needs its
+tones to agree: `near_corroboration`), "tone" for tones; each signature pair is kept once, dct or tone
+before centre, then with the smallest distance, dct before tone. Only pairs across splits are listed
+row by row (`cross_pairs`), in batches, closest first.
 
->>> hashes = {"dct": (np.array([7, 7, 7, 6, 1 << 40]), np.array([0, 1, 2, 3, 4])), "tone": (np.empty(0, int), np.empty(0, int))}
+>>> rows, none = np.array([0, 1, 2, 3, 4]), (np.empty(0, int), np.empty(0, int))
+>>> hashes = {"dct": (np.array([7, 7, 7, 6, 1 << 40]), rows), "tone": none}
+>>> hashes["centre"] = hashes["dct"]  # each image's central frame hashed as the whole
 >>> groups = group_rows(hashes, split=np.array([0, 0, 1, 1, 1]), splits=2, radius=1)
 >>> groups.within_split(), groups.cross_count()    # {0,1,2} are copies, 3 is 1 bit from them
 ([1, 1], 4)
@@ -26,9 +30,9 @@ import numpy as np
 from ..core.hamming_search import near_pairs
 from ..core.tone_hash import tone_pairs
 
-KINDS = ("dct", "tone")
-SEARCHES = (near_pairs, tone_pairs)  # per kind: every pair of distinct values within a distance
-MAX_HASH_PAIRS = 2_000_000  # pairs of distinct hash values per kind: ~50 MB of pair arrays at most
+KINDS = ("dct", "tone", "centre")  # the hashes of an image; a signature pair's kind, by number
+DCT, TONE, CENTRE = range(len(KINDS))
+MAX_HASH_PAIRS = 2_000_000  # pairs of distinct hash values per search: ~50 MB of pair arrays at most
 MAX_SIGNATURE_PAIRS = 4_000_000  # pairs of distinct signatures (only rows with several images make more)
 BATCH = 1 << 20  # row pairs listed at a time
 Images = dict[str, tuple[np.ndarray, np.ndarray]]  # kind → (hash per image, row number of its row)
@@ -146,17 +150,21 @@ def _slices(sizes: np.ndarray) -> Iterator[tuple[int, int]]:
 
 def group_rows(images: Images, split: np.ndarray, splits: int, radius: int, tone_limit: int = 0) -> RowGroups:
     """Rows 0..len(split)-1 (split numbers < `splits`) grouped by signature, and the signature pairs
-    within `radius` (dct hashes, Hamming bits) or `tone_limit` (tone hashes, tone distance)."""
+    within `radius` (dct and centre hashes, Hamming bits: "centre" when one of the two is a centre hash) or
+    `tone_limit` (tone hashes, tone distance)."""
     signature = _signatures(images, len(split))
     signatures = int(signature.max(initial=-1)) + 1
     counts = np.bincount(signature * splits + split, minlength=signatures * splits).reshape(signatures, splits)
-    found, truncated = [], False
-    for number, (kind, limit) in enumerate(zip(KINDS, (radius, tone_limit))):
-        hashes, owners = images[kind]
-        pairs, stopped = _signature_pairs(hashes, signature[owners], limit, SEARCHES[number])
-        found.append(np.concatenate([pairs, np.full((len(pairs), 1), number)], axis=1))
-        truncated |= stopped
-    pairs = _closest_once(np.concatenate(found))
+    (dct, dct_owners), (centre, centre_owners), (tones, tone_owners) = (images[k] for k in ("dct", "centre", "tone"))
+    # One Hamming search over both dct hashes of every image: a copy cut on its sides is often nearer
+    # the other image's central frame than its whole (`core.perceptual_hash`).
+    both = np.concatenate([dct, centre])
+    side = np.concatenate([np.zeros(len(dct), np.int64), np.ones(len(centre), np.int64)])
+    owners = signature[np.concatenate([dct_owners, centre_owners])]
+    near, stopped = _signature_pairs(both, owners, side, radius, near_pairs, (DCT, CENTRE))
+    toned, stopped_tone = _signature_pairs(tones, signature[tone_owners], np.zeros(len(tones), np.int64), tone_limit,
+                                           tone_pairs, (TONE, TONE))
+    pairs, truncated = _closest_once(np.concatenate([near, toned])), stopped or stopped_tone
     if len(pairs) > MAX_SIGNATURE_PAIRS:
         pairs, truncated = pairs[:MAX_SIGNATURE_PAIRS], True
     return RowGroups(split, signature, counts, pairs, truncated)
@@ -182,22 +190,26 @@ def _signatures(images: Images, rows: int) -> np.ndarray:
     return renumber[inverse]
 
 
-def _signature_pairs(hashes: np.ndarray, signatures: np.ndarray, radius: int,
-                     search: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, bool]]) -> tuple[np.ndarray, bool]:
-    """(a, b, distance) of signatures holding hashes `search` finds within `radius` (a shared hash:
-    distance 0), a ≠ b."""
+def _signature_pairs(hashes: np.ndarray, signatures: np.ndarray, side: np.ndarray, radius: int,
+                     search: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, bool]], kinds: tuple[int, int]
+                     ) -> tuple[np.ndarray, bool]:
+    """(a, b, distance, kind) of signatures holding hashes `search` finds within `radius` (a shared hash:
+    distance 0), a ≠ b; kind: kinds[0] when both hashes are of side 0, else kinds[1]."""
     if not len(hashes):
-        return np.empty((0, 3), dtype=np.int64), False
-    table, _ = distinct_rows(np.stack([hashes, signatures], axis=1))  # each (hash, signature) once
+        return np.empty((0, 4), dtype=np.int64), False
+    table, _ = distinct_rows(np.stack([hashes, signatures, side], axis=1))  # each (hash, signature, side) once
     values, starts, sizes = np.unique(table[:, 0], return_index=True, return_counts=True)
-    first, second, bits, truncated = search(values, radius, MAX_HASH_PAIRS)
+    # An image's own dct and centre hashes are often within the radius (78 % of issue 46's at 10 bits): one
+    # pair more per value, so that they do not crowd out the pairs between images.
+    first, second, bits, truncated = search(values, radius, MAX_HASH_PAIRS + len(values))
     shared = np.nonzero(sizes > 1)[0]  # one hash in several signatures: every two of them, distance 0
     near, cut = _product(starts[first], sizes[first], starts[second], sizes[second], bits)
     same, cut_same = _product(starts[shared], sizes[shared], starts[shared], sizes[shared], np.zeros(len(shared), np.int64))
     both = np.concatenate([near, same])
     a, b = table[both[:, 0], 1], table[both[:, 1], 1]
+    kind = np.where((table[both[:, 0], 2] | table[both[:, 1], 2]) == 0, kinds[0], kinds[1])
     keep = a != b
-    pairs = np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep], both[keep, 2]], axis=1)
+    pairs = np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep], both[keep, 2], kind[keep]], axis=1)
     return pairs, bool(truncated or cut or cut_same)
 
 
@@ -228,10 +240,11 @@ def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _closest_once(pairs: np.ndarray) -> np.ndarray:
-    """One entry per signature pair: its smallest distance, dct before tone; sorted by (a, b)."""
+    """One entry per signature pair: dct or tone before centre (a centre pair counts only where tones agree,
+    `near_corroboration`), then the smallest distance, dct before tone; sorted by (a, b)."""
     if not len(pairs):
         return np.empty((0, 4), dtype=np.int64)
-    pairs = pairs[np.lexsort((pairs[:, 3], pairs[:, 2], pairs[:, 1], pairs[:, 0]))]
+    pairs = pairs[np.lexsort((pairs[:, 3], pairs[:, 2], pairs[:, 3] == CENTRE, pairs[:, 1], pairs[:, 0]))]
     first = np.ones(len(pairs), dtype=bool)
     first[1:] = np.any(pairs[1:, :2] != pairs[:-1, :2], axis=1)
     return pairs[first].astype(np.int64)

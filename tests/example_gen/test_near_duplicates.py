@@ -19,7 +19,7 @@ from shardflow.cli import main as shardflow_main
 from shardflow.core import hamming_search
 from shardflow.core.errors import ConfigError
 from shardflow.core.perceptual_hash import distance, image_hashes
-from shardflow.core.tone_hash import tone_distance
+from shardflow.core.tone_hash import is_structured, tone_distance
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 from shardflow.example_gen.config import DEFAULT_NEAR_DUPLICATE_DISTANCE
 from shardflow.example_gen.executor import TooManyRejectsError
@@ -53,12 +53,12 @@ def test_distinct_images_are_far_and_near_uniform_ones_do_not_collide(originals:
     hashes = {kind: [image_hashes(image) for image in images] for kind, images in originals.items()}
     everything = hashes["photo"] + hashes["drawing"] + hashes["near_uniform"]
     assert not [(a, b) for i, a in enumerate(everything) for b in everything[i + 1:] if bench.is_near(a, b, LIMIT)]
-    tones = [tone for _, tone in hashes["near_uniform"]]
-    assert all(tone is not None for tone in tones)  # gradients and flat colours take the tone hash
+    tones = [tone for *_, tone in hashes["near_uniform"]]
+    assert not any(is_structured(tone) for tone in tones)  # gradients and flat colours pair by their tones
     # Not one distinct pair within the limit (the hash this one replaced put 1 pair in 6 of these within it).
     assert min(tone_distance(a, b, LIMIT) for i, a in enumerate(tones) for b in tones[i + 1:]) > LIMIT
-    # Textured images keep their dct hash only: their mean colour is no evidence of a copy.
-    assert sum(tone is not None for _, tone in hashes["photo"] + hashes["drawing"]) <= 1
+    # Textured images' tones are flagged: their mean colour alone is no evidence of a copy.
+    assert sum(not is_structured(tone) for *_, tone in hashes["photo"] + hashes["drawing"]) <= 1
 
 
 def _near_uniform(side: int, start: tuple[int, ...], end: tuple[int, ...] | None = None,
@@ -85,7 +85,7 @@ def test_near_uniform_images_pair_with_their_copies_not_with_each_other() -> Non
               _near_uniform(96, dark, light), _near_uniform(96, dark, light, np.pi / 2), _near_uniform(96, light, dark),
               _near_uniform(96, dark, light, np.pi / 4), _near_uniform(96, (160, 110, 130), (100, 150, 130))]
     hashes = [image_hashes(image) for image in images]
-    assert all(tone is not None for _, tone in hashes)
+    assert not any(is_structured(tone) for *_, tone in hashes)
     paired = [(i, j) for i in range(len(hashes)) for j in range(i + 1, len(hashes))
               if bench.is_near(hashes[i], hashes[j], LIMIT)]
     assert paired == []  # the tone hash this one replaced paired 12 of these 45
@@ -183,7 +183,7 @@ def test_example_gen_lists_every_altered_copy_across_splits_by_row(near_duplicat
     listed = _listed(tmp_path / "out")
     assert len(listed) == report["count"] and report["examples"] == listed[:5]
     assert _by_row(listed) == _planted_rows(root, planted)  # every planted copy, by split, index file, row and path
-    assert all(0 <= pair["distance"] <= LIMIT and pair["hash"] in ("dct", "tone") for pair in listed)
+    assert all(0 <= pair["distance"] <= LIMIT and pair["hash"] in ("dct", "tone", "centre") for pair in listed)
     assert [pair["distance"] for pair in listed] == sorted(pair["distance"] for pair in listed)  # closest first
     assert manifest.extra["leakage"]["count"] == 0  # no byte-identical file: only the near check sees them
     summary = printed[-1]
@@ -255,7 +255,8 @@ def test_off_hashes_nothing_and_says_so(near_duplicate_set: NearSet, tmp_path: P
         encode.setup()
         list(encode.process(chunks[0]))
         written[mode] = sorted(p.name for p in (tmp_path / mode / "staging").rglob("*.npy") if "phashes" in p.parts)
-    assert written["off"] == [] and written["warn"] == ["0000-000000.dct.npy", "0000-000000.tone.npy"]
+    assert written["off"] == []
+    assert written["warn"] == ["0000-000000.centre.npy", "0000-000000.dct.npy", "0000-000000.tone.npy"]
     table = np.load(tmp_path / "warn" / "staging" / "phashes" / "train" / "0000-000000.dct.npy")
     assert table.shape == (2, 10) and sorted(table[1]) == list(range(1, 11))  # one hash per row, rows kept
 

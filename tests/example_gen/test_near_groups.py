@@ -31,23 +31,35 @@ def _random_rows(rng: np.random.Generator, rows: int, columns: int) -> tuple[dic
     brightness = rng.uniform(0.8, 1.2, (len(colours), 1, 1, 1))
     brightness[rng.random(len(colours)) < 0.5] = 1.0
     tones = tone_values(np.broadcast_to(colours * brightness, (len(colours), 2, 2, 3)))
-    images = {"dct": (dct, owners), "tone": (tones, owners[uniform])}
+    centre = dct.copy()
+    for i in np.nonzero(rng.random(len(dct)) < 0.5)[0]:  # centre hashes: some their image's dct, some 1-12 bits off
+        for bit in rng.choice(64, size=int(rng.integers(1, 13)), replace=False):
+            centre[i] ^= np.int64(1 << int(bit)) if bit < 63 else np.int64(-(1 << 63))
+    images = {"dct": (dct, owners), "tone": (tones, owners[uniform]), "centre": (centre, owners)}
     return images, rng.integers(3, size=rows)
 
 
 def _brute_force(images: dict, split: np.ndarray, radius: int, tone: int) -> dict[tuple[int, int], tuple[int, int]]:
-    """(row, other row) → (distance, kind) of every near pair of rows, by the rule ExampleGen reports."""
+    """(row, other row) → (distance, kind) of every near pair of rows, by the rule `group_rows` reports: dct and
+    centre hashes compared with each other ("centre" when one is a centre hash), tones with tones; dct or tone
+    before centre, then the smallest distance."""
     per_row: dict[int, list[tuple[int, int]]] = {}
     for number, kind in enumerate(KINDS):
         for value, row in zip(*(a.tolist() for a in images[kind])):
             per_row.setdefault(row, []).append((number, value))
     found = {}
     for a, b in itertools.combinations(range(len(split)), 2):
-        measure = (distance, lambda x, y: tone_distance(x, y, tone))
-        near = [(measure[k](x, y), k) for k, x in per_row.get(a, []) for j, y in per_row.get(b, [])
-                if k == j and measure[k](x, y) <= (radius, tone)[k]]
+        near = []
+        for k, x in per_row.get(a, []):
+            for j, y in per_row.get(b, []):
+                if (k == 1) != (j == 1):  # tones pair with tones only
+                    continue
+                d = tone_distance(x, y, tone) if k == 1 else distance(x, y)
+                kind = k if k == j else 2
+                if d <= (tone if k == 1 else radius):
+                    near.append((kind == 2, d, kind))
         if near:
-            found[(a, b)] = min(near)
+            found[(a, b)] = min(near)[1:]
     return found
 
 
@@ -89,7 +101,8 @@ def test_exact_copies_are_counted_by_combinatorics_over_distinct_hashes() -> Non
     rows = 200_000
     copies = np.arange(rows) % len(distinct)
     split = (np.arange(rows) % 10 == 9).astype(np.int64)  # one row in ten in split 1
-    images = {"dct": (distinct[copies], np.arange(rows)), "tone": (np.empty(0, np.int64), np.empty(0, np.int64))}
+    images = {"dct": (distinct[copies], np.arange(rows)), "centre": (distinct[copies], np.arange(rows)),
+              "tone": (np.empty(0, np.int64), np.empty(0, np.int64))}
     started = time.perf_counter()
     groups = group_rows(images, split, 2, radius=10, tone_limit=10)
     within, cross = groups.within_split(), groups.cross_count()
