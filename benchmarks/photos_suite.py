@@ -2,9 +2,13 @@
 
     python -m benchmarks.run_all --only photos                                  # 20k and 200k rows, jpeg and raw
     python -m benchmarks.run_all --only photos --photo-rows 20k --photo-storage jpeg
+    python -m benchmarks.run_all --only photos --photo-rows 20k --photo-storage jpeg --photo-set mixed
 
-Data: distinct 300–500 px JPEG crops (q90) of scikit-learn's sample photographs
-(`photo_data.ensure_photos`, under `<work>/photos`), an index repeating them to N rows. Per storage
+Data (`--photo-set`): `crops`, distinct 300–500 px JPEG crops (q90, RGB 4:2:0) of scikit-learn's
+sample photographs (`photo_data.ensure_photos`, under `<work>/photos`), an index repeating them to N
+rows; or `mixed` (issue 46), one distinct file per row by default with varied aspect ratios, grayscale,
+4:4:4 chroma, EXIF orientation, quality and progressive files (`photo_mixed`, under
+`<work>/photos-mixed-<count>`). Per storage
 kind (jpeg, raw) and size, one monitored child process per contender (`photos_bench`): (a) the
 hand-written loop, (b) the same loop on a 2-process pool, (c) ExampleGen as it runs by default.
 Figures as in `example_gen_suite.measure`; targets in `targets.photo_targets`. Whether the machine
@@ -31,6 +35,7 @@ from typing import Any, Callable
 
 from .example_gen_suite import contender_watch, measure
 from .photo_data import NUM_PHOTOS, ensure_photo_index, ensure_photos
+from .photo_mixed import ensure_mixed_photos
 from .photos_bench import STORAGES
 from .repeats import median_runs, rotations
 from .suites import parse_size
@@ -43,6 +48,7 @@ NOTES = ("start-up = process start → first output file; steady = images / (end
          "anonymous part (heap), sampled every 0.2 s; the memory target is checked on both; CPU s = "
          "user+system of the tree; with several rounds, each line is the contender's median run and `rounds` "
          "lists every round's total")  # how the tables read: rendered from here, also for older results
+PHOTO_SETS = ("crops", "mixed")
 DESCRIPTIONS = {"a": "(a) Pillow loop, 1 process", "b": "(b) same loop, 2-process pool", "c": "(c) ExampleGen (default)"}
 
 
@@ -53,8 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--photo-storage", nargs="+", choices=STORAGES, default=list(STORAGES),
                        help="how the 224×224 pixels are stored (default: jpeg raw)")
     group.add_argument("--photo-contenders", default="a,b,c", help="comma-separated subset of a,b,c (default a,b,c)")
-    group.add_argument("--photo-count", type=int, default=NUM_PHOTOS,
-                       help=f"distinct photo files (default {NUM_PHOTOS:,}); others go to <work>/photos-<count>")
+    group.add_argument("--photo-set", choices=PHOTO_SETS, default="crops",
+                       help="crops: the default RGB 4:2:0 crops; mixed: varied traits, one file per row (issue 46)")
+    group.add_argument("--photo-count", type=int, default=None,
+                       help=f"distinct photo files (default: crops {NUM_PHOTOS:,}, mixed the largest --photo-rows); "
+                            "other crops counts go to <work>/photos-<count>")
     group.add_argument("--no-photo-hooks", action="store_true",
                        help="only the contenders: no per-stage times, reader or storage comparison")
 
@@ -65,6 +74,16 @@ def _contenders(text: str) -> list[str]:
     if unknown or not chosen:
         raise SystemExit(f"--photo-contenders: unknown {sorted(unknown)} or none; choose from a,b,c")
     return chosen
+
+
+def _data_root(args: argparse.Namespace, work: Path, largest: int) -> tuple[Path, int]:
+    """The photo set's folder, written unless already there, and its number of distinct files."""
+    if getattr(args, "photo_set", "crops") == "mixed":
+        count = args.photo_count or largest
+        return ensure_mixed_photos(work / f"photos-mixed-{count}", count).resolve(), count
+    count = args.photo_count or NUM_PHOTOS
+    folder = "photos" if count == NUM_PHOTOS else f"photos-{count}"
+    return ensure_photos(work / folder, count).resolve(), count
 
 
 def run_one(label: str, storage: str, rows: int, index: Path, data_root: Path, work: Path,
@@ -127,9 +146,8 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
     """Every storage kind, size (ascending) and contender; `sizes` (the 28×28 --rows) is not used."""
     del sizes
     work = work.resolve()
-    folder = "photos" if args.photo_count == NUM_PHOTOS else f"photos-{args.photo_count}"
-    data_root = ensure_photos(work / folder, args.photo_count).resolve()
     contenders, rows_list = _contenders(args.photo_contenders), sorted(set(args.photo_rows))
+    data_root, count = _data_root(args, work, rows_list[-1])
     keep_all = bool(getattr(args, "keep_outputs", False))
     runs = []
     for storage in args.photo_storage:
@@ -156,7 +174,8 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         "benchmark": NAME,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-        "sizes": rows_list, "storages": list(args.photo_storage), "photos": args.photo_count,
+        "sizes": rows_list, "storages": list(args.photo_storage), "photos": count,
+        "photo_set": getattr(args, "photo_set", "crops"),
         "repeats": getattr(args, "repeats", 1), "runs": runs,
         "targets": photo_targets(runs),
         "hooks": hooks,
@@ -202,6 +221,8 @@ def _hook_markdown(module: str, entry: dict[str, Any]) -> str:
 def markdown(result: dict[str, Any]) -> str:
     """Per storage kind: the contenders' table; then the targets; then the hooks' tables."""
     lines: list[str] = []
+    if "photo_set" in result:  # older results (the default set) render as they were published
+        lines += [f"Photo set `{result['photo_set']}`, {result['photos']:,} distinct files.", ""]
     for storage in result["storages"]:
         lines += [f"### storage {storage}", ""] + _runs_table([r for r in result["runs"] if r["storage"] == storage])
         lines.append("")

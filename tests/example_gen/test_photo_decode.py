@@ -8,11 +8,11 @@ import io
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageOps
 from sklearn.datasets import load_sample_images
 
 from shardflow.example_gen.data_root import BadCell
-from shardflow.example_gen.images import ImageRules, decode
+from shardflow.example_gen.images import ImageRules, decode, decode_sized
 from shardflow.example_gen.jpeg_decode import DRAFT_GAP, decode_turbo, draft_scale
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
@@ -92,3 +92,31 @@ def test_truncated_photo_is_still_named_by_pillow(photo: Image.Image) -> None:
     with pytest.raises(BadCell) as err:
         decode(data[: len(data) // 2], ImageRules(MAX_PIXELS, channels="rgb", resize=(224, 224)))
     assert err.value.code == "corrupt_image" and "truncated" in err.value.reason
+
+
+@pytest.mark.parametrize("size", [(224, 224), (150, 50)])
+def test_gray_photo_to_rgb_has_the_pixels_of_convert_then_resize(photo: Image.Image, size: tuple[int, int]) -> None:
+    """Gray JPEGs are resized as gray and repeated into RGB after (a quarter of the work): the pixels
+    of Pillow's convert("RGB") then bilinear resize, exactly."""
+    data = _jpeg(photo.convert("L").crop((5, 11, 5 + 403, 11 + 317)))
+    pixels = decode(data, ImageRules(MAX_PIXELS, channels="rgb", resize=size))
+    with Image.open(io.BytesIO(data)) as image:
+        expected = np.asarray(image.convert("RGB").resize((size[1], size[0]), Image.Resampling.BILINEAR))
+    assert pixels.shape == (*size, 3)
+    np.testing.assert_array_equal(pixels, expected)
+
+
+@pytest.mark.parametrize("mode", ["RGB", "L"])
+@pytest.mark.parametrize("orientation", [2, 3, 4, 5, 6, 7, 8])
+def test_every_exif_orientation_gives_exif_transposes_pixels(photo: Image.Image, mode: str, orientation: int) -> None:
+    """Rotated and flipped files, colour or gray (the gray resized before its RGB): Pillow's decode
+    turned by `ImageOps.exif_transpose`, then resized, exactly; the size before the resize is the upright one."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    data = _jpeg(photo.convert(mode).crop((0, 0, 360, 300)), exif=exif.tobytes())
+    image, source_hw = decode_sized(data, ImageRules(MAX_PIXELS, channels="rgb", resize=(224, 200)))
+    with Image.open(io.BytesIO(data)) as stored:
+        upright = ImageOps.exif_transpose(stored).convert("RGB")
+    assert source_hw == (upright.height, upright.width)
+    np.testing.assert_array_equal(np.asarray(image),
+                                  np.asarray(upright.resize((200, 224), Image.Resampling.BILINEAR)))
