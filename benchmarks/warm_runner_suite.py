@@ -1,6 +1,7 @@
 """`make bench`'s warm-runner suite: `shardflow run` warm against `--isolated` on the digits (`warm_runner`).
 
     python -m benchmarks.run_all --only warm_runner --warm-epochs 10
+    python -m benchmarks.run_all --only warm_runner --warm-epochs 3 --repeats 3   # median of 3 rounds
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:
-    result = warm_runner.measure(args.warm_epochs, work)
+    result = warm_runner.measure(args.warm_epochs, work, args.repeats)
     return {**result, "failed": not all(result["met"].values())}
 
 
