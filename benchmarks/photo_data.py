@@ -41,27 +41,37 @@ def _sources() -> list[Image.Image]:
                      for p in photos]
 
 
-def _crop(sources: list[Image.Image], rng: np.random.Generator) -> Image.Image:
-    width, height = (int(v) for v in rng.integers(SIDES[0], SIDES[1] + 1, size=2))
+def crop_of(sources: list[Image.Image], width: int, height: int, rng: np.random.Generator) -> Image.Image:
+    """A `width` × `height` crop at a random place of a random source that holds it."""
     candidates = [s for s in sources if s.width >= width and s.height >= height]
     source = candidates[int(rng.integers(len(candidates)))]
     left = int(rng.integers(source.width - width + 1))
     top = int(rng.integers(source.height - height + 1))
-    crop = source.crop((left, top, left + width, top + height))
+    return source.crop((left, top, left + width, top + height))
+
+
+def _crop(sources: list[Image.Image], rng: np.random.Generator) -> Image.Image:
+    width, height = (int(v) for v in rng.integers(SIDES[0], SIDES[1] + 1, size=2))
+    crop = crop_of(sources, width, height, rng)
     return crop.transpose(Image.Transpose.ROTATE_90) if rng.random() < 0.5 else crop
+
+
+def photo_set_written(root: Path, stamp: str, count: int) -> bool:
+    """Whether the set of `count` photos under `root` is complete: its stamp file, written last, says so."""
+    marker = root / stamp
+    return marker.is_file() and marker.read_text().strip() == str(count)
 
 
 def ensure_photos(root: Path, count: int = NUM_PHOTOS) -> Path:
     """Writes `count` JPEG crops and `labels.npy` under `root` unless already done."""
-    stamp = root / _STAMP
-    if stamp.is_file() and stamp.read_text().strip() == str(count):
+    if photo_set_written(root, _STAMP, count):
         return root
     (root / "img").mkdir(parents=True, exist_ok=True)
     sources, rng = _sources(), np.random.default_rng(SEED)
     for number in range(count):
         _crop(sources, rng).save(root / photo_name(number), format="JPEG", quality=QUALITY)
     np.save(root / "labels.npy", np.arange(count, dtype=np.int64) % 10)
-    stamp.write_text(str(count))  # written last: its presence means the set is complete
+    (root / _STAMP).write_text(str(count))  # written last: its presence means the set is complete
     return root
 
 

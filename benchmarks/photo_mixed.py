@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .photo_data import SIDES, _sources, photo_name
+from .photo_data import SIDES, _sources, crop_of, photo_name, photo_set_written
 
 GRAY_SHARE = 0.25
 FULL_CHROMA_SHARE = 0.3
@@ -40,11 +40,7 @@ def _crop(sources: list[Image.Image], rng: np.random.Generator) -> Image.Image:
     short = int(rng.integers(SIDES[0], SIDES[1] + 1))
     long = min(SIDES[1], int(short * rng.uniform(1.0, 2.0))) if rng.random() < 0.8 else short
     width, height = (long, short) if rng.random() < 0.5 else (short, long)
-    candidates = [s for s in sources if s.width >= width and s.height >= height]
-    source = candidates[int(rng.integers(len(candidates)))]
-    left = int(rng.integers(source.width - width + 1))
-    top = int(rng.integers(source.height - height + 1))
-    return source.crop((left, top, left + width, top + height))
+    return crop_of(sources, width, height, rng)
 
 
 def _save(image: Image.Image, path: Path, rng: np.random.Generator) -> dict[str, object]:
@@ -68,8 +64,7 @@ def _save(image: Image.Image, path: Path, rng: np.random.Generator) -> dict[str,
 
 def ensure_mixed_photos(root: Path, count: int) -> Path:
     """Writes `count` mixed JPEG crops, `labels.npy` and `traits.csv` under `root` unless already done."""
-    stamp = root / _STAMP
-    if stamp.is_file() and stamp.read_text().strip() == str(count):
+    if photo_set_written(root, _STAMP, count):
         return root
     (root / "img").mkdir(parents=True, exist_ok=True)
     sources, rng = _sources(), np.random.default_rng(SEED)
@@ -82,5 +77,5 @@ def ensure_mixed_photos(root: Path, count: int) -> Path:
                 writer.writeheader()
             writer.writerow(traits)
     np.save(root / "labels.npy", np.arange(count, dtype=np.int64) % 10)
-    stamp.write_text(str(count))  # written last: its presence means the set is complete
+    (root / _STAMP).write_text(str(count))  # written last: its presence means the set is complete
     return root
