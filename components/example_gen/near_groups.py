@@ -218,6 +218,8 @@ def _product(left: np.ndarray, left_sizes: np.ndarray, right: np.ndarray, right_
     """(i, j, bits) for every position i of each left range with every position j of its right range, at
     most MAX_SIGNATURE_PAIRS of them (True: cut there; only hashes shared by many signatures get there)."""
     sizes = left_sizes * right_sizes
+    if len(sizes) <= MAX_SIGNATURE_PAIRS and np.all(sizes == 1):  # each hash in one signature: the pairs as found
+        return np.stack([left, right, bits], axis=1).astype(np.int64), False
     keep = np.cumsum(sizes) <= MAX_SIGNATURE_PAIRS
     cut = not keep.all()
     left, left_sizes, right, right_sizes, bits, sizes = (v[keep] for v in (left, left_sizes, right, right_sizes, bits, sizes))
@@ -244,7 +246,17 @@ def _closest_once(pairs: np.ndarray) -> np.ndarray:
     `near_corroboration`), then the smallest distance, dct before tone; sorted by (a, b)."""
     if not len(pairs):
         return np.empty((0, 4), dtype=np.int64)
-    pairs = pairs[np.lexsort((pairs[:, 3], pairs[:, 2], pairs[:, 3] == CENTRE, pairs[:, 1], pairs[:, 0]))]
+    pairs = pairs[_closest_first(pairs)]
     first = np.ones(len(pairs), dtype=bool)
     first[1:] = np.any(pairs[1:, :2] != pairs[:-1, :2], axis=1)
     return pairs[first].astype(np.int64)
+
+
+def _closest_first(pairs: np.ndarray) -> np.ndarray:
+    """The order of (a, b, distance, kind) rows by a, b, centre last, distance, kind: one int64 key sorted when
+    it fits (a lexsort of the five keys took 1.7 s of 3.7 million pairs, issue 46's mixed photos), else the lexsort."""
+    signatures = int(pairs[:, :2].max()) + 1
+    if signatures < 1 << 26 and 0 <= int(pairs[:, 2].min()) and int(pairs[:, 2].max()) < 1 << 6:
+        rank = ((pairs[:, 3] == CENTRE).astype(np.int64) << 8) | (pairs[:, 2] << 2) | pairs[:, 3]
+        return np.argsort(((pairs[:, 0] * signatures + pairs[:, 1]) << 9) | rank)  # equal keys: equal rows
+    return np.lexsort((pairs[:, 3], pairs[:, 2], pairs[:, 3] == CENTRE, pairs[:, 1], pairs[:, 0]))
