@@ -71,7 +71,8 @@ def test_counts_and_cross_split_list_equal_brute_force(columns: int) -> None:
     expected = _brute_force(images, split, 10, 10)
     assert any(kind == 1 for _, kind in expected.values())  # tone pairs among them
     cross = {pair: found for pair, found in expected.items() if split[pair[0]] != split[pair[1]]}
-    within = [sum(split[a] == s == split[b] for a, b in expected) for s in range(3)]
+    # Within a split, centre pairs are not sought (group_rows): the dct and tone pairs are counted there.
+    within = [sum(split[a] == s == split[b] for (a, b), (_, kind) in expected.items() if kind != 2) for s in range(3)]
     assert len(cross) > 100 and min(within) > 20  # copies and altered copies in and across splits
     assert groups.within_split() == within and groups.cross_count() == len(cross) and not groups.truncated
     listed = {}
@@ -81,6 +82,19 @@ def test_counts_and_cross_split_list_equal_brute_force(columns: int) -> None:
             listed[(a, b)] = (d, k)
     assert listed == cross
     assert np.array_equal(groups.in_cross_pairs(), np.isin(np.arange(len(split)), np.array(list(cross)).ravel()))
+
+
+def test_centre_pairs_are_sought_across_splits_only() -> None:
+    """Rows 0 and 1: far apart whole, row 1's central frame near row 0's whole (a cropped copy). Across splits
+    they are a centre pair; in one split they are not counted, and a single split is not searched for them."""
+    whole = np.array([0, -1], dtype=np.int64)  # 64 bits apart
+    centre = np.array([0, 0b111], dtype=np.int64)  # row 1's centre: 3 bits from row 0's hashes
+    images = {"dct": (whole, np.arange(2)), "centre": (centre, np.arange(2)),
+              "tone": (np.empty(0, np.int64), np.empty(0, np.int64))}
+    across = group_rows(images, np.array([0, 1]), 2, radius=10, tone_limit=10)
+    assert across.cross_count() == 1 and across.pairs.tolist() == [[0, 1, 3, KINDS.index("centre")]]
+    within = group_rows(images, np.array([0, 0]), 2, radius=10, tone_limit=10)
+    assert within.within_split() == [0, 0] and within.cross_count() == 0
 
 
 def test_the_list_comes_in_batches_closest_first(monkeypatch: pytest.MonkeyPatch) -> None:
