@@ -6,8 +6,9 @@ and split, a table of each hash kind (dct, centre, tone) in the leakage check's 
 48 MB), groups rows with the same hashes and finds the near pairs of distinct hashes (`near_groups`:
 dct and centre hashes within the distance, near-uniform images' tones within it), keeps the pairs
 found through a centre hash only where the rows' tones corroborate them (`near_corroboration`; the
-rule of `perceptual_hash.near_kind`), counts row pairs within each split and across splits exactly,
-and lists every pair across splits, by row, in `near_duplicates.jsonl` beside the manifest
+rule of `perceptual_hash.near_kind`; across splits only), counts row pairs within each split (the dct and
+tone pairs) and across splits exactly, and lists every pair across splits, by row, in `near_duplicates.jsonl`
+beside the manifest
 (`write_pairs`). Exact copies are near duplicates too (distance 0): they appear here and under
 `leakage`. Two image columns of one row are never paired with each other.
 
@@ -25,8 +26,8 @@ and lists every pair across splits, by row, in `near_duplicates.jsonl` beside th
 >>> files = [("train", 0, *tables("t", [0b1111, 0b1111111, far], centres, [grey] * 3, [1, 2, 3])),
 ...          ("eval", 1, *tables("e", [0b0111, near_far], [0b0111, near_far], [grey, red], [5, 6]))]
 >>> found = find_near_duplicates(files, 2)  # centre pairs count where the tones agree (row 6 is red)
->>> found.summary()["count"], found.summary()["within_split"]
-(2, {'eval': 0, 'train': 1})
+>>> found.summary()["count"], found.summary()["within_split"]  # train rows 1, 2: a centre pair, not counted within
+(2, {'eval': 0, 'train': 0})
 >>> first, second, bits, kind = next(found.groups.cross_pairs())
 >>> [(found.describe_row(a), found.describe_row(b), int(d), HASHES[k]) for a, b, d, k in zip(first, second, bits, kind)]
 [(('eval', 1, 5), ('train', 0, 1), 1, 'dct'), (('eval', 1, 5), ('train', 0, 2), 2, 'centre')]
