@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .monitor import Watch, child_env, run_monitored
-from .repeats import rotations
+from .repeats import middle, rotations
 
 TARGETS = {"wall_ratio": 0.5, "rerun_s": 3.0, "step_overhead_s": 0.3}
 TRIVIAL = ("tune", "run-report", "push", "record-outcome")  # steps whose own work takes milliseconds
@@ -85,19 +85,23 @@ def _round(data: Path, work: Path, epochs: int, order: list[str], number: int) -
     return runs
 
 
+def _wall_ratio(runs: dict[str, Any]) -> float:
+    return runs["warm"]["wall_s"] / runs["isolated"]["wall_s"]
+
+
 def measure(epochs: int, work: Path, repeats: int = 1) -> dict[str, Any]:
     """`repeats` rounds, the modes' order rotated each round; the figures are the round of the median ratio
     (one run's wall varied 32.6 → 41.7 s between back-to-back rounds on a quiet machine)."""
     data = demo_data(work)
     rounds = [_round(data, work / f"round-{k}", epochs, order, k)
               for k, order in enumerate(rotations(["isolated", "warm"], repeats))]
-    ratios = [r["warm"]["wall_s"] / r["isolated"]["wall_s"] for r in rounds]
-    runs = rounds[sorted(range(len(rounds)), key=ratios.__getitem__)[(len(rounds) - 1) // 2]]
+    # With an even count the upper middle round: the lower would favour the warm mode, under test.
+    runs = middle(rounds, key=_wall_ratio, upper=True)
     warm, isolated = Path(runs["warm"]["run_dir"]), Path(runs["isolated"]["run_dir"])
     shards_warm, shards_isolated = _digests(warm), _digests(isolated)
-    checks = {"wall_ratio": runs["warm"]["wall_s"] / runs["isolated"]["wall_s"],
+    checks = {"wall_ratio": _wall_ratio(runs),
               "rerun_s": runs["warm_rerun"]["wall_s"], "step_overhead_s": runs["warm"]["step_overhead_s"],
-              "round_ratios": [round(ratio, 3) for ratio in ratios]}
+              "round_ratios": [round(_wall_ratio(r), 3) for r in rounds]}
     met = {name: checks[name] is not None and checks[name] <= TARGETS[name] for name in TARGETS}
     met["identical_shards"] = bool(shards_warm) and shards_warm == shards_isolated
     metrics = {"warm": _metrics(warm), "isolated": _metrics(isolated)}
@@ -128,8 +132,9 @@ def markdown(result: dict[str, Any]) -> str:
     again = f" (again: {checks['steady_rerun_s']:.1f} s)" if checks.get("steady_rerun_s") is not None else ""
     rounds = f" (rounds: {', '.join(f'{r:.2f}' for r in checks['round_ratios'])}; the median's round shown)" \
         if len(checks.get("round_ratios", ())) > 1 else ""
-    lines += ["", f"Warm wall {checks['wall_ratio']:.2f}× isolated{rounds}; identical rerun {checks['rerun_s']:.1f} s{again}; "
-              f"{result['shards_compared']} shard files compared. Targets met: "
+    lines += ["", f"Warm wall {checks['wall_ratio']:.2f}× isolated{rounds}; "
+              f"identical rerun {checks['rerun_s']:.1f} s{again}; {result['shards_compared']} shard files compared. "
+              "Targets met: "
               + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in result["met"].items())]
     return "\n".join(lines)
 

@@ -59,7 +59,7 @@ from ..core import storage
 from ..core.errors import ConfigError
 from ..core.model_info import MODEL_INFO_NAME
 from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
-from ..pusher import LATEST, read_pointer, resolve_model_reference
+from ..pusher import LATEST, read_pointer, served_model_for
 from ..trainer.outputs import CHECKPOINTS, HISTORY_NAME, MODEL, SUMMARY_NAME
 from .local_dag import Artifact
 from .steps import STEPS
@@ -131,12 +131,13 @@ def _files_digest(location: str, files: tuple[str, ...]) -> str:
 
 def model_identity(reference: str, serving_dir: str, candidate: str = "") -> dict[str, Any]:
     """What a model reference (`latest`, a location, or '') names now for `candidate`, as the step resolves it
-    (resolve_model_reference): the served pointer for `latest`, and the model's location and identity files
-    (MODEL_IDENTITY); {"model": None} when it names none, or names the candidate's own push."""
-    location = resolve_model_reference(reference, serving_dir, candidate) if serving_dir or reference != LATEST else ""
+    (pusher's resolve_model_reference, from one read of the pointer): the served pointer for `latest`, and the
+    model's location and identity files (MODEL_IDENTITY); {"model": None} when it names none, or names the
+    candidate's own push."""
+    pointer = read_pointer(serving_dir) if reference == LATEST and serving_dir else None
+    location = served_model_for(pointer, candidate) if reference == LATEST else reference
     if not location:
         return {"model": None}
-    pointer = read_pointer(serving_dir) if reference == LATEST else None
     return {"pointer": pointer, "model": location, "files": _files_digest(location, MODEL_IDENTITY)}
 
 

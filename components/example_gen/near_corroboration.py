@@ -63,8 +63,6 @@ def _split(signature: np.ndarray, tones: np.ndarray, owners: np.ndarray) -> tupl
 def _onto_parts(pairs: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """The groups' pairs (a, b, distance, kind) between every part of a and every part of b, and the parts of
     one group paired at dct distance 0; sorted by (a, b), a < b."""
-    if len(parent) == 0 or (parent[-1] == len(parent) - 1 and np.all(parent[1:] > parent[:-1])):
-        return pairs  # no group split: each part is its group (pairs come sorted, a < b)
     order = np.argsort(parent, kind="stable")
     start = np.searchsorted(parent[order], np.arange(int(parent.max(initial=-1)) + 1))
     size = np.bincount(parent, minlength=len(start))

@@ -229,8 +229,6 @@ def _product(left: np.ndarray, left_sizes: np.ndarray, right: np.ndarray, right_
     """(i, j, bits) for every position i of each left range with every position j of its right range, at
     most MAX_SIGNATURE_PAIRS of them (True: cut there; only hashes shared by many signatures get there)."""
     sizes = left_sizes * right_sizes
-    if len(sizes) <= MAX_SIGNATURE_PAIRS and np.all(sizes == 1):  # each hash in one signature: the pairs as found
-        return np.stack([left, right, bits], axis=1).astype(np.int64), False
     keep = np.cumsum(sizes) <= MAX_SIGNATURE_PAIRS
     cut = not keep.all()
     left, left_sizes, right, right_sizes, bits, sizes = (v[keep] for v in (left, left_sizes, right, right_sizes, bits, sizes))

@@ -11,8 +11,9 @@ The pointer moves only while it names the baseline the evaluation gated the mode
 push is `pushed=False` with one reason (`ServingChanged`'s line from `push_model`).
 """
 from .config import ANY, GATED, LATEST, REPLACE_MODES, PusherConfig, ServingChanged
-from .executor import PushResult, push_model, resolve_latest, resolve_model_reference, run
+from .executor import PushResult, push_model, resolve_latest, resolve_model_reference, run, served_model_for
 from .serving import SERVING_POINTER, read_pointer
 
 __all__ = ["ANY", "GATED", "LATEST", "PushResult", "PusherConfig", "REPLACE_MODES", "SERVING_POINTER", "ServingChanged",
-           "push_model", "read_pointer", "resolve_latest", "resolve_model_reference", "run"]
+           "push_model", "read_pointer", "resolve_latest", "resolve_model_reference", "run",
+           "served_model_for"]

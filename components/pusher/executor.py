@@ -153,20 +153,23 @@ def _copy_version(model_dir: str, target: str, extra_files: dict[str, str]) -> N
 
 def resolve_latest(serving_dir: str) -> str:
     """The model directory CURRENT.json names ('' when nothing was pushed yet)."""
-    pointer = read_pointer(serving_dir)
-    return pointer["model"] if pointer else ""
+    return served_model_for(read_pointer(serving_dir))
 
 
 def resolve_model_reference(reference: str, serving_dir: str, candidate: str = "") -> str:
     """`latest` → the served model ('' when none); any other reference (a path or URI) as is.
 
     With `candidate` (the model a baseline is for): '' when `latest` names a version pushed from that very
-    model. A model compared with itself has zero deltas, so its verdict is its thresholds' alone, and Push
-    leaves a served candidate as it is; so the rerun of a run that pushed is the same evaluation as the run.
+    model (`served_model_for`).
     """
-    if reference != LATEST:
-        return reference
-    pointer = read_pointer(serving_dir)
+    return served_model_for(read_pointer(serving_dir), candidate) if reference == LATEST else reference
+
+
+def served_model_for(pointer: dict[str, Any] | None, candidate: str = "") -> str:
+    """The model `pointer` (CURRENT.json's content) serves, as `candidate`'s baseline: '' when none is served
+    or it was pushed from `candidate` itself. A model compared with itself has zero deltas, so its verdict is
+    its thresholds' alone, and Push leaves a served candidate as it is; so the rerun of a run that pushed is
+    the same evaluation as the run."""
     if pointer is None or (candidate and pointer.get("pushed_from") == normalized(candidate)):
         return ""
     return pointer["model"]
