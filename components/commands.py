@@ -23,7 +23,9 @@ from .example_gen import cli as example_gen_cli
 from .infra_validator import cli as infra_validator_cli
 from .label_finder import cli as label_finder_cli
 from .predict import cli as predict_cli
+from .pusher import clean_cli as clean_serving_cli
 from .pusher import cli as pusher_cli
+from .pusher import rollback_cli
 from .trainer import cli as trainer_cli
 from .transform import cli as transform_cli
 from .tuner import cli as tuner_cli
@@ -40,14 +42,15 @@ class Command:
     cli: ModuleType
     passes_beam_options: bool = False
     pipeline_step: bool = True
-    succeeded: Callable[[Any], bool] = lambda result: True  # exit 1 when run's result says not
+    exit_status: Callable[[Any], int] = lambda result: 0  # the status of a run that returned (failures raise)
+    executor: str = "executor"  # the module of the cli's package whose run(config) does the work
 
     def main(self, args: argparse.Namespace, extra: list[str]) -> int:
         """Runs the command; failures raise (shardflow.cli's main gives the exit status)."""
         config = self.cli.config_from_args(args, extra)
         config.check_inputs()  # a wrong location is reported before the heavy imports (TensorFlow, Beam)
-        run = importlib.import_module(".executor", self.cli.__package__).run  # imported only when it runs
-        return 0 if self.succeeded(run(config)) else 1
+        run = importlib.import_module(f".{self.executor}", self.cli.__package__).run  # imported only when it runs
+        return self.exit_status(run(config))
 
 
 # In the order `shardflow --help` lists them.
@@ -61,8 +64,12 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
     Command("evaluate", "score a split, compare with a baseline, bless or not", evaluator_cli),
     Command("infra-validate", "load the model in a TensorFlow-only process as TF Serving would: call, time, "
             "warm-up file", infra_validator_cli),
-    Command("push", "copy a blessed model to a serving directory and repoint CURRENT.json", pusher_cli,
-            succeeded=lambda result: result.pushed),
+    Command("push", "copy a blessed model to a serving directory, repoint CURRENT.json and TF Serving's config",
+            pusher_cli, exit_status=lambda result: result.exit_code),
+    Command("rollback", "serve an earlier pushed version again (CURRENT.json and TF Serving's config)", rollback_cli,
+            pipeline_step=False, executor="rollback"),
+    Command("clean-serving", "remove what killed pushes left in a serving directory", clean_serving_cli,
+            pipeline_step=False, executor="clean"),
     Command("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",
             predict_cli, True),
     Command("find-label-issues", "rank the train split's likely label errors: K fold models' out-of-fold "

@@ -57,7 +57,7 @@ from typing import Any
 
 from ..core import storage
 from ..core.errors import ConfigError
-from ..core.model_info import MODEL_INFO_NAME
+from ..core.model_info import files_digest, model_digest
 from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
 from ..pusher import LATEST, read_pointer, served_model_for
 from ..trainer.outputs import CHECKPOINTS, HISTORY_NAME, MODEL, SUMMARY_NAME
@@ -72,9 +72,6 @@ CONTENT_KEYED = {"infra-validate": {"evaluation": (CANARIES, CANARY_PREDICTIONS)
 # {step: (a model reference parameter, the serving directory parameter, the candidate model input)}: keyed by
 # the model the reference names now for that candidate (pusher's resolve_model_reference, as the step resolves it).
 RESOLVED = {"evaluate": ("baseline", "serving_dir", "model")}
-# What identifies a model's content: TensorFlow's SavedModel fingerprint (hashes of the graph, the signatures and
-# the checkpoint) and shardflow's model contract; a model rewritten in place changes them.
-MODEL_IDENTITY = ("fingerprint.pb", MODEL_INFO_NAME)
 # Artifacts that live in KFP's metadata only: no file is ever written at their URI.
 _METADATA_ONLY = frozenset({"system.Metrics", "system.ClassificationMetrics", "system.SlicedClassificationMetrics"})
 ATTEMPTS_DIR = "attempts"
@@ -121,24 +118,16 @@ def _identity(value: Any) -> Any:
     raise TypeError(f"cannot key an argument of type {type(value).__name__}")
 
 
-def _files_digest(location: str, files: tuple[str, ...]) -> str:
-    digest = hashlib.sha256()
-    for file in files:
-        path = storage.join(location, file)
-        digest.update(file.encode() + b"\0" + (storage.read_bytes(path) if storage.is_file(path) else b"-"))
-    return digest.hexdigest()
-
-
 def model_identity(reference: str, serving_dir: str, candidate: str = "") -> dict[str, Any]:
     """What a model reference (`latest`, a location, or '') names now for `candidate`, as the step resolves it
     (pusher's resolve_model_reference, from one read of the pointer): the served pointer for `latest`, and the
-    model's location and identity files (MODEL_IDENTITY); {"model": None} when it names none, or names the
+    model's location and content (model_info.model_digest); {"model": None} when it names none, or names the
     candidate's own push."""
     pointer = read_pointer(serving_dir) if reference == LATEST and serving_dir else None
     location = served_model_for(pointer, candidate) if reference == LATEST else reference
     if not location:
         return {"model": None}
-    return {"pointer": pointer, "model": location, "files": _files_digest(location, MODEL_IDENTITY)}
+    return {"pointer": pointer, "model": location, "files": model_digest(location)}
 
 
 def _keyed(task: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +136,7 @@ def _keyed(task: str, arguments: dict[str, Any]) -> dict[str, Any]:
     keyed = dict(arguments)
     for name, files in CONTENT_KEYED.get(task, {}).items():
         if name in keyed:
-            keyed[name] = {"artifact": keyed[name].schema_title, "content": _files_digest(keyed[name].uri, files)}
+            keyed[name] = {"artifact": keyed[name].schema_title, "content": files_digest(keyed[name].uri, files)}
     if task in RESOLVED:
         reference, serving_dir, model = RESOLVED[task]
         candidate = os.path.join(keyed[model].uri, MODEL) if model in keyed else ""

@@ -57,6 +57,7 @@ class TaskOutcome:
     outputs: dict[str, Any]
     succeeded: bool
     error: str = ""
+    exit_code: int = 0  # the step's exit status (75: worth a retry, as a push that lost the race)
 
 
 # (task name, its task spec, its component spec, its executor spec, its resolved arguments) -> the outcome
@@ -112,6 +113,7 @@ class DagWalk:
         self.spec, self.run_name, self.run_task, self.skipped = spec, run_name, run_task, skipped
         self.failed_task: str | None = None  # the innermost, first failed task
         self.failed_error = ""
+        self.failed_exit_code = 1
 
     def run(self, arguments: dict[str, Any]) -> bool:
         """Runs the root DAG with the pipeline's arguments; whether every task that ran succeeded."""
@@ -149,6 +151,7 @@ class DagWalk:
         if not outcome.succeeded:
             if self.failed_task is None:
                 self.failed_task, self.failed_error = name, outcome.error
+                self.failed_exit_code = outcome.exit_code or 1
             return False
         produced[name] = outcome.outputs
         return True

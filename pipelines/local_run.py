@@ -41,6 +41,7 @@ from ..core.errors import ConfigError
 from ..evaluator.config import BLESSING, METRICS
 from ..infra_validator.config import REPORT as INFRA_REPORT
 from ..predict.config import MARKER as PREDICT_MARKER
+from ..pusher import read_pointer
 from ..trainer.outputs import SUMMARY_NAME as TRAINING_SUMMARY
 from ..example_gen.spans import has_span_pattern
 from .step_bodies import NOT_PUSHED, StepFailed
@@ -153,13 +154,16 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
             succeeded = walk.run(arguments)
     finally:
         summary = summarize(out, run_dir)  # this run's, whatever other runs write into `out`
+        if walk and walk.failed_task and (summary.get("push") or {}).get("refused"):
+            summary["push"]["exit_code"] = walk.failed_exit_code  # 75: lost to another push, worth a rerun
         if summary.get("run"):
             storage.write_json(str(Path(summary["run"]) / LOGS / STEPS_RECORD), steps.steps)
             summary["steps"] = steps.steps
         echo(render_summary(summary))
     if not succeeded:
         outcome = summary.get("outcome") or {}
-        raise StepFailed(outcome.get("message") or f"task {walk.failed_task if walk else '?'} failed")
+        raise StepFailed(outcome.get("message") or f"task {walk.failed_task if walk else '?'} failed",
+                         walk.failed_exit_code if walk else 1)  # a push that lost the race: 75, worth a rerun
     return summary
 
 
@@ -187,7 +191,7 @@ def summarize(out: Path, run_dir: Path | None = None) -> dict[str, Any]:
                if json.loads(record.read_text()).get("pipeline_job") == run_dir.name]  # the exit handler's record
     summary: dict[str, Any] = {"run": str(run_dir),
                                "outcome": json.loads(records[-1].read_text()) if records else None,
-                               "serving_pointer": _json(out / SERVING / "CURRENT.json")}
+                               "serving_pointer": read_pointer(str(out / SERVING))}
     steps = summary_outputs()  # {"examples": "example-gen/examples", ...}
     summary["outputs"] = {name: str(run_dir / rel) for name, rel in steps.items() if (run_dir / rel).exists()}
     report = run_dir / steps["report"]
@@ -235,7 +239,8 @@ def render_summary(summary: dict[str, Any]) -> str:
     if blessing and not blessing.get("blessed"):  # the one line a scheduled run's log is read for
         lines.append("not pushed: " + "; ".join(blessing.get("reasons") or ["not blessed"]))
     elif refused:  # blessed, but the served model changed since the Evaluator gated against it
-        lines.append(NOT_PUSHED + refused)
+        retry = " (exit 75: rerun, to evaluate against the served model)" if summary["push"].get("exit_code") == 75 else ""
+        lines.append(NOT_PUSHED + refused + retry)
     elif serving_check and not serving_check.get("blessed"):
         lines.append("not pushed: the serving check failed: " + "; ".join(serving_check.get("reasons") or []))
     predicted = summary.get("predict")

@@ -78,6 +78,6 @@ class LocalTasks:
         result = (self.light if light else self.worker).run(request)  # type: ignore[union-attr]
         succeeded = result["exit_code"] == 0
         outcome = TaskOutcome(task_outputs(component, payload) if succeeded else {}, succeeded,
-                              "" if succeeded else step_error(result, log))
+                              "" if succeeded else step_error(result, log), result["exit_code"])
         self.steps.finished(task, time.monotonic() - started, outcome)
         return outcome

@@ -206,8 +206,8 @@ def push(model_dir: str, evaluation: str, infra_validation: str, serving_dir: st
     gated against: another run pushed meanwhile (docs/push.md, "Concurrent runs")."""
     result = run_pusher(PusherConfig(model=model_dir, evaluation=evaluation, serving_dir=serving_dir,
                                      source=source, infra_validation=infra_validation))
-    if not result.pushed:
-        raise StepFailed("shardflow push: " + NOT_PUSHED + "; ".join(result.reasons))
+    if not result.pushed:  # its exit status: 75 lost to another push (a rerun may push), 3 refused by a verdict
+        raise StepFailed("shardflow push: " + NOT_PUSHED + "; ".join(result.reasons), result.exit_code)
     return result.location
 
 

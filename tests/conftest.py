@@ -23,7 +23,8 @@ TIERS = ("unit", "pipeline", "cluster")
 # A folder's tier, for the tests that name none: a component's folder runs components (pipeline) unless
 # a module or test says `unit` (pytest.ini describes each tier).
 FOLDER_TIERS = {"architecture": "unit", "cluster": "cluster"}
-SERVER_FIXTURES = frozenset({"s3_server", "s3_bucket", "gcs_server"})  # a test that uses one is `cluster`
+SERVER_FIXTURES = frozenset({"s3_server", "s3_bucket", "gcs_server", "s3_unconditional_server",
+                             "s3_replace_unchecked_server"})  # a test that uses one is `cluster`
 
 
 def tier_of(item: pytest.Item, tests_root: Path) -> str:
@@ -69,6 +70,25 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def _lax_s3_server(tmp_path_factory: pytest.TempPathFactory, ignore: tuple[str, ...]) -> Iterator[S3Server]:
+    server = S3Server(tmp_path_factory.mktemp("moto-lax"), ignore=ignore)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_unconditional_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A moto S3 server that drops If-Match and If-None-Match from every request: a store without conditional
+    writes. It leaves the AWS variables to s3_server: a test points them at it (its `env`) for itself."""
+    yield from _lax_s3_server(tmp_path_factory, ("If-Match", "If-None-Match"))
+
+
+@pytest.fixture(scope="session")
+def s3_replace_unchecked_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """As s3_unconditional_server, but only If-Match is dropped: creates are conditional, replaces are not."""
+    yield from _lax_s3_server(tmp_path_factory, ("If-Match",))
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ least-privilege RBAC, the TFJob's shape. Each returns the offenders, so a test c
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from shardflow.pusher import MODEL_CONFIG, TfServing
 
 PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
 DIGEST_IMAGE = re.compile(r"^[\w.\-/:]+@sha256:[0-9a-f]{64}$")
@@ -262,26 +265,36 @@ def _port(container: dict, port: Any) -> int | None:
     return next((p["containerPort"] for p in container.get("ports") or [] if p.get("name") == port), None)
 
 
+def tf_serving_source(flags: dict[str, str]) -> str:
+    """The serving directory TF Serving reads: where its --model_config_file lies (shardflow push writes it there)."""
+    return posixpath.dirname(flags.get("model_config_file", ""))
+
+
 def tf_serving_problems(objects: list[dict]) -> list[str]:
     """The TF Serving Deployment's flags, ports, readiness on the REST model status, model source, Service."""
     problems = []
     for obj, spec, container in tf_serving_containers(objects):
         where, flags = f"{name_of(obj)} container {container['name']}", tf_serving_flags(container)
         problems += [f"{where}: unknown flag --{f}" for f in sorted(set(flags) - TF_SERVING_FLAGS)]
-        problems += [f"{where}: no --{f}" for f in ("port", "rest_api_port", "model_name", "model_base_path")
-                     if f not in flags]
+        problems += [f"{where}: no --{f}" for f in ("port", "rest_api_port", "model_config_file",
+                                                     "model_config_file_poll_wait_seconds") if f not in flags]
+        if posixpath.basename(flags.get("model_config_file", "")) != MODEL_CONFIG:
+            problems.append(f"{where}: --model_config_file is not the serving directory's {MODEL_CONFIG}: TF Serving "
+                            "would not serve the version CURRENT.json names")
+        problems += [f"{where}: --{f} is ignored beside --model_config_file" for f in ("model_name", "model_base_path")
+                     if f in flags]
         grpc, rest = int(flags.get("port", 8500)), int(flags.get("rest_api_port", 0))
         declared = {p["containerPort"] for p in container.get("ports") or []}
         problems += [f"{where}: port {p} of the flags is not a container port"
                      for p in (grpc, rest) if p not in declared]
         probe = (container.get("readinessProbe") or {}).get("httpGet") or {}
-        if probe.get("path") != f"/v1/models/{flags.get('model_name')}" or _port(container, probe.get("port")) != rest:
-            problems.append(f"{where}: no readinessProbe on the REST model status /v1/models/{flags.get('model_name')}")
-        base = flags.get("model_base_path", "")
+        if probe.get("path") != f"/v1/models/{TfServing.name}" or _port(container, probe.get("port")) != rest:
+            problems.append(f"{where}: no readinessProbe on the REST model status /v1/models/{TfServing.name}")
+        base = tf_serving_source(flags)
         mounts = [m for m in container.get("volumeMounts") or [] if (base + "/").startswith(m["mountPath"] + "/")]
         claims = {v["name"] for v in spec.get("volumes") or [] if "persistentVolumeClaim" in v}
         if not base.startswith(("gs://", "s3://")) and not any(m["name"] in claims for m in mounts):
-            problems.append(f"{where}: --model_base_path {base!r} is neither a bucket nor on a mounted volume claim")
+            problems.append(f"{where}: the serving directory {base!r} is neither a bucket nor on a mounted volume claim")
         labels = obj["spec"]["template"]["metadata"].get("labels") or {}
         services = [s for s in objects if s["kind"] == "Service" and s["spec"].get("selector")
                     and s["spec"]["selector"].items() <= labels.items()]

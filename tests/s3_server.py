@@ -2,7 +2,8 @@
 
 Configured only through the standard AWS variables, as a user would configure shardflow. Started through
 moto_serialized.py: moto_server itself, except that a conditional PUT's check and store are one step, as
-on S3 (moto alone lets two racing `If-None-Match: *` PUTs both succeed).
+on S3 (moto alone lets two racing `If-None-Match: *` PUTs both succeed); or, given headers to ignore, a
+store that drops those conditions (see moto_serialized.py).
 """
 from __future__ import annotations
 
@@ -26,11 +27,13 @@ def aws_env(endpoint: str) -> dict[str, str]:
 
 
 class S3Server(LoopbackServer):
-    """`moto_server` on 127.0.0.1:<free port>; `bucket()` makes a fresh bucket."""
+    """`moto_server` on 127.0.0.1:<free port>; `bucket()` makes a fresh bucket. `ignore`: the conditional
+    headers (If-Match, If-None-Match) it drops from every request, as a store without them would."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, ignore: tuple[str, ...] = ()) -> None:
         port = free_port()
         argv = [sys.executable, str(Path(__file__).with_name("moto_serialized.py")), "-H", "127.0.0.1", "-p", str(port)]
+        argv += [option for header in ignore for option in ("--ignore", header)]
         super().__init__("moto_server", argv, port, "/moto-api/", log_dir / "moto.log", timeout=60)
 
     @property

@@ -132,7 +132,8 @@ def _quadrant_history(folder: Path) -> dict[str, Any]:
               pushed from this candidate, so it is no baseline for it);
     - worse:  a cold start with a learning rate that wrecks the model (the regression gate refuses it);
     - edited: after one CSV row's label changed (every step runs again);
-    - repointed: edited's identical rerun after another push (a copy of edited's model, as another run's)."""
+    - repointed: edited's identical rerun after another push (worse's model, pushed by another run without a gate:
+                 another content is served, so the Evaluator runs again against it)."""
     import shutil
 
     from helpers_images import write_quadrant_set
@@ -150,8 +151,8 @@ def _quadrant_history(folder: Path) -> dict[str, Any]:
     for name, config in (("first", good), ("again", good), ("worse", worse), ("edited", good),
                          ("repointed", good)):
         if name == "repointed":  # the served model changes under an unchanged candidate: another run pushed
-            other = folder / "other-model"
-            shutil.copytree(Path(history["runs"]["edited"]["outputs"]["model"]) / "model", other)
+            other = folder / "other-model"  # served models are told apart by content: a copy of edited's would be it
+            shutil.copytree(Path(history["runs"]["worse"]["outputs"]["model"]) / "model", other)
             history["pushed_between"] = push_model(str(other), str(out / "serving"), gated_against=None)[1]
         if name == "edited":
             rows = (data / "train.csv").read_text().splitlines()

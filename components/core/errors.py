@@ -3,8 +3,8 @@
 `shardflow`'s main prints any ShardflowError as one line and exits with its `exit_code`: a user's
 mistake never shows a traceback, and no CLI adapter maps exceptions to exit codes itself.
 
->>> ConfigError("bad").exit_code, ShardflowError("failed").exit_code
-(2, 1)
+>>> ConfigError("bad").exit_code, ShardflowError("failed").exit_code, RetryableError("lost").exit_code
+(2, 1, 75)
 """
 from __future__ import annotations
 
@@ -13,6 +13,18 @@ class ShardflowError(Exception):
     """A failure the user can act on, reported as one line; exit 1 (the run failed) unless a subclass says otherwise."""
 
     exit_code = 1
+
+
+# A verdict, not a failure: the command did its work and decided no (a push whose model is not blessed).
+EXIT_REFUSED = 3
+# A failure worth retrying as it is (sysexits' EX_TEMPFAIL): another writer got there first (a push's lost race).
+EXIT_RETRY = 75
+
+
+class RetryableError(ShardflowError):
+    """A failure the same command, run again, may not meet (another writer got there first). Exit 75."""
+
+    exit_code = EXIT_RETRY
 
 
 class ConfigError(ShardflowError, ValueError):

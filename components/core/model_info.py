@@ -33,6 +33,7 @@ A model exported before the served classes left out the OOV id served it as its 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -118,3 +119,42 @@ def read_model_info(model_dir: str | os.PathLike) -> ModelInfo:
         raise FileNotFoundError(f"{os.fspath(model_dir)} has no {MODEL_INFO_NAME}: "
                                 "not a model exported by shardflow train") from None
     return ModelInfo.from_json(json.loads(text))
+
+
+# What identifies a model's content: TensorFlow's SavedModel fingerprint (hashes of the graph, the signatures and
+# the checkpoint: weights retrained in place change it) and shardflow's model contract.
+FINGERPRINT = "fingerprint.pb"
+MODEL_IDENTITY = (FINGERPRINT, MODEL_INFO_NAME)
+_NOT_THE_MODEL = ("assets.extra/",)  # TF Serving's warm-up requests, copied beside a served version
+
+
+def files_digest(location: str | os.PathLike, files: tuple[str, ...]) -> str:
+    """The SHA-256 over `files` below `location`, each by name and bytes ('-' for one that is absent)."""
+    digest = hashlib.sha256()
+    for file in files:
+        path = storage.join(location, *file.split("/"))
+        digest.update(file.encode() + b"\0" + (storage.read_bytes(path) if storage.is_file(path) else b"-"))
+    return digest.hexdigest()
+
+
+def model_digest(model_dir: str | os.PathLike) -> str:
+    """The identity of a model directory's content, whatever its path: the same bytes, the same digest.
+
+    Its MODEL_IDENTITY files; a SavedModel without TensorFlow's fingerprint is identified by every file
+    (hashing the weights too), so a model rewritten in place never keeps the digest of its former self.
+    A served version's warm-up requests (`assets.extra/`) are not the model.
+
+    >>> import tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> storage.write_bytes(storage.join(root, "a", FINGERPRINT), b"f1"); storage.write_bytes(storage.join(root, "b", FINGERPRINT), b"f1")
+    >>> model_digest(storage.join(root, "a")) == model_digest(storage.join(root, "b"))
+    True
+    >>> storage.write_bytes(storage.join(root, "b", FINGERPRINT), b"f2")
+    >>> model_digest(storage.join(root, "a")) == model_digest(storage.join(root, "b"))
+    False
+    """
+    location = os.fspath(model_dir)
+    if storage.is_file(storage.join(location, FINGERPRINT)):
+        return files_digest(location, MODEL_IDENTITY)
+    names = [name for name in storage.list_relative(location) if not name.startswith(_NOT_THE_MODEL)]
+    return files_digest(location, tuple(names))

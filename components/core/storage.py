@@ -9,7 +9,9 @@ Writes are whole or absent: locally under a temporary sibling renamed into place
 object that appears when its upload completes (object stores have no partial objects). A small file
 can also be written conditionally, a compare-and-swap (`read_with_token`, then `write_if`): the write
 happens only if nobody wrote the file since it was read, or, with a token of None, only if it does not
-exist (an exclusive create), atomically against every other conditional write on every scheme.
+exist (an exclusive create), atomically against every other conditional write on every scheme. On an
+object store that atomicity is the store's; `check_conditional_writes` probes that the store enforces it
+(once per bucket and process; every `write_if` there runs it first) and raises UnsafeStoreError if not.
 
 >>> import tempfile
 >>> root = tempfile.mkdtemp()
@@ -25,13 +27,14 @@ import json
 import shutil
 from typing import Any, BinaryIO, ContextManager
 
-from .filesystems import WriteConflict, backend_for, forget_clients, temp_name
+from .filesystems import UnsafeStoreError, WriteConflict, backend_for, forget_clients, temp_name
 from .uri import basename, is_remote, join, parent, relative_to
 
 __all__ = ["basename", "is_remote", "join", "parent", "relative_to", "temp_name", "open_read", "open_write",
            "read_bytes", "write_bytes", "read_text", "write_text", "read_json", "write_json", "exists",
-           "is_file", "is_dir", "list_names", "list_files", "remove", "size", "makedirs", "copy_file",
-           "copy_tree", "move", "can_rename", "forget_clients", "read_with_token", "write_if", "WriteConflict"]
+           "is_file", "is_dir", "list_names", "list_files", "list_relative", "remove", "size", "makedirs",
+           "copy_file", "copy_tree", "move", "can_rename", "forget_clients", "read_with_token", "write_if",
+           "WriteConflict", "check_conditional_writes", "UnsafeStoreError"]
 
 
 def open_read(location: str) -> BinaryIO:
@@ -77,6 +80,13 @@ def write_if(location: str, data: bytes, expected: str | None) -> str:
         raise
 
 
+def check_conditional_writes(location: str) -> None:
+    """UnsafeStoreError (exit 2) unless the store under `location` enforces `write_if`'s condition: on s3:// and
+    gs:// a probe of the bucket, once per bucket and process (a few requests). A caller may run it up front,
+    before any work that would end in a conditional write; `write_if` runs it anyway."""
+    backend_for(location).check_conditional_writes(location)
+
+
 def read_text(location: str) -> str:
     return read_bytes(location).decode("utf-8")
 
@@ -111,6 +121,12 @@ def list_files(location: str) -> list[str]:
     return backend_for(location).list_files(location)
 
 
+def list_relative(location: str) -> list[str]:
+    """Every file below `location` (recursively), relative to it and '/'-separated, sorted."""
+    backend = backend_for(location)
+    return [backend.relative(path, location) for path in backend.list_files(location)]
+
+
 def list_names(location: str) -> list[str]:
     """The names directly below `location` (files and directories), sorted."""
     return backend_for(location).list_names(location)
@@ -137,11 +153,11 @@ def copy_file(source: str, target: str) -> None:
         shutil.copyfileobj(reader, writer, 1 << 20)
 
 
-def copy_tree(source: str, target: str) -> None:
-    """Copies every file below `source` to the same relative place below `target`."""
-    backend = backend_for(source)
-    for path in backend.list_files(source):
-        copy_file(path, join(target, *backend.relative(path, source).split("/")))
+def copy_tree(source: str, target: str, last: tuple[str, ...] = ()) -> None:
+    """Copies every file below `source` to the same relative place below `target`; the relative paths in `last`
+    after all others (a reader that looks for that file takes the tree for whole once it is there)."""
+    for relative in sorted(list_relative(source), key=lambda name: name in last):
+        copy_file(join(source, *relative.split("/")), join(target, *relative.split("/")))
 
 
 def can_rename(location: str) -> bool:

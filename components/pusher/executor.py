@@ -1,42 +1,44 @@
-"""`run(config)`: push a blessed model to `<serving_dir>/<N>/` and repoint `<serving_dir>/CURRENT.json`.
+"""`run(config)`: push a blessed model to `<serving_dir>/<N>/`, repoint `<serving_dir>/CURRENT.json` and TF Serving.
 
-TF Serving watches a base path whose integer-named subdirectories are model versions; the newest
-is served. `CURRENT.json` names the version shardflow pushed last (the model a pipeline's `latest`
-means for warm starts and baselines):
+`CURRENT.json` names the version served (the model a pipeline's `latest` means for warm starts and
+baselines), and `models.config` makes TF Serving serve exactly that version (tf_serving.py):
 
-    {"version": 3, "model": "s3://b/serving/3", "pushed_from": "s3://b/runs/train/model",
-     "gated_against": "s3://b/serving/2", "replaced_version": 2, "pushed_at": "2026-11-23T12:00:00Z", **source}
+    {"version": 3, "model": "s3://b/serving/3", "pushed_from": "s3://b/runs/train/model", "content_digest": "…",
+     "gated_against": "s3://b/serving/2", "replaced_version": 2, "pushed_at": "2026-11-23T12:00:00Z",
+     "action": "push", "served_versions": {"1": {…}, "3": {…}}, "abandoned_through": 2, **source}
 
-Locally the copy is made under a temporary sibling and renamed to `<N>`, so a server never sees half
-a model. Object stores have no rename: the copy goes straight to `<N>/`. On both, the pointer is
-replaced atomically and only after the copy is complete, so it never names a missing or partial
-model. A model whose evaluation did not end in BLESSED is not pushed. With `infra_validation` (the
-output of `shardflow infra-validate`), a model is pushed only when it is INFRA_BLESSED too, and the
-validator's TF Serving warm-up file is copied into the version (`<N>/assets.extra/`) within the same
-atomic copy, so a served version answers its first request without start-up cost.
+Locally the copy is made under a temporary sibling and renamed to `<N>`; object stores have no rename, so
+the copy goes straight to `<N>/`. The pointer is swapped only after the copy is complete, and TF Serving's
+config follows the pointer, so what TF Serving loads is never a half copy, a loser or an orphan. A model
+whose evaluation did not end in BLESSED (or, with `infra_validation`, not INFRA_BLESSED) is not pushed; the
+validator's TF Serving warm-up file goes into the version (`<N>/assets.extra/`) within the same copy.
 
 Concurrent pushes (serving.py): the pointer moves only while it names the baseline the Evaluator gated
 the model against (its `gated_against` record: a model, or none when nothing was served), checked and
 written as one compare-and-swap; `<N>` is claimed before the copy, so two pushes never share a number.
-A refused push removes its copy and says what is served now and what the model was gated against.
+A refused push removes its copy and says what is served now and what the model was gated against; what a
+killed push left is removed by the next one (cleanup.py).
 
     result = run(PusherConfig(model="runs/train/model", evaluation="runs/eval", serving_dir="runs/serving"))
-    result.pushed, result.version, result.location
+    result.pushed, result.version, result.location, result.exit_code
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..core import storage
-from ..core.errors import ConfigError
-from ..core.model_info import MODEL_INFO_NAME
+from ..core.errors import EXIT_REFUSED, ConfigError
+from ..core.model_info import MODEL_INFO_NAME, model_digest
 from ..evaluator.config import BLESSED, GATED_AGAINST, METRICS, NOT_BLESSED
 from ..infra_validator.config import INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_FILE
-from .config import GATED, LATEST, PusherConfig, ServingChanged
+from .cleanup import clean_serving_dir
+from .config import GATED, LATEST, STALE_CLAIM_SECONDS, PusherConfig, ServingChanged
 from .serving import (SERVING_POINTER, check_gated, check_unchanged, claim_version, normalized, read_pointer,
-                      read_served, swap_pointer)
+                      read_served, successor, swap_pointer)
+from .tf_serving import MODEL_CONFIG, TfServing, publish_model_config
+
+SAVED_MODEL = "saved_model.pb"
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,12 @@ class PushResult:
     version: int | None = None
     location: str = ""  # the pushed version's directory ('' when not pushed)
     reasons: list[str] = field(default_factory=list)  # why not pushed
+    retryable: bool = False  # not pushed because another push moved the pointer: a rerun may succeed
+
+    @property
+    def exit_code(self) -> int:
+        """0 pushed; 3 refused by a verdict (final for this model); 75 lost to another push (worth a rerun)."""
+        return 0 if self.pushed else ServingChanged.exit_code if self.retryable else EXIT_REFUSED
 
 
 def run(config: PusherConfig, echo: Callable[[str], None] = print) -> PushResult:
@@ -62,11 +70,14 @@ def run(config: PusherConfig, echo: Callable[[str], None] = print) -> PushResult
     if not reasons:
         try:
             version, location = push_model(config.model, config.serving_dir, config.source, extra,
-                                           gated_against=gated)
-            echo(f"push: {config.model} → {location} (version {version}); {SERVING_POINTER} points to it")
+                                           gated_against=gated, tf_serving=config.tf_serving,
+                                           stale_after=config.stale_claims_after)
+            echo(f"push: {config.model} → {location} (version {version}); {SERVING_POINTER} and TF Serving's "
+                 f"{MODEL_CONFIG} name it")
             return PushResult(True, version, location)
         except ServingChanged as refused:  # its one line: what is served now, what the model was gated against
-            reasons = [str(refused)]
+            echo(f"push: not pushed: {refused}")
+            return PushResult(False, reasons=[str(refused)], retryable=True)
     echo(f"push: not pushed: {'; '.join(reasons)}")
     return PushResult(False, reasons=reasons)
 
@@ -99,36 +110,54 @@ def _verdict_reasons(root: str, blessed: str, not_blessed: str, step: str, repor
 
 
 def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None = None,
-               extra_files: dict[str, str] | None = None, *, gated_against: str | None) -> tuple[int, str]:
-    """Copies `model_dir` to the next version `<serving_dir>/<N>/`, then repoints CURRENT.json; (N, location).
+               extra_files: dict[str, str] | None = None, *, gated_against: str | None,
+               tf_serving: TfServing = TfServing(), stale_after: float = STALE_CLAIM_SECONDS) -> tuple[int, str]:
+    """Copies `model_dir` to the next version `<serving_dir>/<N>/`, repoints CURRENT.json, then TF Serving's model
+    config; (N, location).
 
     `gated_against`: the baseline the candidate was gated against (its location, or evaluator.config's
     NO_BASELINE when nothing was served); the pointer moves only if it still names that, checked and moved
     as one compare-and-swap, else ServingChanged and this push's copy is removed. None: whatever is
     served may be replaced (still only if no other push moved the pointer during this one).
     `extra_files` ({path inside the version: source file}, e.g. the warm-up file) are part of the same copy.
+    First, what killed pushes left is cleaned up (cleanup.py); last, the model config names the pointer's version.
 
-    No blessing check: `run` makes it (or a pipeline's condition on the Evaluator's verdict). The model
-    already served (the same `model_dir`, as a rerun whose Trainer was cached blesses it) is not
-    copied again: its version stays current.
+    No blessing check: `run` makes it (or a pipeline's condition on the Evaluator's verdict). A model whose
+    content is already served (model_digest: a rerun whose Trainer was cached) is not copied again.
     """
-    served, origin = read_served(serving_dir), normalized(model_dir)
-    current = served.pointer
-    if current and current.get("pushed_from") == origin and storage.exists(current["model"]):
-        return current["version"], current["model"]
+    storage.check_conditional_writes(serving_dir)  # a store that would make the swap last-writer-wins: refused first
+    served, _ = clean_serving_dir(serving_dir, read_served(serving_dir), stale_after)
+    origin, digest = normalized(model_dir), model_digest(model_dir)
+    if served.pointer and served_digest(served.pointer) == digest:
+        publish_model_config(serving_dir, tf_serving, lambda: read_served(serving_dir).version)
+        return served.version, served.pointer["model"]
     check_gated(served, gated_against)
-    version = claim_version(serving_dir, origin)
+    version = claim_version(serving_dir, origin, served)
     target = storage.join(serving_dir, str(version))
+    record = {"version": version, "model": target, "pushed_from": origin, "content_digest": digest,
+              "gated_against": gated_against, "action": "push", **(source or {})}
     try:
-        _publish(model_dir, target, extra_files or {}, lambda: check_unchanged(serving_dir, served, gated_against))
-        pointer = {"version": version, "model": target, "pushed_from": origin, "gated_against": gated_against,
-                   "replaced_version": current["version"] if current else None,
-                   "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **(source or {})}
-        swap_pointer(serving_dir, served, pointer, gated_against)  # last, and only if `served` is still current
-    except ServingChanged:
-        storage.remove(target)  # TF Serving serves the newest directory: a refused version must not stay
+        _publish(model_dir, target, extra_files or {},
+                 lambda: check_unchanged(serving_dir, served, gated_against, version))
+        swap_pointer(serving_dir, served, lambda now: successor(serving_dir, now, record), gated_against)
+    except BaseException:  # refused, failed or interrupted before the swap: no pointer names this copy
+        _discard(target)
         raise
+    publish_model_config(serving_dir, tf_serving, lambda: read_served(serving_dir).version)
     return version, target
+
+
+def served_digest(pointer: dict[str, Any]) -> str:
+    """The content digest of the served version: recorded by the push, or read (a pointer of an older shardflow)."""
+    return pointer.get("content_digest") or (model_digest(pointer["model"]) if storage.exists(pointer["model"]) else "")
+
+
+def _discard(target: str) -> None:
+    """Removes this push's own copy; a store that fails now too leaves it to the next push's clean-up."""
+    try:
+        storage.remove(target)
+    except Exception:  # noqa: BLE001 (the first error is the one raised; this copy is then an abandoned claim's)
+        pass
 
 
 def _publish(model_dir: str, target: str, extra_files: dict[str, str], still_current: Callable[[], None]) -> None:
@@ -146,9 +175,11 @@ def _publish(model_dir: str, target: str, extra_files: dict[str, str], still_cur
 
 
 def _copy_version(model_dir: str, target: str, extra_files: dict[str, str]) -> None:
-    storage.copy_tree(model_dir, target)
+    """The extra files, the model, and `saved_model.pb` last: where TF Serving is pointed at a base path instead
+    of the model config, a version without it is no model yet (it retries the load) rather than a half one."""
     for relative, source in extra_files.items():
         storage.copy_file(source, storage.join(target, *relative.split("/")))
+    storage.copy_tree(model_dir, target, last=(SAVED_MODEL,))
 
 
 def resolve_latest(serving_dir: str) -> str:
@@ -167,9 +198,9 @@ def resolve_model_reference(reference: str, serving_dir: str, candidate: str = "
 
 def served_model_for(pointer: dict[str, Any] | None, candidate: str = "") -> str:
     """The model `pointer` (CURRENT.json's content) serves, as `candidate`'s baseline: '' when none is served
-    or it was pushed from `candidate` itself. A model compared with itself has zero deltas, so its verdict is
-    its thresholds' alone, and Push leaves a served candidate as it is; so the rerun of a run that pushed is
-    the same evaluation as the run."""
-    if pointer is None or (candidate and pointer.get("pushed_from") == normalized(candidate)):
+    or it serves `candidate`'s very content (model_digest, not its path: a model retrained in place is another
+    model). A model compared with itself has zero deltas, so its verdict is its thresholds' alone, and Push
+    leaves a served candidate as it is; so the rerun of a run that pushed is the same evaluation as the run."""
+    if pointer is None or (candidate and storage.exists(candidate) and served_digest(pointer) == model_digest(candidate)):
         return ""
     return pointer["model"]

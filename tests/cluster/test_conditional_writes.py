@@ -1,5 +1,5 @@
 """`storage.read_with_token` / `storage.write_if`, the compare-and-swap Push moves CURRENT.json with, on each
-scheme's own backend against a real server: a local disk (an flock held for the compare and the write), S3
+scheme's own backend against a real server: a local disk (an exclusive-create lock file held for the compare and the write), S3
 (moto: a PUT with `If-None-Match: *` or `If-Match: ETAG`) and GCS (fake-gcs-server: `ifGenerationMatch`, 0
 for "must not exist"). Each server is asked to refuse, not trusted to: a stale token, a create over an
 existing file and a replace of a removed one must each leave the file as it was."""

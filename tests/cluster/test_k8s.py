@@ -129,6 +129,10 @@ def test_the_checks_catch_weakened_manifests(base: list[dict]) -> None:
             lambda o: _at(o["Deployment"], serving)["args"].append("--model_base=/artifacts/serving"),
         "is neither a bucket nor on a mounted volume claim":
             lambda o: _at(o["Deployment"], serving)["volumeMounts"].pop(0),
+        "no --model_config_file":  # back to serving the newest version folder, whatever CURRENT.json names
+            lambda o: _at(o["Deployment"], serving).update(args=["--port=8500", "--rest_api_port=8501",
+                                                                 "--model_name=shardflow",
+                                                                 "--model_base_path=/artifacts/serving"]),
         "no Service selects its pods on both the gRPC and the REST port":
             lambda o: o["Service"]["spec"]["ports"].pop(),
     }

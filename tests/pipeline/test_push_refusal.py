@@ -39,8 +39,8 @@ def test_a_refused_push_fails_its_step_and_the_summary_names_it(tmp_path: Path) 
         step_bodies.push(*second, "", str(serving), {})
     line = (f"{serving / '1'} (version 1) is served now, but the model was gated against none (nothing was "
             "served): evaluate it against the served model, then push (a rerun of the pipeline does both)")
-    assert str(refused.value) == f"shardflow push: not pushed: {line}" and refused.value.exit_code == 1
-    assert sorted(p.name for p in serving.iterdir() if not p.name.startswith(".")) == ["1", "CURRENT.json"]
+    assert str(refused.value) == f"shardflow push: not pushed: {line}" and refused.value.exit_code == 75
+    assert sorted(p.name for p in serving.iterdir() if not p.name.startswith(".")) == ["1", "CURRENT.json", "models.config"]
 
     first_run, second_run = out / "pipeline_root" / "shardflow-1", out / "pipeline_root" / "shardflow-2"
     (first_run / "push").mkdir(parents=True)

@@ -43,7 +43,7 @@ def test_an_identical_rerun_reuses_every_cacheable_step_and_copies_nothing(quadr
     reused = newest / "example-gen" / "examples"
     assert reused.is_symlink() and Path(os.readlink(reused)).parent.parent != newest  # the first run's, in place
     # The served model is the candidate itself and stays served as version 1: nothing is copied again.
-    assert runs["again"]["serving_pointer"]["version"] == 1 and runs["again"]["served"] == ["1", "CURRENT.json"]
+    assert runs["again"]["serving_pointer"]["version"] == 1 and runs["again"]["served"] == ["1", "CURRENT.json", "models.config"]
 
 
 def test_the_rerun_of_a_run_that_pushed_reuses_its_evaluation(quadrant_history: dict) -> None:
@@ -54,7 +54,7 @@ def test_the_rerun_of_a_run_that_pushed_reuses_its_evaluation(quadrant_history: 
     reused, earlier = (Path(runs[name]["outputs"]["evaluation"]) for name in ("again", "first"))
     assert reused.is_symlink() and reused.resolve() == earlier.resolve()  # first's evaluation, in place
     assert runs["again"]["metrics"][GATED_AGAINST] == NO_BASELINE and runs["again"]["metrics"]["baseline"] is None
-    assert runs["again"]["served"] == ["1", "CURRENT.json"]  # nothing pushed again
+    assert runs["again"]["served"] == ["1", "CURRENT.json", "models.config"]  # nothing pushed again
 
 
 def test_a_push_by_another_run_is_a_miss_for_the_evaluator(quadrant_history: dict) -> None:
@@ -90,7 +90,9 @@ def test_the_evaluators_key_is_the_model_served_now_not_the_word_latest(tmp_path
     push_model(_model(tmp_path / "a", b"weights a"), str(serving), gated_against=None)
     served_a = key()
     assert served_a != nothing_served and key() == served_a  # the same served model: the same key
-    push_model(_model(tmp_path / "b", b"weights a"), str(serving), gated_against=None)  # same bytes, a new push
+    push_model(_model(tmp_path / "b", b"weights a"), str(serving), gated_against=None)  # the same bytes elsewhere:
+    assert key() == served_a  # already served (by content), no new version
+    push_model(_model(tmp_path / "b", b"weights b"), str(serving), gated_against=None)  # retrained in place
     assert key() not in (served_a, nothing_served)
     given = _model(tmp_path / "given", b"weights g")  # a baseline named by path: keyed by its content too
     before = key(baseline=given)

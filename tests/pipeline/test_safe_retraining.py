@@ -19,7 +19,7 @@ def test_the_worse_model_is_not_pushed_and_the_served_one_stays(quadrant_history
     assert second["outcome"]["state"] == "SUCCEEDED"  # a refusal is a verdict, not a failed run
     assert not second["blessing"]["blessed"] and "pushed" not in second["outputs"]
     assert second["serving_pointer"] == first["serving_pointer"]
-    assert runs["worse"]["served"] == runs["again"]["served"] == ["1", "CURRENT.json"]
+    assert runs["worse"]["served"] == runs["again"]["served"] == ["1", "CURRENT.json", "models.config"]
 
 
 def test_the_reason_is_one_line_of_the_output_and_in_the_report(quadrant_history: dict) -> None:

@@ -269,7 +269,7 @@ def test_a_model_needing_tensorflow_io_is_refused_and_serving_is_unchanged(
     capsys.readouterr()
     code = shardflow_main(["push", "--model", str(tfio_model), "--evaluation", str(tfio_evaluation),
                            "--serving-dir", str(serving), "--infra-validation", str(tmp_path / "tfio_infra")])
-    assert code == 1 and capsys.readouterr().out.strip().splitlines() == [f"push: not pushed: {reason}"]
+    assert code == 3 and capsys.readouterr().out.strip().splitlines() == [f"push: not pushed: {reason}"]
     assert _tree(serving) == before and read_pointer(str(serving)) == pointer
 
 

@@ -49,14 +49,17 @@ def test_push_with_infra_validation_on_local_disk_and_s3(place: str) -> None:
     killed = storage.join(place, "killed")
     storage.write_json(storage.join(killed, "infra_validation.json"), {"model": model})
     refusals.append((killed, "has no verdict (neither INFRA_BLESSED nor INFRA_NOT_BLESSED)"))
+    results = []
     for infra, reason in refusals:
         result = push(PusherConfig(model=model, evaluation=evaluation, serving_dir=serving, infra_validation=infra),
                       **QUIET)
         assert not result.pushed and reason in result.reasons[0]
+        results.append(result)
     assert not storage.exists(serving)
     blessed = _outputs(place, "infra", model, "INFRA_BLESSED")
     result = push(PusherConfig(model=model, evaluation=evaluation, serving_dir=serving, infra_validation=blessed),
                   **QUIET)
     assert result.pushed and storage.read_bytes(storage.join(result.location, *WARMUP.split("/"))) == b"warm-up records"
     served = [name for name in storage.list_names(serving) if not name.startswith(".")]  # less claims and lock
-    assert served == ["1", "CURRENT.json"]  # the copy was whole before the pointer moved
+    assert served == ["1", "CURRENT.json", "models.config"]  # the copy was whole before the pointer moved
+    assert result.exit_code == 0 and all(refused.exit_code == 3 for refused in results)

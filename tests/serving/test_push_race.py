@@ -1,58 +1,39 @@
-"""Two pushers racing into one serving directory, in separate processes, locally and on S3 (moto).
+"""Two pushers racing into one serving directory, in separate processes, locally, on S3 (moto) and on GCS
+(fake-gcs-server), while a third process reads TF Serving's model config as the server would.
 
 Each of TRIALS trials gates two new models against what is served when it starts (as two `shardflow run`s
 started together both evaluate against the same `latest`), then starts both pushes at random offsets. A
 push may move CURRENT.json only over the baseline it was gated against, so exactly one of the two wins
 and the other is refused with one line naming the winner; the winner's version is new (claimed, never
 shared: its directory holds its own model's bytes), the loser leaves no version behind, and the served
-versions strictly increase. The offsets only vary the interleaving: every assertion holds for any.
+versions strictly increase. What TF Serving would load is at every poll a whole copy of a winner: on a bucket
+the loser's copy is in `<N>/` for the whole race, where a server polling the newest folder would load it.
+The offsets only vary the interleaving: every assertion holds for any.
 """
 from __future__ import annotations
 
-import json
 import multiprocessing
 import random
 import time
-from typing import Any
 
 import pytest
 
+from helpers_push import MODEL_FILES, candidate, poll_served, pusher
 from shardflow.core import storage
-from shardflow.pusher import PusherConfig, read_pointer
-from shardflow.pusher import run as push
+from shardflow.pusher import read_pointer
 
 TRIALS = 10
-SPREAD = {"local": 0.02, "s3": 0.25}  # seconds: about one push's length, so that the two overlap or not
-MODEL_FILES = ("saved_model.pb", "variables/variables.index", "shardflow_model.json")
+SPREAD = {"local": 0.02, "s3": 0.25, "gs": 0.25}  # seconds: about one push's length, so that the two overlap or not
 
 
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.cluster)])  # s3: the server, so cluster
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.cluster),
+                        pytest.param("gs", marks=pytest.mark.cluster)])  # the servers: cluster tier
 def place(request: pytest.FixtureRequest, tmp_path) -> tuple[str, str]:  # noqa: ANN001
     if request.param == "local":
         return request.param, str(tmp_path / "root")
-    return request.param, f"s3://{request.getfixturevalue('s3_bucket')}/root"
-
-
-def pusher(name: str, serving: str, tasks: Any, results: Any) -> None:
-    """A worker process: one push per task (model, evaluation, start time), its outcome back on `results`."""
-    storage.list_names(serving)  # the scheme's client made before the first start time, not within the race
-    results.put(("ready", name))
-    for model, evaluation, start_at in iter(tasks.get, None):
-        time.sleep(max(0.0, start_at - time.time()))
-        result = push(PusherConfig(model=model, evaluation=evaluation, serving_dir=serving), echo=lambda _: None)
-        results.put((name, model, result.pushed, result.version, result.reasons))
-
-
-def _candidate(root: str, trial: int, name: str, gated_against: str) -> tuple[str, str]:
-    """A tiny exported model whose every file names it, and its blessing evaluation gated against `gated_against`."""
-    model = storage.join(root, f"t{trial}-{name}", "model")
-    for relative in MODEL_FILES:
-        storage.write_text(storage.join(model, *relative.split("/")), f"{relative} of trial {trial}, pusher {name}")
-    evaluation = storage.join(root, f"t{trial}-{name}", "eval")
-    storage.write_text(storage.join(evaluation, "metrics.json"), json.dumps({"model": model,
-                                                                            "gated_against": gated_against}))
-    storage.write_text(storage.join(evaluation, "BLESSED"), "accuracy = 0.93 meets threshold accuracy>=0.9\n")
-    return model, evaluation
+    if request.param == "s3":
+        return request.param, f"s3://{request.getfixturevalue('s3_bucket')}/root"
+    return request.param, f"gs://{request.getfixturevalue('gcs_server').bucket()}/root"
 
 
 def _versions(serving: str) -> list[int]:
@@ -79,35 +60,56 @@ def _check_trial(serving: str, before: dict | None, outcomes: list[tuple], serve
     assert _versions(serving) == served + [version]  # the refused push left no version behind
 
 
-def test_racing_pushes_never_bypass_the_served_baseline(place: tuple[str, str]) -> None:
+def _race(scheme: str, root: str, serving: str, queues: dict, results) -> list[tuple[int, str]]:  # noqa: ANN001
+    """TRIALS trials of two pushes gated against what is served; the (version, tag) of each trial's winner."""
+    rng, served, winners = random.Random(43), [], []
+    for trial in range(TRIALS):
+        before = read_pointer(serving)
+        gated = before["model"] if before else "none"
+        start = time.time() + 0.1
+        for name, tasks in queues.items():
+            model, evaluation = candidate(root, f"t{trial}-{name}", gated)
+            tasks.put((model, evaluation, start + rng.uniform(0, SPREAD[scheme])))
+        outcomes = [results.get(timeout=60) for _ in queues]
+        _check_trial(serving, before, outcomes, served)
+        served.append(read_pointer(serving)["version"])
+        (winner,) = [o for o in outcomes if o[2]]
+        winners.append((winner[3], f"t{trial}-{winner[0]}"))
+    return winners
+
+
+def test_racing_pushes_never_bypass_the_served_baseline_and_tf_serving_serves_only_winners(
+        place: tuple[str, str]) -> None:
+    """Besides the pushes, a third process reads the model config as TF Serving does, every few ms: every version
+    it would have served is whole and is a trial's winner, in the order they won, ending on the pointer's."""
     scheme, root = place
     serving = storage.join(root, "serving")
     context = multiprocessing.get_context("spawn")  # no fork of a test process that may hold TensorFlow
     results, queues = context.Queue(), {name: context.Queue() for name in ("a", "b")}
+    stop, found = context.Event(), context.Queue()
     workers = {name: context.Process(target=pusher, args=(name, serving, tasks, results), daemon=True)
                for name, tasks in queues.items()}
-    for process in workers.values():
+    poller = context.Process(target=poll_served, args=(serving, stop, found), daemon=True)
+    for process in [*workers.values(), poller]:
         process.start()
     try:  # a worker that never answers fails a `get` on its timeout (queue.Empty), never hangs the suite
+        assert found.get(timeout=120) == "ready"
         assert sorted(results.get(timeout=120) for _ in workers) == [("ready", "a"), ("ready", "b")]
-        rng, served = random.Random(43), []
-        for trial in range(TRIALS):
-            before = read_pointer(serving)
-            gated = before["model"] if before else "none"
-            start = time.time() + 0.1
-            for name, tasks in queues.items():
-                model, evaluation = _candidate(root, trial, name, gated)
-                tasks.put((model, evaluation, start + rng.uniform(0, SPREAD[scheme])))
-            outcomes = [results.get(timeout=60) for _ in workers]
-            _check_trial(serving, before, outcomes, served)
-            served.append(read_pointer(serving)["version"])
+        winners = _race(scheme, root, serving, queues, results)
         claims = [int(name) for name in storage.list_names(storage.join(serving, ".claims")) if name.isdigit()]
-        assert set(served) <= set(claims) and len(claims) >= TRIALS  # every served version was claimed first
+        assert len(claims) >= TRIALS  # every served version was claimed first (losers' claims are kept too)
+        assert {version for version, _ in winners} <= set(claims)
+        time.sleep(0.2)  # the poller sees the last winner
     finally:
+        stop.set()
         for name, process in workers.items():
             queues[name].put(None)
+        for process in [*workers.values(), poller]:
             process.join(timeout=30)
             if process.is_alive():
                 process.kill()
-    assert all(process.exitcode == 0 for process in workers.values())
-
+    observed = list(iter(lambda: found.get(timeout=30), "done"))
+    assert [o for o in observed if o[0] == "incomplete"] == []  # never a half copy
+    assert observed and set(observed) <= set(winners)  # never a loser, an orphan or a number without a push
+    assert observed == sorted(observed) and observed[-1] == winners[-1]  # in the order they won, to the last
+    assert all(process.exitcode == 0 for process in [*workers.values(), poller])

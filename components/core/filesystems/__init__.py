@@ -21,13 +21,13 @@ import functools
 from typing import Callable
 
 from ..uri import scheme
-from .base import FileSystem, WriteConflict, temp_name
+from .base import FileSystem, UnsafeStoreError, WriteConflict, temp_name
 from .gcs import GcsFileSystem
 from .local import LocalFileSystem
 from .s3 import S3FileSystem
 
-__all__ = ["FileSystem", "WriteConflict", "backend_for", "backend_of_scheme", "register", "unregister",
-           "forget_clients", "temp_name"]
+__all__ = ["FileSystem", "UnsafeStoreError", "WriteConflict", "backend_for", "backend_of_scheme", "register",
+           "unregister", "forget_clients", "temp_name"]
 
 BACKENDS: dict[str, Callable[[], FileSystem]] = {"": LocalFileSystem, "s3": S3FileSystem, "gs": GcsFileSystem}
 

@@ -11,7 +11,8 @@ What a backend must guarantee:
 - `list_files` lists every file below a location, recursively, as full locations, sorted;
 - `remove` removes a file or a whole tree, and is silent when there is nothing there;
 - `write_if` replaces a small file only if it is still the version `read_with_token` returned (a token
-  of None: only if there is none), atomically against every other `write_if`: a compare-and-swap.
+  of None: only if there is none), atomically against every other `write_if`: a compare-and-swap;
+- `check_conditional_writes` raises UnsafeStoreError where the store would not enforce that condition.
 
 >>> temp_name("s3://bucket/out/manifest.json").rsplit("-", 1)[0]
 's3://bucket/out/.manifest.json.tmp'
@@ -22,6 +23,7 @@ import abc
 import uuid
 from typing import BinaryIO, ContextManager
 
+from ..errors import ShardflowError
 from ..uri import basename, join, parent, relative_to
 
 
@@ -36,6 +38,13 @@ class WriteConflict(Exception):
     @classmethod
     def at(cls, location: str, expected: str | None) -> "WriteConflict":
         return cls(f"{location} was {'created' if expected is None else 'replaced or removed'} by another writer")
+
+
+class UnsafeStoreError(ShardflowError):
+    """A store that accepts conditional writes it must refuse: every compare-and-swap on it would be
+    last-writer-wins. Exit 2: a property of the configured store, like a location that is not what an option needs."""
+
+    exit_code = 2
 
 
 class FileSystem(abc.ABC):
@@ -109,3 +118,7 @@ class FileSystem(abc.ABC):
         """Writes `data` whole only if the file is still the version `expected` names (None: only if there is
         no file); returns the new version's token. WriteConflict, with nothing written, otherwise."""
         raise NotImplementedError(f"{type(self).__name__} has no conditional writes (read_with_token, write_if)")
+
+    def check_conditional_writes(self, location: str) -> None:
+        """UnsafeStoreError unless the store under `location` enforces `write_if`'s condition (a scheme that
+        cannot be wrong about it, or checks it elsewhere, has nothing to do)."""

@@ -22,6 +22,10 @@ def _emulated() -> bool:
 class GcsFileSystem(ObjectStoreFileSystem):
     """gs://; under an emulator, a client without credentials and one delete request per object."""
 
+    PROBE_WORDS = {"create": "a second upload with ifGenerationMatch=0",
+                   "wrong": "an upload with ifGenerationMatch of a wrong generation",
+                   "removed": "an upload with ifGenerationMatch on a removed object"}
+
     def make_client(self) -> Any:
         from apache_beam.io.gcp.gcsio import GcsIO
         from apache_beam.options.pipeline_options import PipelineOptions
@@ -64,7 +68,11 @@ class GcsFileSystem(ObjectStoreFileSystem):
                 continue  # replaced or removed in between
         raise OSError(f"{location} kept changing while being read ({READ_ATTEMPTS} attempts)")
 
-    def write_if(self, location: str, data: bytes, expected: str | None) -> str:
+    def wrong_token(self, token: str) -> str:
+        return str(int(token) + 1)  # a later generation: not yet written
+
+    def put_if(self, location: str, data: bytes, expected: str | None) -> str:
+        """An upload with `ifGenerationMatch` (0: the object must not exist)."""
         from google.api_core.exceptions import NotFound, PreconditionFailed
 
         bucket_name, name = split_bucket(location)

@@ -1,15 +1,15 @@
 """Local paths (and file://): the OS directly, with writes under a temporary sibling renamed into place.
 
-A conditional write (`write_if`) compares and writes while holding an exclusive `flock` on one lock file
-in the target's directory (LOCK_NAME), so two processes, or two threads, never both see the version they
-expect; the write itself is the usual temporary file renamed into place, so readers, who take no lock,
-see the old file or the new one. Tokens are the content's SHA-256. On a mounted volume this needs locks
-that reach every client (NFS has them); a FUSE mount of a bucket has none: use the bucket's URI instead.
+A conditional write (`write_if`) compares and writes while holding the lock file LOCK_NAME in the target's
+directory, taken by an exclusive create (`lock_file.held`: atomic on a local disk and on NFS, between hosts,
+processes and threads alike; a lock left by a killed holder is broken once stale), so two writers never both see
+the version they expect; the write itself is the usual temporary file renamed into place, so readers, who take no
+lock, see the old file or the new one. Tokens are the content's SHA-256. A FUSE mount of a bucket, whose exclusive
+create is not atomic across clients, is refused (ConfigError): use the bucket's URI instead.
 """
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -17,31 +17,22 @@ from typing import BinaryIO, Iterator
 
 from ..uri import local_path, relative_to
 from .base import FileSystem, WriteConflict, temp_name
+from .lock_file import LOCK_WAIT_SECONDS, held, refuse_bucket_mount
 
-LOCK_NAME = ".write_if.lock"  # one per directory that holds conditionally written files; never removed
+LOCK_NAME = ".write_if.lock"  # in the directory of a conditionally written file, while a write_if holds it
 
 
 def content_token(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@contextlib.contextmanager
-def _directory_lock(path: str) -> Iterator[None]:
-    """An exclusive flock on the lock file beside `path`, released when the block ends (or the process dies)."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    descriptor = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)  # closing the descriptor releases the lock
-
-
 class LocalFileSystem(FileSystem):
     """A local disk or a mounted volume: real directories and an atomic `os.replace`."""
 
     can_rename = True
+
+    def __init__(self, lock_wait_seconds: float = LOCK_WAIT_SECONDS) -> None:
+        self.lock_wait_seconds = lock_wait_seconds  # how long a write_if waits for a live holder of the lock
 
     def open_read(self, location: str) -> BinaryIO:
         return open(local_path(location), "rb")
@@ -105,10 +96,16 @@ class LocalFileSystem(FileSystem):
         return data, content_token(data)
 
     def write_if(self, location: str, data: bytes, expected: str | None) -> str:
-        path = local_path(location)
-        with _directory_lock(path):  # the compare and the write, as one step for every other write_if
+        self.check_conditional_writes(location)  # before its directory is made on a bucket's mount
+        directory = os.path.dirname(local_path(location)) or "."
+        os.makedirs(directory, exist_ok=True)
+        with held(os.path.join(directory, LOCK_NAME), self.lock_wait_seconds):  # the compare and the write, one step
             _, current = self.read_with_token(location)
             if current != expected:
                 raise WriteConflict.at(location, expected)
             self.write_bytes(location, data, durable=True)
         return content_token(data)
+
+    def check_conditional_writes(self, location: str) -> None:
+        """ConfigError if `location` is on a FUSE mount of a bucket (once per directory and process)."""
+        refuse_bucket_mount(os.path.realpath(os.path.dirname(local_path(location)) or "."))

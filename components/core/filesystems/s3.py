@@ -7,6 +7,8 @@ own variable names: `tensorflow_s3_settings` maps one onto the other.
 >>> env = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_DEFAULT_REGION": "eu-west-1"}
 >>> sorted(tensorflow_s3_settings(env).items())
 [('AWS_REGION', 'eu-west-1'), ('S3_ENDPOINT', 'http://127.0.0.1:9000'), ('S3_USE_HTTPS', '0'), ('S3_VERIFY_SSL', '0')]
+>>> other_etag('"9e107d9d372bb6826bd81d3542a419d6"'), other_etag(MADE_UP_ETAG) != MADE_UP_ETAG
+('"00000000000000000000000000000000"', True)
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ SINGLE_PUT_BYTES = 64 << 20  # in-memory payloads below this go up in one reques
 # 409 ConditionalRequestConflict (another conditional write to the key was in flight: retried, then it is 412).
 _CONFLICT, _IN_FLIGHT, _MISSING = "PreconditionFailed", "ConditionalRequestConflict", ("NoSuchKey", "404")
 IN_FLIGHT_ATTEMPTS = 3
+MADE_UP_ETAG = '"' + "0" * 32 + '"'  # an MD5 ETag no real content has in practice
 
 
 def _error_code(error: Exception) -> str:
@@ -43,8 +46,16 @@ def tensorflow_s3_settings(env: Mapping[str, str]) -> dict[str, str]:
     return settings
 
 
+def other_etag(etag: str) -> str:
+    """An ETag of S3's form that is not `etag`: the probe's wrong token."""
+    return MADE_UP_ETAG if etag != MADE_UP_ETAG else '"' + "f" * 32 + '"'
+
+
 class S3FileSystem(ObjectStoreFileSystem):
     """s3://: small payloads in one PUT, and an empty object as a plain PUT (S3 refuses an empty multipart)."""
+
+    PROBE_WORDS = {"create": "a second PUT with If-None-Match: *", "wrong": "a PUT with If-Match: a made-up ETag",
+                   "removed": "a PUT with If-Match on a removed object"}
 
     def make_client(self) -> Any:
         from apache_beam.io.aws.s3io import S3IO
@@ -84,7 +95,10 @@ class S3FileSystem(ObjectStoreFileSystem):
             raise
         return response["Body"].read(), response["ETag"]
 
-    def write_if(self, location: str, data: bytes, expected: str | None) -> str:
+    def wrong_token(self, token: str) -> str:
+        return other_etag(token)
+
+    def put_if(self, location: str, data: bytes, expected: str | None) -> str:
         """A conditional PUT: `If-None-Match: *` to create, `If-Match: ETAG` to replace; S3 decides atomically."""
         bucket, key = split_bucket(location)
         condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
