@@ -48,8 +48,8 @@ def open_write(location: str, durable: bool = False) -> ContextManager[BinaryIO]
 
 
 def read_bytes(location: str) -> bytes:
-    with open_read(location) as stream:
-        return stream.read()
+    """The whole file; FileNotFoundError when there is none, also when it is removed while being read."""
+    return backend_for(location).read_bytes(location)
 
 
 def write_bytes(location: str, data: bytes, durable: bool = True) -> None:

@@ -18,12 +18,11 @@ import time
 
 import pytest
 
-from helpers_push import MODEL_FILES, candidate, poll_served, pusher
+from benchmarks.serving_race import MODEL_FILES, SPREAD, candidate, poll_served, pusher
 from shardflow.core import storage
 from shardflow.pusher import read_pointer
 
 TRIALS = 10
-SPREAD = {"local": 0.02, "s3": 0.25, "gs": 0.25}  # seconds: about one push's length, so that the two overlap or not
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.cluster),

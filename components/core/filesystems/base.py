@@ -87,6 +87,11 @@ class FileSystem(abc.ABC):
     def remove(self, location: str) -> None:
         """Removes a file, or a whole tree below `location`; nothing there is not an error."""
 
+    def read_bytes(self, location: str) -> bytes:
+        """The whole file; FileNotFoundError when there is none (also when it is removed while being read)."""
+        with self.open_read(location) as stream:
+            return stream.read()
+
     def write_bytes(self, location: str, data: bytes, durable: bool) -> None:
         """Writes `data` whole or not at all (a scheme with a cheaper single request overrides this)."""
         with self.open_write(location, durable=durable) as stream:

@@ -130,6 +130,14 @@ class ObjectStoreFileSystem(FileSystem):
             return True
         return False
 
+    def read_bytes(self, location: str) -> bytes:
+        try:
+            return super().read_bytes(location)
+        except Exception as error:  # an object removed between the open and the read: missing, as on every scheme
+            if is_missing(error):
+                raise FileNotFoundError(f"no such object: {location}") from None
+            raise
+
     def open_read(self, location: str) -> BinaryIO:
         try:
             return self.client.open(location, "rb")
