@@ -2,9 +2,10 @@
 
 Each trial is a real, short `shardflow train` run on the same streamed shards, written to
 `TOUT/trials/<id>/` (its model, history, TensorBoard logs), so a trial is inspected like any
-training. KerasTuner keeps its state in `TOUT/oracle/`: a killed search, rerun with the same output,
-goes on with the trials it had not finished. Hyperband's later rounds warm-start from the earlier
-round's model of the same trial and train only the epochs it has not had.
+training. KerasTuner keeps its state in `TOUT/oracle/`: a search killed at any moment, rerun with the
+same output, goes on with the trials it had not finished, and a trial trained to its end is never
+trained again (state.py: how KerasTuner's own files survive a kill). Hyperband's later rounds
+warm-start from the earlier round's model of the same trial and train only the epochs it has not had.
 
 Outputs: `TOUT/best_hyperparameters.json` (the best trial's values, the objective and its score, and
 every trial's values and score), written last: it is the completion marker.
@@ -27,6 +28,7 @@ from ..trainer.hyperparameters import HYPERPARAMETERS_FILE, hyperparameters_reco
 from ..trainer.task import resolve_task
 from .config import TunerConfig
 from .space import Dimension, parse_space, register
+from .state import forget_unlisted, reset_if_damaged, write_whole
 
 TRIALS, ORACLE = "trials", "oracle"
 TRIAL_VALUES = "trial_values.json"  # in a trial's output: the values it was trained with
@@ -70,6 +72,8 @@ def _default_objective(config: TunerConfig) -> str:
 
 def _tuner(kt: Any, config: TunerConfig, dimensions: tuple[Dimension, ...], objective: str,
            echo: Callable[[str], None]) -> Any:
+    write_whole(kt)
+    reset_if_damaged(storage.join(config.output, ORACLE), echo)
     space = kt.HyperParameters()
     for dimension in dimensions:
         register(space, dimension)
@@ -80,6 +84,9 @@ def _tuner(kt: Any, config: TunerConfig, dimensions: tuple[Dimension, ...], obje
     else:
         oracle = kt.oracles.RandomSearchOracle(goal, max_trials=config.max_trials, seed=config.seed,
                                                hyperparameters=space)
+    # KerasTuner reads seed 0 as "none" and draws a random one; a search that starts again (a kill
+    # before its first save, a reset state) must draw the same trials to find their outputs.
+    oracle.seed = oracle._seed_state = config.seed
     return _trainer_tuner(kt)(oracle, config, dimensions, objective, echo)
 
 
@@ -92,6 +99,13 @@ def _trainer_tuner(kt: Any) -> type:
             super().__init__(oracle, directory=config.output, project_name=ORACLE)
             self.config, self.dimensions, self.objective, self.echo = config, dimensions, objective, echo
             self.user_error: ShardflowError | None = None
+            done = sum(t.status == "COMPLETED" for t in self.oracle.trials.values())
+            echo(f"tune: {config.algorithm} search, {done} trials already finished "
+                 f"(KerasTuner's state: {storage.join(config.output, ORACLE)})")
+
+        def reload(self) -> None:
+            super().reload()
+            forget_unlisted(self.oracle)
 
         def run_trial(self, trial: Any, *_: Any, **__: Any) -> dict[str, float]:
             try:
@@ -107,15 +121,16 @@ def _trainer_tuner(kt: Any) -> type:
             config = trial_config(self.config, trial.trial_id, values, trial.hyperparameters.values)
             started = time.time()
             summary = finished_trial(config.export.output, trial.hyperparameters.values)
+            how = "trained by an earlier run: taken from its output"
             if summary is None:
                 storage.write_json(storage.join(config.export.output, TRIAL_VALUES), trial.hyperparameters.values)
                 summary = train(config, echo=lambda _: None)
+                how = f"{config.fit.epochs} epochs, {time.time() - started:.1f} s"
             last = summary["history"][-1] if summary["history"] else {}
             if self.objective not in last:
                 raise ShardflowError(f"objective {self.objective!r} is not a training metric "
                                      f"(the trials log {', '.join(k for k in last if k != 'phase')})")
-            self.echo(f"tune: trial {trial.trial_id}: {values} → {self.objective} {last[self.objective]:.4f} "
-                      f"({config.fit.epochs} epochs, {time.time() - started:.1f} s)")
+            self.echo(f"tune: trial {trial.trial_id}: {values} → {self.objective} {last[self.objective]:.4f} ({how})")
             return {self.objective: float(last[self.objective])}
 
     return TrainerTuner

@@ -68,23 +68,25 @@ def test_a_killed_search_goes_on_with_the_trials_it_had_not_finished(digits: Pat
                "--train-args", "--batch-size 64 --input-probe-batches 1 --eval-split eval"]
     first = subprocess.Popen([sys.executable, "-m", "shardflow", *command], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    finished = lambda: sorted(out.glob("trials/*/training.json"))  # noqa: E731
-    wait_for(lambda: finished(), first, 600, "a finished trial")
+    # The kill point is pinned: trial 1's values are written after KerasTuner recorded trial 0's end and
+    # trial 1's start, so the kill lands in trial 1's training, never amid KerasTuner's writes (killing
+    # right after trial 0's training.json landed in them, at a moment that depended on the load).
+    wait_for(lambda: (out / "trials" / "1" / "trial_values.json").is_file(), first, 600, "trial 1 started")
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert not (out / "best_hyperparameters.json").exists(), "the search finished before it could be killed"
-    kept = {path: path.stat().st_mtime_ns for path in finished()}
-    _as_if_killed_before_the_oracle_recorded(out, kept)
+    kept = {path: path.stat().st_mtime_ns for path in sorted(out.glob("trials/*/training.json"))}
+    assert out / "trials" / "0" / "training.json" in kept
+    _as_if_killed_before_the_oracle_recorded(out, "0")
     assert main(command) == 0
     best = json.loads((out / "best_hyperparameters.json").read_text())
     assert len(best["trials"]) == 3
     assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items())  # not trained again
 
 
-def _as_if_killed_before_the_oracle_recorded(out: Path, finished: dict[Path, int]) -> None:
+def _as_if_killed_before_the_oracle_recorded(out: Path, trial_id: str) -> None:
     """The state a kill between a trial's training.json and KerasTuner's record of its score leaves
     (the trial is ongoing: a rerun runs it again); forced, so the test does not depend on the timing."""
-    trial_id = next(iter(finished)).parent.name
     trial_file = out / "oracle" / f"trial_{trial_id}" / "trial.json"
     trial = json.loads(trial_file.read_text())
     trial.update(status="RUNNING", score=None, best_step=0, metrics={"metrics": {}})
