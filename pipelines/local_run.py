@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core import storage
-from ..core.errors import ConfigError
+from ..core.errors import EXIT_REFUSED, EXIT_RETRY, ConfigError
 from ..evaluator.config import BLESSING, METRICS
 from ..infra_validator.config import REPORT as INFRA_REPORT
 from ..predict.config import MARKER as PREDICT_MARKER
@@ -162,8 +162,9 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
         echo(render_summary(summary))
     if not succeeded:
         outcome = summary.get("outcome") or {}
+        code = walk.failed_exit_code if walk and walk.failed_exit_code in (EXIT_REFUSED, EXIT_RETRY) else 1
         raise StepFailed(outcome.get("message") or f"task {walk.failed_task if walk else '?'} failed",
-                         walk.failed_exit_code if walk else 1)  # a push that lost the race: 75, worth a rerun
+                         code)  # a push's verdict (3) or lost race (75, worth a rerun); any other failed step: 1
     return summary
 
 
