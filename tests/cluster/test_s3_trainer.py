@@ -155,8 +155,10 @@ def test_evaluate_and_push_on_s3(trained: tuple[str, dict, Path], s3_examples: s
                  echo=lambda _: None)
     again = push(PusherConfig(model=model, evaluation=blessed, serving_dir=serving), echo=lambda _: None)
     assert (first.version, again.version, again.location) == (1, 1, f"{serving}/1")  # already served: no copy
-    other = f"s3://{bucket}/other-model"  # another model (a copy of the files): the next version
+    other = f"s3://{bucket}/other-model"  # another model: the next version (served models are told apart by content)
     storage.copy_tree(model, other)
+    info = storage.read_json(f"{other}/shardflow_model.json")
+    storage.write_json(f"{other}/shardflow_model.json", {**info, "note": "another run's model"})  # its contract differs
     evaluate(EvaluatorConfig(model=other, examples=s3_examples, output=f"s3://{bucket}/eval_other",
                              baseline=f"{serving}/1", thresholds=("accuracy>=0",)),  # gated against the served one
              echo=lambda _: None)
