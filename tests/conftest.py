@@ -13,6 +13,7 @@ from typing import Iterator  # noqa: E402
 import pytest  # noqa: E402
 
 from gcs_server import GcsServer  # noqa: E402
+from quiet_machine import while_testing  # noqa: E402
 from s3_server import S3Server  # noqa: E402
 
 pytest_plugins = ["shared_fixtures"]  # the session's shared data sets and runs
@@ -42,6 +43,14 @@ def tier_of(item: pytest.Item, tests_root: Path) -> str:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--tier", choices=TIERS, action="append", default=[],
                      help="run only the tests of this tier (repeatable); make test runs every tier")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Each test (its fixtures too) holds the shared side of quiet_machine's lock: a test timing something
+    takes the machine to itself (`machine_to_itself`) between two tests of the other xdist worker."""
+    with while_testing(item.config):
+        yield
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -57,8 +57,15 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
     return dict(commands.choices)
 
 
+def _nested(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A command's own subcommands (`data-service dispatcher|worker`), each with its flags."""
+    return next((dict(a.choices) for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+
+
 def _known(command: str) -> tuple[set[str], bool]:
-    parser = _parsers()[command]
+    name, _, sub = command.partition(" ")
+    parser = _parsers()[name]
+    parser = _nested(parser)[sub] if sub else parser
     flags = {s for action in parser._actions for s in action.option_strings}
     return flags, bool(parser.get_default("passes_beam_args"))
 
@@ -73,7 +80,12 @@ def unknown_in(command_line: str) -> list[str]:
         return []  # `shardflow --help`, `shardflow --version`, an error message `shardflow run: error: ...`
     if words[1] not in _parsers():
         return [f"no subcommand {words[1]!r}"]
-    return _unknown_flags(words[1], words[2:])
+    nested = _nested(_parsers()[words[1]])
+    if nested and len(words) > 2 and words[2] not in nested:
+        return [f"{words[1]}: no subcommand {words[2]!r}"]
+    if nested and len(words) == 2:
+        return []  # the command named, with no flags (`shardflow data-service`)
+    return _unknown_flags(f"{words[1]} {words[2]}", words[3:]) if nested else _unknown_flags(words[1], words[2:])
 
 
 def _unknown_flags(command: str, words: list[str]) -> list[str]:

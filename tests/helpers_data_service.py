@@ -5,6 +5,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from loopback_server import free_port
 
@@ -49,13 +50,18 @@ class Servers:
                                 *(t for p in ports for t in ("--worker", f"localhost:{p}"))]
         self.start("dispatcher", *self.dispatcher_argv)
         self.wait_for_line("dispatcher", "dispatcher at")
-        for number, worker in enumerate(ports):
-            self.worker(number, port, worker)
+        waits = [self.worker(number, port, worker, wait=False) for number, worker in enumerate(ports)]
+        for wait in waits:  # started together: each process's TensorFlow import takes seconds
+            wait()
         return f"grpc://localhost:{port}", ports
 
-    def worker(self, number: int, dispatcher: int, port: int) -> None:
-        """Worker `number` (again, after a kill: the same port, the same address)."""
+    def worker(self, number: int, dispatcher: int, port: int, wait: bool = True) -> Callable[[], None]:
+        """Worker `number` (again, after a kill: the same port, the same address); `wait`: until it listens, else
+        the function that waits for that."""
         name = f"w{number}"
         started = (self.log_dir / f"{name}.log").read_text().count("worker at") if name in self.processes else 0
         self.start(name, "worker", "--dispatcher", f"localhost:{dispatcher}", "--port", str(port))
-        self.wait_for_line(name, "worker at", times=started + 1)
+        listening = lambda: self.wait_for_line(name, "worker at", times=started + 1)  # noqa: E731
+        if wait:
+            listening()
+        return listening

@@ -26,10 +26,10 @@
   (the Trainer's tf.Transform graph and scaling, the Evaluator's label ids); it is written for a
   batch and given each record as a batch of one on the per-record path.
 - batch: `batch_size` examples.
-- augment: the caller's `augment(inputs, targets, batch_index)`, on whole batches. It comes after
-  the batch, not before: its ops are vectorized over a batch (one projective warp for 64 images
-  instead of 64 calls of a map) and draw their randomness per (seed, batch index). The crop, the one
-  augmentation that saves decoding work, runs earlier, fused into decode.
+- augment: the caller's `augment(inputs, targets, index, rows)` on whole batches, after the batch (one
+  projective warp for 64 images instead of 64 calls of a map); `index`, `rows`: the global batch and
+  its examples' rows there (`Plan.places`, the fused crop's key too). The crop, the one augmentation
+  that saves decoding work, runs earlier, fused into decode.
 - sample weights: `class_weights[target]` per example (per pixel for masks), and the model's input
   named (`input_name`): the elements Keras' `fit` takes, ({name: inputs}, targets[, weights]).
 - prefetch: once, at the end (the shuffle's read-ahead of one window is its own). A stream handed to
@@ -49,6 +49,7 @@ callables it applies: it imports nothing of a component.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from typing import Any, Callable
 
@@ -59,7 +60,7 @@ from .cloud_env import enable_tensorflow_filesystems
 from .errors import ConfigError
 from .manifest import Manifest, read_manifest
 from .reader import decodes_per_record, feature_spec, shard_files, shuffle_window
-from .served_stream import LocalMaker, ordered_batches
+from .served_stream import LocalMaker, delivered, ordered_batches
 from .stream_elements import SERIALIZED, Flow, Plan, decode_stage, flushed, parse_stage, transform_stage
 from .stream_options import DecodeCrop, StreamOptions
 from .stream_read import (PARALLEL_FILES, READ_CHUNK, RepeatedStart, as_written, plan_repeated, record_chunks,
@@ -87,6 +88,8 @@ def build_stream(output_dir: str | os.PathLike, split: str, options: StreamOptio
     if record_order is not None and not options.repeat:
         raise ConfigError("record_order applies to a repeated (training) stream")
     plan = _plan(os.fspath(output_dir), split, options, model_step, augment, crop, record_order)
+    if augment is not None and plan.start % plan.global_batch:  # so that each batch lies in one global batch
+        raise ConfigError(f"an augmented stream starts at a global batch's first record, not at {plan.start}")
     if options.service is not None:
         return _served(plan)
     flow = Flow(tf.data.Dataset.range(0))  # replaced by the read stage
@@ -125,13 +128,20 @@ def _served(plan: Plan) -> tf.data.Dataset:
                 one = stage(one, batch_plan)
         return flushed(one, batch_plan).map(lambda *batch: (index, batch))
 
+    jobs = itertools.count()  # a job's name is never used twice: a second job at one batch is a new job
+
     def serve(index: int) -> tf.data.Dataset:
-        mine = _serialized_batches(plan, index).shard(tf.data.experimental.SHARD_HINT,
-                                                       tf.data.experimental.SHARD_HINT)
-        endless = mine.flat_map(one_batch).prefetch(WORKER_READ_AHEAD).repeat()  # round-robin reads need one
-        return endless.apply(tf.data.experimental.service.distribute(
-            tf.data.experimental.service.ShardingPolicy.HINT, job.dispatcher, job_name=f"{job.name}-{index}",
-            consumer_index=0, num_consumers=1, compression=TRANSFER_COMPRESSION))
+        hint = tf.data.experimental.SHARD_HINT
+        mine = _serialized_batches(plan, index).shard(hint, hint)
+        # N, the number of workers, sent with each batch (served_stream judges lateness in rounds of N): the
+        # dispatcher rewrites every hinted shard, so worker k's numbers here are k, k+N, ...
+        workers = tf.data.Dataset.range(1 << 62).shard(hint, hint).take(2).batch(2).map(lambda two: two[1] - two[0])
+        with_workers = tf.data.Dataset.zip((mine.flat_map(one_batch), workers.repeat()))
+        endless = with_workers.map(lambda pair, n: (pair[0], n, pair[1])).prefetch(WORKER_READ_AHEAD).repeat()
+        return endless.apply(tf.data.experimental.service.distribute(  # round-robin reads need an endless stream
+            tf.data.experimental.service.ShardingPolicy.HINT, job.dispatcher,
+            job_name=f"{job.name}-{index}-{next(jobs)}", consumer_index=0, num_consumers=1,
+            compression=TRANSFER_COMPRESSION))
 
     def made_here(index: tf.Tensor, records: tf.Tensor) -> Any:
         return next(iter(one_batch(index, records)))[1]
@@ -142,7 +152,8 @@ def _served(plan: Plan) -> tf.data.Dataset:
     maker = LocalMaker(lambda index: _serialized_batches(plan, index), made_here)
 
     def batches() -> Any:
-        for batch in ordered_batches(serve, maker, first, job.log):
+        ordered = ordered_batches(serve, maker, first, job.log, job.stall_seconds)
+        for batch in delivered(ordered, job.log, plan.global_batch):
             yield batch if len(batch) > 1 else batch[0]
 
     served = tf.data.Dataset.from_generator(batches, output_signature=signature if len(signature) > 1
@@ -261,13 +272,15 @@ def _augment(flow: Flow, plan: Plan) -> Flow:
     if augment is None:
         return flow
 
-    def augmented(index: tf.Tensor, pair: tuple[Any, Any]) -> tuple[Any, Any]:
-        return augment(pair[0], pair[1], index)
+    size = plan.options.batch_size
 
-    # In stream order (the default), as the batch indices that seed it: a resumed stream goes on counting.
-    options = plan.options
-    per_step = options.worker_slice.count // options.batch_size if options.worker_slice else 1
-    batches = flushed(flow, plan).enumerate(start=plan.start // plan.global_batch * per_step)
+    def augmented(number: tf.Tensor, pair: tuple[Any, Any]) -> tuple[Any, Any]:
+        # Keyed on each example's place, as the fused crop is: a worker's slice draws its own rows of the global
+        # batch, and a run resumed on another number of workers gives each example the draws it had.
+        index, rows = plan.places(number * size + tf.range(tf.shape(tf.nest.flatten(pair[0])[0], tf.int64)[0]))
+        return augment(pair[0], pair[1], index[0], rows)  # one global batch: build_stream checks the start
+
+    batches = flushed(flow, plan).enumerate()  # batch numbers in stream order, as the positions are counted
     return Flow(batches.map(as_written(augmented), num_parallel_calls=tf.data.AUTOTUNE, name="augment"))
 
 

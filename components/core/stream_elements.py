@@ -66,6 +66,12 @@ class Plan:
         """int64 positions in the endless order of this stream's records number `local` (0, 1, ...)."""
         return global_positions(self.start, self.options.worker_slice, local)
 
+    def places(self, local: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """(global batch index, row in it) of this stream's records number `local`: what every random draw is keyed
+        on (the fused crop's window, the augmentation), the same whichever worker or resume point reads the record."""
+        position = self.global_positions(local)
+        return position // self.global_batch, position % self.global_batch
+
 
 def parse_stage(flow: Flow, plan: Plan) -> Flow:
     spec, keep = plan.spec, plan.options.keep_serialized
@@ -92,11 +98,9 @@ def decode_stage(flow: Flow, plan: Plan) -> Flow:
     if crop is None:
         return Flow(flow.dataset, flow.pending + [("decode", decode)])
     height, width, channels = decoded.features[crop.feature].shape
-    batch = plan.global_batch
 
     def decode_cropped(local: tf.Tensor, record: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        position = plan.global_positions(local)  # the same window whatever the worker or the resume point
-        window = crop.window(position // batch, position % batch)
+        window = crop.window(*plan.places(local))  # the same window whatever the worker or the resume point
         pixels = decode_crop_resize(record[crop.feature], window, [height, width], channels)  # float32, 0-255
         return {**decode({n: v for n, v in record.items() if n != crop.feature}), crop.feature: pixels}
 

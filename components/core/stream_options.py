@@ -18,30 +18,66 @@ from .folds import FoldSelection
 from .stream_position import WorkerSlice
 
 
+# How long the Trainer waits for the service's next batch before it makes the batches itself. The longest normal
+# wait is a job's first batch (every worker fills its shuffle window, then makes a global batch): 3.6 s for 224-px
+# JPEG photos with the heavy augmentation through 2 workers on a 2-core machine at load 5 (training.json's
+# longest_wait_seconds). 60 s leaves a 16-fold margin for bigger windows, slower stores and busier nodes, and a
+# wait cut short costs only this process's CPU: the batches made here are the same, and the service's are taken
+# again when they come. TensorFlow's client never gives up: with every worker gone it waits for tasks forever.
+STALL_SECONDS = 60.0
+
+
 @dataclass
 class ServiceLog:
-    """What the service did for one stream: batches `served` by the workers, `made_here` for a lost worker,
-    `stale` (made again by a restarted worker, dropped), `jobs` started; `echo` says each event once."""
+    """What the service did for one stream: batches `served` by the workers, `made_here` for a worker gone (or
+    for all of them after a stall), `late` copies of batches already made here (dropped), `stale` batches of a
+    restarted worker (dropped: a new job), `jobs` started, `stalls` (no batch for `STALL_SECONDS`) and the
+    `longest_wait` for one. `examples_lost` and `examples_repeated` are counted from the batch indices handed
+    on (`delivered`); `echo` says each event once."""
 
     echo: Callable[[str], None] = print
     served: int = 0
     made_here: int = 0
+    late: int = 0
     stale: int = 0
     jobs: int = 0
+    stalls: int = 0
+    longest_wait: float = 0.0
+    examples_lost: int = 0
+    examples_repeated: int = 0
 
-    def as_dict(self) -> dict[str, int]:
+    def delivered(self, index: int, after: int | None, examples: int) -> int:
+        """Counts batch `index` (of `examples` examples) handed on after batch `after` (None: a stream's first):
+        the batches skipped over are lost, one at or before `after` repeated. Returns the new last index."""
+        if after is not None and index > after + 1:
+            self.examples_lost += (index - after - 1) * examples
+        elif after is not None and index <= after:
+            self.examples_repeated += examples
+            return after
+        return index
+
+    def as_dict(self) -> dict[str, int | float]:
         return {"batches_served": self.served, "batches_made_here": self.made_here,
-                "stale_batches_dropped": self.stale, "jobs": self.jobs, "examples_lost": 0, "examples_repeated": 0}
+                "late_batches_dropped": self.late, "stale_batches_dropped": self.stale, "jobs": self.jobs,
+                "stalls": self.stalls, "longest_wait_seconds": round(self.longest_wait, 2),
+                "examples_lost": self.examples_lost, "examples_repeated": self.examples_repeated}
 
 
 @dataclass(frozen=True, kw_only=True)
 class ServiceJob:
-    """A tf.data service job: the dispatcher's grpc://HOST:PORT, the job's name (one per stream start), and
-    the log the stream keeps of what the service did (core/served_stream.py)."""
+    """A tf.data service job: the dispatcher's grpc://HOST:PORT, the job's name (one per stream start), the log
+    the stream keeps of what the service did (core/served_stream.py), and `stall_seconds`: how long a wait for
+    the next batch may last before this process makes the batches itself."""
 
     dispatcher: str
     name: str
     log: ServiceLog = field(default_factory=ServiceLog, compare=False)
+    stall_seconds: float = STALL_SECONDS
+
+    def __post_init__(self) -> None:
+        wait = self.stall_seconds
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not math.isfinite(wait) or wait <= 0:
+            raise ConfigError(f"stall_seconds must be a number of seconds > 0, got {wait!r}")
 
 
 @dataclass(frozen=True, kw_only=True)

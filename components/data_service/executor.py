@@ -35,7 +35,8 @@ def start(config: DispatcherServerConfig | WorkerServerConfig) -> tuple[Any, str
             port=config.port, work_dir=config.journal, fault_tolerant_mode=config.fault_tolerant,
             worker_addresses=list(config.workers) or None))
         journal = f"journal {config.journal}" if config.journal else "no journal: a restart loses its jobs"
-        workers = f"{len(config.workers)} fixed workers" if config.workers else "workers as they register"
+        workers = (f"{len(config.workers)} fixed workers" if config.workers else "workers as they register: no "
+                   "static sharding, which `shardflow train --data-service` needs (--worker, --workers)")
         return server, f"dispatcher at {server.target} ({journal}; {workers})"
     server = service.WorkerServer(service.WorkerConfig(
         dispatcher_address=config.dispatcher_address, worker_address=config.worker_address, port=config.port))

@@ -11,24 +11,31 @@ from typing import Callable
 import tf_keras as keras
 
 from ..core import storage
+from .resume import backup_step
 
 
 class StepAndEpochBackup(keras.callbacks.BackupAndRestore):
-    """BackupAndRestore that saves every `save_freq` steps *and* at each epoch end.
+    """BackupAndRestore that saves every `save_freq` steps *and* at each epoch end, and keeps its backup.
 
     Stock Keras saves either per epoch or per N steps. Saving the epoch end as "the last batch of
     the epoch" makes a restart continue with the next epoch at step 0, the stock resume logic.
-    `backed_up(step)` is told the step each backup resumes at, once the backup is whole.
+    `backed_up(step)` is told the step each backup resumes at, once the backup is whole: the step of
+    the counters the checkpoint holds, so an epoch that the step budget stops early records its own
+    batch, not the epoch's end. Stock Keras deletes the backup when `fit` ends; it is kept here until
+    the run's output is complete (executor.py), so a kill after training (in the export) resumes at
+    the end of training instead of its beginning.
     """
 
     def __init__(self, backup_dir: str, save_freq: int, backed_up: Callable[[int], None] | None = None) -> None:
-        super().__init__(backup_dir, save_freq=save_freq)
+        super().__init__(backup_dir, save_freq=save_freq, delete_checkpoint=False)
         self.backed_up = backed_up
 
     def _backup(self, epoch: int, batch: int = 0) -> None:
-        super()._backup(epoch, batch)
+        super()._backup(epoch, batch)  # saves the state's (epoch, batch) variables, whatever the arguments say
         if self.backed_up is not None:
-            self.backed_up(int(epoch) * int(self.params["steps"]) + int(batch) + 1)
+            state = self._training_state
+            self.backed_up(backup_step(int(state._ckpt_saved_epoch.numpy()), int(state._ckpt_saved_batch.numpy()),
+                                       int(self.params["steps"])))
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         super().on_epoch_end(epoch, logs)

@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--augment", type=_ops, default=(), metavar="OPS", help=f"train-time ops: {','.join(AUGMENT_OPS)}")
     add("--augment-on-device", action="store_true", help="augment in a Keras layer in the model (classification)")
     add("--seed", type=int, default=0, help="seed of the initial weights, shuffling and augmentation")
-    add("--deterministic", action="store_true", help="read shards in a reproducible order (slower)")
+    add("--deterministic", action="store_true",
+        help="the same weights from the same seed on the same devices: TensorFlow's op determinism (GPUs "
+             "included) and an input order that does not depend on timing (slower)")
     add("--warm-start", metavar="MODEL_DIR", help="initialize the weights from an earlier exported model")
     add("--mixed-precision", action="store_true", help="mixed_float16 compute (GPUs)")
     add("--xla", action="store_true", help="compile the training step with XLA")

@@ -5,16 +5,25 @@
 - several local GPUs → MirroredStrategy;
 - otherwise the default strategy (one CPU or GPU).
 
+And how ops run on those devices: `deterministic_ops` turns TensorFlow's op determinism on for a
+`--deterministic` run (the same outputs for the same inputs on the same hardware and software, GPUs
+included), and the process's own setting back after it.
+
     placement = choose_strategy()
     placement.strategy.num_replicas_in_sync, placement.is_chief, placement.num_workers
+    with deterministic_ops(config.input.deterministic):
+        ...  # build the streams and the model, train
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
+from typing import Iterator
 
 import tensorflow as tf
+from tensorflow.python.framework import config as tf_config  # is_/disable_op_determinism: no public name
 
 
 @dataclass(frozen=True)
@@ -69,3 +78,29 @@ def choose_strategy() -> Placement:
     if len(gpus) > 1:
         return Placement(tf.distribute.MirroredStrategy(), "mirrored", 1, 0)
     return Placement(tf.distribute.get_strategy(), "default", 1, 0)
+
+
+@contextlib.contextmanager
+def deterministic_ops(enabled: bool) -> Iterator[None]:
+    """TensorFlow's op determinism while a `--deterministic` run builds its streams and model and trains.
+
+    What TensorFlow documents for it (tf.config.experimental.enable_op_determinism): ops give the same
+    outputs for the same inputs on the same hardware and software; on a GPU, ops pick deterministic
+    kernels (cuDNN's included), and an op without one raises UnimplementedError instead of differing.
+    The other half of its recipe, the seeds (tf.keras.utils.set_random_seed), is build_model's. Not set:
+    TF_DETERMINISTIC_OPS, the same switch as an environment variable, which TensorFlow reads once, at its
+    first check (set later in a process it does nothing: measured), and which child processes would inherit.
+    Restored after the run: a process that trains several times (tune's trials, find-label-issues' folds) goes on.
+    Its cost: a tf.data pipeline holding a stateful op (a Python function: --record-order's tap, the
+    data service's receiver) runs its parallel maps one call at a time.
+    """
+    if not enabled:
+        yield
+        return
+    before = tf_config.is_op_determinism_enabled()
+    tf.config.experimental.enable_op_determinism()
+    try:
+        yield
+    finally:
+        if not before:
+            tf_config.disable_op_determinism()

@@ -35,12 +35,12 @@ from ..core.model_info import ModelInfo
 from ..core.output_dir import OutputDir
 from .callbacks import HistoryFile, TrainTimer
 from .config import TrainerConfig
-from .distribution import Placement, choose_strategy, cluster_from_env, expected_replicas
+from .distribution import Placement, choose_strategy, cluster_from_env, deterministic_ops, expected_replicas
 from .export import export_model
 from .features import RawToModel
 from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt_shards_named, train_example_count
 from .record_order import RecordOrderWriter
-from .resume import StreamRecord, read_record, run_global_batch
+from .resume import StreamOrder, StreamRecord, resumed_record, run_global_batch
 from .hyperparameters import apply_hyperparameters
 from .model_builder import build_model
 from .outputs import CHECKPOINTS, CURVES, HISTORY_NAME, MODEL, SUMMARY_NAME, TENSORBOARD
@@ -65,16 +65,23 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
                  config.hyperparameters)
     enable_tensorflow_filesystems(loc for loc in locations if loc)
     config = apply_hyperparameters(config)
+    with deterministic_ops(config.input.deterministic):  # before any stream or model: TensorFlow reads it as they build
+        return _run(config, started, echo)
+
+
+def _run(config: TrainerConfig, started: float, echo: Callable[[str], None]) -> dict:
     task = resolve_task(config.input)
     if config.input.eval_split is not None:
         check_enough_shards(task, config.input.eval_split, cluster_from_env()[0])  # before workers connect
     out = output_dir(config.export.output)
     checkpoints = storage.join(out.root, CHECKPOINTS)
-    record = None if out.is_complete() else read_record(checkpoints)  # a finished run's: left to be removed
+    stream_order = StreamOrder.of(config.input, task.train_manifest, train_example_count(task, config.input))
+    # A finished run's backups are left to be removed. A backup of another order, or without its record, and a
+    # worker count that cannot resume are refused before workers connect.
+    record = None if out.is_complete() else resumed_record(checkpoints, stream_order)
     resuming = record is not None
-    replicas = expected_replicas()  # a worker count that cannot resume is refused before workers connect
-    global_batch = run_global_batch(record, checkpoints, config.input.batch_size, replicas,
-                                    train_example_count(task, config.input), echo)
+    replicas = expected_replicas()
+    global_batch = run_global_batch(record, config.input.batch_size, replicas, echo)
     placement = choose_strategy()
     if config.input.data_service and placement.num_workers > 1:
         raise ConfigError(f"--data-service feeds one training process; this run has {placement.num_workers} workers "
@@ -83,11 +90,13 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
     order = _record_order(config, task, placement, global_batch, fresh=not resuming)
     streams = build_streams(task, config.input, global_batch, placement.num_workers, to_model, placement.strategy,
                             order, echo)
+    resume_state = StreamRecord(checkpoints, stream_order, global_batch, streams.steps_per_epoch,
+                                write=placement.is_chief, order_file=order)
     with precision_policy(config.model.mixed_precision):
         with placement.strategy.scope():
             model = build_model(task, config)  # warm-started before the output is touched: it may be this output's
         with _chief_run(out, placement):
-            return _train(config, task, placement, out, model, to_model, streams, started, echo)
+            return _train(config, task, placement, out, model, to_model, streams, resume_state, started, echo)
 
 
 @contextlib.contextmanager
@@ -127,7 +136,8 @@ def _record_order(config: TrainerConfig, task: TrainingTask, placement: Placemen
 
 
 def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out: OutputDir, model: keras.Model,
-           to_model: RawToModel, streams: Streams, started: float, echo: Callable[[str], None]) -> dict:
+           to_model: RawToModel, streams: Streams, record: StreamRecord, started: float,
+           echo: Callable[[str], None]) -> dict:
     global_batch = streams.global_batch
     with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression):
         probe = probe_input_rate(streams.probe, config.input.input_probe_batches, global_batch)  # (rate, batches read)
@@ -138,10 +148,6 @@ def _train(config: TrainerConfig, task: TrainingTask, placement: Placement, out:
     timer = TrainTimer(global_batch)
     history = HistoryFile(storage.join(out.root, HISTORY_NAME), write=placement.is_chief)
     progress = StepProgress(streams.steps_per_epoch, config.fit.steps, global_batch, echo)
-    identity = {"split": config.input.train_split, "global_batch": global_batch,
-                "steps_per_epoch": streams.steps_per_epoch, "train_examples": streams.train_examples,
-                "seed": config.input.seed, "shuffle_window": streams.start_of(0).window}
-    record = StreamRecord(storage.join(out.root, CHECKPOINTS), identity, write=placement.is_chief)
     steps = fit_phases(config, task, placement, out.root, model, streams, (timer, history, progress), record, echo)
     return _finish(config, task, placement, out, model, to_model, timer, history, probe, started, echo, steps, streams)
 

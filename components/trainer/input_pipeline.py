@@ -35,7 +35,7 @@ from ..core.reader import shard_files
 from ..core.stream_options import ServiceJob, ServiceLog
 from ..core.stream_position import WorkerSlice
 from ..core.tfrecord import CorruptRecordError, iter_records
-from .augment import augment_batch, crop_windows
+from .augment import Rows, augment_batch, crop_windows
 from .class_weights import task_class_weights
 from .config import InputOptions
 from .features import RawToModel
@@ -168,28 +168,29 @@ def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to
         folds=inputs.train_folds if split == inputs.train_split else None,
         class_weights=tuple(weights) if training and weights is not None else None, input_name=task.input_name,
         start=start, worker_slice=worker_slice, service=_service_job(inputs, start, service_log))
-    augment = _augmentation(inputs, masks=task.kind == "segmentation", cropped=fused) if augmenting else None
+    augment = _augmentation(inputs, task.kind == "segmentation", fused, global_batch or batch) if augmenting else None
     crop = DecodeCrop(task.input_name, _crop_windows(task, inputs, global_batch or batch)) if fused else None
     return build_stream(task.train_dir, split, options, model_step=to_model.training_pair, augment=augment, crop=crop,
                         record_order=record_order if training and shuffle else None)
 
 
-def _augmentation(inputs: InputOptions, masks: bool, cropped: bool) -> Callable:
-    """The augment stage's function: a batch's ops, randomness from (seed, batch index)."""
+def _augmentation(inputs: InputOptions, masks: bool, cropped: bool, global_batch: int) -> Callable:
+    """The augment stage's function: a batch's ops, each example's draws its row's of (seed, global batch index)'s."""
     ops, seed = inputs.augment, inputs.seed
 
-    def augment(images: tf.Tensor, target: tf.Tensor, index: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def augment(images: tf.Tensor, target: tf.Tensor, index: tf.Tensor,
+                rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         moved = target if masks else None
         images, moved = augment_batch(images, moved, ops, tf.stack([tf.constant(seed, tf.int64), index]),
-                                      cropped=cropped)
+                                      cropped=cropped, rows=Rows(rows, global_batch))
         return images, moved if masks else target
 
     return augment
 
 
 def _crop_windows(task: TrainingTask, inputs: InputOptions, batch: int) -> Callable:
-    """The fused crop's window of the example at `position` of batch `index`: `crop_windows`' draws for that
-    batch's seed, so the seeding rule is the unfused path's (randomness from (seed, batch index))."""
+    """The fused crop's window of the example at row `position` of global batch `index`: `crop_windows`' draws for
+    that batch's seed, so the seeding rule is the unfused path's (row `position` of (seed, index)'s draws)."""
     height, width, _ = task.raw_input_spec.shape
     ops, seed = inputs.augment, inputs.seed
 

@@ -3,7 +3,7 @@ steps, its cache and its run summary. A leaf: importing it imports nothing (no T
 
 SUMMARY_NAME = "training.json"  # the completion marker, written last
 HISTORY_NAME = "history.json"  # per-epoch metrics, appended as epochs end (a killed run keeps it)
-CHECKPOINTS = "checkpoints"  # the backups a killed run resumes from; removed when the run finishes
+CHECKPOINTS = "checkpoints"  # the backups and stream.json a killed run resumes from; removed after training.json
 TENSORBOARD = "tensorboard"
 MODEL = "model"  # the exported SavedModel
 CURVES = "curves.png"  # loss and metrics per epoch

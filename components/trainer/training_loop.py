@@ -3,9 +3,11 @@
 Every phase trains with the same callbacks (timer, history, progress), a backup of its own in
 `checkpoints/` (the one-phase run's is `checkpoints/` itself, as before fine-tuning existed), the step
 budget, and TensorBoard on the chief. The streams come ready for `fit` (input_pipeline.py): named
-inputs, and with `--class-weight` per-example (per-pixel for masks) sample weights.
+inputs, and with `--class-weight` per-example (per-pixel for masks) sample weights. Backups outlive
+`fit` (callbacks.py): a phase whose backup is already at its last step, because the run was killed after
+training (in the export, say), is restored from it instead of trained again.
 
-    steps = fit_phases(config, task, placement, out_root, model, streams, (timer, history, progress))
+    steps = fit_phases(config, task, placement, out_root, model, streams, (timer, history, progress), record, echo)
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from .input_pipeline import Streams, corrupt_shards_named
 from .model_builder import compile_model
 from .outputs import CHECKPOINTS, TENSORBOARD
 from .progress import StepProgress
-from .resume import StreamRecord, describe_start, saved_step
+from .resume import StreamRecord, describe_start, restore_backup, saved_step
 from .task import TrainingTask
 
 
@@ -51,24 +53,47 @@ def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, 
         history.phase, history.step_offset = (phase.name if config.model.is_backbone else None), steps
         progress.step_offset = steps
         start = saved_step(checkpoints, streams.steps_per_epoch)
-        if start is not None:
-            echo(describe_start(streams.start_of(start), start, record_bytes(task.train_manifest, config.input.train_split)))
-        train = streams.train_from(phase.first_epoch * streams.steps_per_epoch if start is None else start)
-        backup = StepAndEpochBackup(checkpoints, save_freq=config.fit.checkpoint_every, backed_up=record.backed_up)
-        callbacks = [backup, timer, history, progress]
-        callbacks += [StopAtStep(config.fit.steps)] if config.fit.steps else []
-        board = _tensorboard(root, streams) if placement.is_chief else None  # others would repeat the chief's
-        callbacks += [board] if board else []
-        with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression), \
-                _ended_on_error(board):
-            model.fit(train, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
-                      steps_per_epoch=streams.steps_per_epoch,
-                      validation_data=streams.eval,
-                      callbacks=callbacks, verbose=0)  # StepProgress reports instead of Keras' bar
+        first = phase.first_epoch * streams.steps_per_epoch if start is None else start
+        record.starting(first)
+        if start is not None and start >= last_step(phase, streams.steps_per_epoch, config.fit.steps):
+            restore_backup(model, checkpoints)  # trained to its end before a kill (in the export, say)
+            timer.resumed_from_step = int(model.optimizer.iterations.numpy())
+            echo(f"train: the backup in {checkpoints} is at the end of training (step {start}): nothing left to train")
+        else:
+            if start is not None:
+                echo(describe_start(streams.start_of(start), start,
+                                    record_bytes(task.train_manifest, config.input.train_split)))
+            _fit_phase(config, task, placement, root, model, streams, watchers, record, phase, checkpoints, first)
         steps += int(model.optimizer.iterations.numpy())
         if phase is not plan[-1]:
             save_phase_end(model, storage.join(root, CHECKPOINTS), phase, steps)
+    record.finished(steps)
     return steps
+
+
+def last_step(phase: Phase, steps_per_epoch: int, budget: int | None) -> int:
+    """The step (counted over epochs from 0) at which `phase` stops: its last epoch's end, or earlier where
+    StopAtStep stops it (the phase's own optimizer, which starts at 0 in a phase, reaching the budget)."""
+    end = phase.end_epoch * steps_per_epoch
+    return end if budget is None else min(end, phase.first_epoch * steps_per_epoch + budget)
+
+
+def _fit_phase(config: TrainerConfig, task: TrainingTask, placement: Placement, root: str, model: keras.Model,
+               streams: Streams, watchers: tuple[TrainTimer, HistoryFile, StepProgress], record: StreamRecord,
+               phase: Phase, checkpoints: str, first: int) -> None:
+    """One phase's `fit`, its stream from step `first` (its backup's, or its first epoch's)."""
+    train = streams.train_from(first)
+    backup = StepAndEpochBackup(checkpoints, save_freq=config.fit.checkpoint_every, backed_up=record.backed_up)
+    callbacks = [backup, *watchers]
+    callbacks += [StopAtStep(config.fit.steps)] if config.fit.steps else []
+    board = _tensorboard(root, streams) if placement.is_chief else None  # others would repeat the chief's
+    callbacks += [board] if board else []
+    with corrupt_shards_named(streams.train_files + streams.eval_files, task.train_manifest.compression), \
+            _ended_on_error(board):
+        model.fit(train, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
+                  steps_per_epoch=streams.steps_per_epoch,
+                  validation_data=streams.eval,
+                  callbacks=callbacks, verbose=0)  # StepProgress reports instead of Keras' bar
 
 
 @contextlib.contextmanager

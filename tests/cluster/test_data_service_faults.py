@@ -3,6 +3,7 @@ dispatcher is: the batches stay the local stream's, in its order; the stream's l
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -20,6 +21,7 @@ from shardflow.core.stream_options import ServiceJob, ServiceLog
 
 pytestmark = pytest.mark.cluster
 OPTIONS = dict(batch_size=16, shuffle_mb=0.05, seed=5, repeat=True, drop_remainder=True)
+STALL = 10.0  # seconds: the tests' bound on a wait for the service (the Trainer's: STALL_SECONDS)
 
 
 @pytest.fixture
@@ -50,6 +52,30 @@ def test_a_worker_killed_and_restarted_changes_no_batch(servers: Servers, digits
     local = list(build_stream(digits_examples, "train", StreamOptions(**OPTIONS)).take(len(got)))
     assert all(_equal(mine, theirs) for mine, theirs in zip(local, got, strict=True))  # none lost, none repeated
     assert log.served + log.made_here >= len(got)
+
+
+def test_every_worker_killed_the_stream_goes_on_here_within_the_stall_bound(servers: Servers,
+                                                                            digits_examples: Path) -> None:
+    target, _ = servers.static(2)
+    said: list[str] = []
+    log = ServiceLog(echo=said.append)
+    served = iter(build_stream(digits_examples, "train", StreamOptions(
+        **OPTIONS, service=ServiceJob(dispatcher=target, name="all-killed", log=log, stall_seconds=STALL))))
+    got = [next(served) for _ in range(20)]
+    before = len(said)  # a job's first batch slower than the bound on a busy machine would be a stall too
+    servers.kill("w0")
+    servers.kill("w1")  # SIGKILL both: TensorFlow's client would wait for a worker forever
+    killed = time.monotonic()
+    got += [next(served) for _ in range(60)]
+    # the bound, then 60 batches less what the workers had sent ahead, made here on a busy machine
+    assert time.monotonic() - killed < STALL + 60
+    local = list(build_stream(digits_examples, "train", StreamOptions(**OPTIONS)).take(len(got)))
+    assert all(_equal(mine, theirs) for mine, theirs in zip(local, got, strict=True))  # none lost, none repeated
+    stalled = [line for line in said[before:] if "no batch for" in line]
+    assert log.made_here >= 40 and log.jobs == 1 and len(stalled) == 1, said
+    assert re.fullmatch(r"data service: no batch for 10 s \(every worker gone, or the dispatcher\): this process "
+                        r"makes the batches from batch \d+ on, and takes the service's again when they come",
+                        stalled[0]), said
 
 
 def _training(examples: Path, out: Path, *extra: str) -> subprocess.Popen:
@@ -91,7 +117,7 @@ def test_training_through_a_killed_and_restarted_worker_ends_with_the_local_weig
     assert summary["weights_sha256"] == local_run["weights_sha256"]
     served = summary["data_service"]
     assert served["batches_made_here"] > 0 and served["examples_lost"] == served["examples_repeated"] == 0
-    assert any("this process makes the missing worker's batches" in line for line in said)
+    assert any("this process makes its batches from batch" in line for line in said)
 
 
 def test_training_through_a_dispatcher_restarted_from_its_journal_ends_with_the_local_weights(

@@ -1,8 +1,9 @@
 """`shardflow data-service dispatcher|worker`: real tf.data service servers in processes of their own, on this
 machine, fed a real dataset by a consumer in the test process; one dispatcher SIGKILLed and restarted from
-its journal."""
+its journal; each server's own flags (its --help, the other's refused)."""
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -64,12 +65,29 @@ def test_a_dispatcher_restarted_from_its_journal_resumes_the_job(servers: Server
     (["worker", "--port", "5051"], "a worker needs --dispatcher HOST:PORT"),
     (["worker", "--dispatcher", "dispatcher"], "--dispatcher must be [grpc://]HOST:PORT, got 'dispatcher'"),
     (["dispatcher", "--port", "70000"], "--port must be a TCP port (1-65535, or 0: any free one), got 70000"),
-    (["dispatcher", "--dispatcher", "x:1"], "--dispatcher and --advertise are a worker's flags"),
+    (["dispatcher", "--dispatcher", "x:1"], "unknown option --dispatcher (not a shardflow data-service dispatcher "
+                                            "option)"),
     (["dispatcher", "--workers", "2", "--worker-template", "w.workers:5051"],
      "--workers N (>= 1) and --worker-template with {i} go together, got 2 and 'w.workers:5051'"),
-    (["worker", "--dispatcher", "d:5050", "--workers", "2"],
-     "--journal, --worker, --workers and --worker-template are the dispatcher's flags"),
+    (["worker", "--dispatcher", "d:5050", "--workers", "2"], "unknown option --workers (not a shardflow data-service "
+                                                             "worker option)"),
 ])
 def test_a_wrong_flag_is_one_line_and_exit_2(argv: list[str], says: str) -> None:
     done = subprocess.run([SHARDFLOW, "data-service", *argv], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stderr == f"shardflow data-service: error: {says}\n"
+    assert done.returncode == 2 and done.stderr == f"shardflow data-service {argv[0]}: error: {says}\n"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("role", "mine", "theirs"), [
+    ("dispatcher", {"--port", "--journal", "--worker", "--workers", "--worker-template"}, {"--dispatcher",
+                                                                                          "--advertise"}),
+    ("worker", {"--dispatcher", "--port", "--advertise"}, {"--journal", "--worker", "--workers", "--worker-template"}),
+])
+def test_each_servers_help_lists_its_own_flags(role: str, mine: set[str], theirs: set[str],
+                                               capsys: pytest.CaptureFixture) -> None:
+    from shardflow.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["data-service", role, "--help"])
+    shown = set(re.findall(r"(--[a-z-]+)", capsys.readouterr().out))
+    assert done.value.code == 0 and mine <= shown and not shown & theirs, shown

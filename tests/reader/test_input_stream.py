@@ -75,7 +75,7 @@ def _pair(features: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
     return tf.cast(features["img"], tf.float32) / 255.0, tf.cast(features["msk"][..., 0], tf.int32)
 
 
-def _flip(images: tf.Tensor, targets: tf.Tensor, index: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+def _flip(images: tf.Tensor, targets: tf.Tensor, index: tf.Tensor, rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return images[:, :, ::-1], targets[:, :, ::-1]
 
 
