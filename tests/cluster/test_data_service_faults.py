@@ -72,7 +72,10 @@ def test_every_worker_killed_the_stream_goes_on_here_within_the_stall_bound(serv
     local = list(build_stream(digits_examples, "train", StreamOptions(**OPTIONS)).take(len(got)))
     assert all(_equal(mine, theirs) for mine, theirs in zip(local, got, strict=True))  # none lost, none repeated
     stalled = [line for line in said[before:] if "no batch for" in line]
-    assert log.made_here >= 40 and log.jobs == 1 and len(stalled) == 1, said
+    # Every batch handed out that the service did not send was made here (prefetching may make a few more); how
+    # many the workers had sent ahead before the kill depends on the machine's speed, so no fixed count is asked.
+    assert log.made_here >= len(got) - log.served and log.made_here > 0, (log, said)
+    assert log.jobs == 1 and len(stalled) == 1, said
     assert re.fullmatch(r"data service: no batch for 10 s \(every worker gone, or the dispatcher\): this process "
                         r"makes the batches from batch \d+ on, and takes the service's again when they come",
                         stalled[0]), said
