@@ -35,8 +35,8 @@ from ..infra_validator.config import INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, W
 from .cleanup import clean_serving_dir
 from .config import GATED, LATEST, STALE_CLAIM_SECONDS, PusherConfig, ServingChanged
 from .serving import (SERVING_POINTER, check_gated, check_unchanged, claim_version, normalized, read_pointer,
-                      read_served, successor, swap_pointer)
-from .tf_serving import MODEL_CONFIG, TfServing, publish_model_config
+                      read_served, serve_pointer_version, successor, swap_pointer)
+from .tf_serving import MODEL_CONFIG, TfServing
 
 SAVED_MODEL = "saved_model.pb"
 
@@ -129,7 +129,7 @@ def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None =
     served, _ = clean_serving_dir(serving_dir, read_served(serving_dir), stale_after)
     origin, digest = normalized(model_dir), model_digest(model_dir)
     if served.pointer and served_digest(served.pointer) == digest:
-        publish_model_config(serving_dir, tf_serving, lambda: read_served(serving_dir).version)
+        serve_pointer_version(serving_dir, tf_serving)
         return served.version, served.pointer["model"]
     check_gated(served, gated_against)
     version = claim_version(serving_dir, origin, served)
@@ -143,7 +143,7 @@ def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None =
     except BaseException:  # refused, failed or interrupted before the swap: no pointer names this copy
         _discard(target)
         raise
-    publish_model_config(serving_dir, tf_serving, lambda: read_served(serving_dir).version)
+    serve_pointer_version(serving_dir, tf_serving)
     return version, target
 
 

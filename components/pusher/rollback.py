@@ -18,8 +18,8 @@ from ..core.errors import ConfigError, ShardflowError
 from ..core.model_info import model_digest
 from .cleanup import clean_serving_dir
 from .config import RollbackConfig
-from .serving import SERVING_POINTER, read_served, served_history, successor, swap_pointer
-from .tf_serving import MODEL_CONFIG, publish_model_config
+from .serving import SERVING_POINTER, read_served, serve_pointer_version, served_history, successor, swap_pointer
+from .tf_serving import MODEL_CONFIG
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def run(config: RollbackConfig, echo: Callable[[str], None] = print) -> Rollback
                   "content_digest": digest, "gated_against": None, "action": "rollback",
                   "rolled_back_from": served.version}
         swap_pointer(serving_dir, served, lambda now: successor(serving_dir, now, record), None)
-    publish_model_config(serving_dir, config.tf_serving, lambda: read_served(serving_dir).version)
+    serve_pointer_version(serving_dir, config.tf_serving)
     echo(f"rollback: {target} (version {version}) is served again, replacing version {served.version}; "
          f"{SERVING_POINTER} and TF Serving's {MODEL_CONFIG} name it")
     return RollbackResult(version, target, served.version)

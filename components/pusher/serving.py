@@ -29,6 +29,7 @@ from ..core.errors import ShardflowError
 from ..core.process_identity import process_identity
 from ..evaluator.config import NO_BASELINE
 from .config import ServingChanged
+from .tf_serving import TfServing, publish_model_config
 
 SERVING_POINTER = "CURRENT.json"
 CLAIMS = ".claims"
@@ -162,6 +163,11 @@ def successor(serving_dir: str, served: Served, record: dict[str, Any]) -> dict[
                                        "pushed_from": record["pushed_from"], "pushed_at": now_text()}
     return {**record, "replaced_version": served.version, "pushed_at": now_text(), "served_versions": history,
             "abandoned_through": served.abandoned_through}
+
+
+def serve_pointer_version(serving_dir: str, tf_serving: TfServing) -> int | None:
+    """TF Serving's model config made to serve the version CURRENT.json names now (tf_serving.py); that version."""
+    return publish_model_config(serving_dir, tf_serving, lambda: read_served(serving_dir).version)
 
 
 def write_record(serving_dir: str, served: Served, record: dict[str, Any]) -> Served:
