@@ -201,6 +201,8 @@ def served_model_for(pointer: dict[str, Any] | None, candidate: str = "") -> str
     or it serves `candidate`'s very content (model_digest, not its path: a model retrained in place is another
     model). A model compared with itself has zero deltas, so its verdict is its thresholds' alone, and Push
     leaves a served candidate as it is; so the rerun of a run that pushed is the same evaluation as the run."""
-    if pointer is None or (candidate and storage.exists(candidate) and served_digest(pointer) == model_digest(candidate)):
+    if pointer is None:
+        return ""
+    if candidate and storage.exists(candidate) and served_digest(pointer) == model_digest(candidate):
         return ""
     return pointer["model"]
