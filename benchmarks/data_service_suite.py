@@ -134,7 +134,7 @@ def _transfer(examples: Path, dispatcher: str, batches: int = 40) -> dict[str, A
     the Trainer receives it, and its rate and this process's CPU with and without tf.data's compression."""
     import tensorflow as tf
 
-    from shardflow.core import input_stream
+    from shardflow.core import service_job
     from shardflow.trainer.config import InputOptions
     from shardflow.trainer.features import RawToModel
     from shardflow.trainer.input_pipeline import build_streams
@@ -146,7 +146,7 @@ def _transfer(examples: Path, dispatcher: str, batches: int = 40) -> dict[str, A
     task = resolve_task(inputs)
     measured: dict[str, Any] = {}
     for compression in ("AUTO", None):
-        input_stream.TRANSFER_COMPRESSION = compression  # what the stream built next uses
+        service_job.TRANSFER_COMPRESSION = compression  # what the stream built next uses
         served = iter(build_streams(task, inputs, BATCH, 1, RawToModel(task, None), echo=lambda _: None).train)
         parts = tf.nest.flatten(next(served))
         cpu, wall = time.process_time(), time.perf_counter()

@@ -27,7 +27,8 @@ from shardflow.trainer import cli as trainer_cli
 
 from k8s_checks import (KUSTOMIZATIONS, PLACEHOLDER_DIGEST, _at, containers_of, katib_problems, katib_trial_args,
                         name_of, pod_specs, pod_templates, rbac_offenders, render, restricted_offenders,
-                        tf_serving_problems, tfjob_problems)
+                        tfjob_problems)
+from k8s_serving_checks import tf_serving_problems
 
 K8S_VERSION = "1.30.0"
 EXAMPLE_IMAGE = "registry.example.com/ml/shardflow@sha256:" + "ab" * 32

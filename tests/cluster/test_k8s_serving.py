@@ -12,8 +12,8 @@ import pytest
 from shardflow.pipelines.params import parse_param_args
 from shardflow.pipelines.submit import add_submit_arguments
 
-from k8s_checks import (KUSTOMIZATIONS, render, tf_serving_containers, tf_serving_flags, tf_serving_problems,
-                        tf_serving_source)
+from k8s_checks import KUSTOMIZATIONS, render
+from k8s_serving_checks import tf_serving_containers, tf_serving_flags, tf_serving_problems, tf_serving_source
 
 
 @pytest.fixture(scope="module", params=KUSTOMIZATIONS)

@@ -117,4 +117,5 @@ def test_the_input_report_gives_the_probe_rate_with_its_counts(trained: tuple[Pa
     assert training == epoch["examples_per_second"] == pytest.approx(ROWS / epoch["seconds"], abs=0.1)
     # The report rounds the rates to 0.1 ex/s and the ratio to 0.01 from the unrounded rates.
     assert report["ratio_input_to_training"] == pytest.approx(probe / training, rel=0.01, abs=0.01)
-    assert report["verdict"] == input_verdict(probe, training)
+    assert report["verdict"] == input_verdict(probe, training, report.get("step_examples_per_second"))
+    assert ("step_examples_per_second" in report) == (probe < 2.4 * training)  # the step probed unless far ahead
