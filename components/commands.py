@@ -28,6 +28,7 @@ from .pusher import cli as pusher_cli
 from .pusher import rollback_cli
 from .trainer import cli as trainer_cli
 from .transform import cli as transform_cli
+from .tracking import cli as tracking_cli
 from .tuner import cli as tuner_cli
 from .validation import cli as validation_cli
 
@@ -74,6 +75,8 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
             predict_cli, True),
     Command("find-label-issues", "rank the train split's likely label errors: K fold models' out-of-fold "
             "probabilities, confident learning", label_finder_cli, pipeline_step=False),
+    Command("track", "send a run output's finished runs to MLflow, make its registry follow CURRENT.json",
+            tracking_cli, pipeline_step=False),
     Command("data-service", "a tf.data service dispatcher or worker: the Trainer's input on CPU workers",
             data_service_cli, pipeline_step=False),
 )}

@@ -61,7 +61,7 @@ from ..core.model_info import files_digest, model_digest
 from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
 from ..pusher import LATEST, read_pointer, served_model_for
 from ..trainer.outputs import CHECKPOINTS, HISTORY_NAME, MODEL, SUMMARY_NAME
-from .local_dag import Artifact
+from .local_dag import output_from_record, output_record
 from .steps import STEPS
 
 CACHE_DIR = "cache"
@@ -179,11 +179,11 @@ class StepCache:
         if not all(os.path.exists(a["uri"]) for a in saved["outputs"].values()
                    if "uri" in a and a["schema_title"] not in _METADATA_ONLY):
             return None
-        return {name: _restore(value) for name, value in saved["outputs"].items()}
+        return {name: output_from_record(value) for name, value in saved["outputs"].items()}
 
     def store(self, task: str, key: str, outputs: dict[str, Any], task_root: Path) -> None:
         """Records a successful run's outputs (atomically: a killed run leaves no half entry)."""
-        record = {"task_root": str(task_root), "outputs": {name: _saved(v) for name, v in outputs.items()}}
+        record = {"task_root": str(task_root), "outputs": {name: output_record(v) for name, v in outputs.items()}}
         storage.write_json(str(self._entry(task, key)), record)
 
     def _attempt(self, task: str, key: str) -> str:
@@ -222,20 +222,6 @@ def carry_backups(source: str, target: str) -> bool:
             storage.copy_tree(found, staged)
             storage.move(staged, storage.join(target, name))
     return True
-
-
-def _saved(value: Any) -> dict[str, Any]:
-    if hasattr(value, "uri") and hasattr(value, "schema_title"):
-        return {"schema_title": value.schema_title, "uri": value.uri, "name": value.name,
-                "metadata": dict(value.metadata or {})}
-    return {"value": value}
-
-
-def _restore(saved: dict[str, Any]) -> Any:
-    if "uri" not in saved:
-        return saved["value"]
-    return Artifact(name=saved["name"], uri=saved["uri"], schema_title=saved["schema_title"],
-                    metadata=saved["metadata"])
 
 
 def link_outputs(outputs: dict[str, Any], task_root: Path) -> None:

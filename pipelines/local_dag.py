@@ -50,6 +50,21 @@ class Artifact:
                 "type": {"schemaTitle": self.schema_title, "schemaVersion": self.schema_version}}
 
 
+def output_record(value: Any) -> dict[str, Any]:
+    """A task's output (an Artifact or a parameter's value) as JSON: the cache's entries, RUN/logs/steps.json."""
+    if hasattr(value, "uri") and hasattr(value, "schema_title"):
+        return {"schema_title": value.schema_title, "uri": value.uri, "name": value.name,
+                "metadata": dict(value.metadata or {})}
+    return {"value": value}
+
+
+def output_from_record(saved: dict[str, Any]) -> Any:
+    if "uri" not in saved:
+        return saved["value"]
+    return Artifact(name=saved["name"], uri=saved["uri"], schema_title=saved["schema_title"],
+                    metadata=saved["metadata"])
+
+
 @dataclass(frozen=True)
 class TaskOutcome:
     """What running one container task gave: its outputs (parameters and Artifacts) and its one-line error."""

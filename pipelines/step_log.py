@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .local_dag import output_record
 from .steps import BY_NAME
 
 LOGS = "logs"
@@ -41,10 +42,12 @@ class StepLog:
         self._report(task, "ok" if outcome.succeeded else "FAILED", seconds, figure)
         if not outcome.succeeded:
             self.steps[task]["error"] = outcome.error
+        self._outputs(task, outcome.outputs)
 
     def cached(self, task: str, outputs: dict) -> None:
         """A step whose outputs were reused: its line, and a log saying from where."""
         self._report(task, "cached", None, key_figure(task, outputs))
+        self._outputs(task, outputs)
 
     def resumed(self, task: str, source: str) -> None:
         """A step about to run from a killed attempt's backups (local_cache.carry_backups): said before it runs."""
@@ -52,6 +55,10 @@ class StepLog:
 
     def skipped(self, task: str, why: str) -> None:
         self._report(task, "skipped", None, why)
+
+    def _outputs(self, task: str, outputs: dict) -> None:
+        """What the step produced (URIs and KFP metadata), for the run's record: what `shardflow track` sends."""
+        self.steps[task]["outputs"] = {name: output_record(value) for name, value in outputs.items()}
 
     def _report(self, task: str, state: str, seconds: float | None, figure: str) -> None:
         """`started`: when the step began (epoch seconds), so a monitor's samples can be told apart by step."""

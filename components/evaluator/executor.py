@@ -32,6 +32,7 @@ from .. import __version__
 from ..core import storage
 from ..core.batch_memory import BatchSizing, budget_bytes
 from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.config_record import recorded_options
 from ..core.output_dir import OutputDir
 from ..core.tfrecord import frame
 from .blessing import Blessing, bless
@@ -101,6 +102,7 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
     intervals = _intervals(config, candidate, result)
     return {
         "component": "evaluator", "shardflow_version": __version__, "task": info.task,
+        "options": recorded_options(config),
         "model": config.model, "baseline_model": config.baseline, GATED_AGAINST: gated_against(config.baseline),
         "examples": config.examples,
         "split": config.split, "label": info.label, "class_names": info.label_classes,  # the confusion's ids

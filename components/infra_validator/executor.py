@@ -30,6 +30,7 @@ import numpy as np
 from .. import __version__
 from ..core import storage
 from ..core.batch_memory import budget_bytes
+from ..core.config_record import recorded_options
 from ..core.model_info import SERVING_SIGNATURE
 from ..core.output_dir import OutputDir
 from ..evaluator.config import METRICS
@@ -198,7 +199,8 @@ def _report(config: InfraValidatorConfig, canaries: Canaries, fed: Inputs, probe
         reasons.append(f"warm-up file: {probe['warmup']['records']} requests replayed")
     evaluated = storage.join(config.evaluation, METRICS)
     return {
-        "component": "infra_validator", "shardflow_version": __version__, "model": config.model,
+        "component": "infra_validator", "shardflow_version": __version__, "options": recorded_options(config),
+        "model": config.model,
         "evaluation": config.evaluation,
         "evaluated_model": storage.read_json(evaluated).get("model") if storage.is_file(evaluated) else None,
         "blessed": blessed, "reasons": reasons, "tolerance": config.tolerance, "canaries": len(canaries.records),

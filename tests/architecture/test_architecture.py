@@ -52,7 +52,8 @@ ALLOWED = frozenset({
     ("pusher", "infra_validator"),  # the infra verdict's marker names and the warm-up file's place
     ("tuner", "trainer"),  # a trial is a Trainer run: its config, its --train-args parser, its run()
     ("label_finder", "trainer"),  # a fold model is a Trainer run: its config, its flags, its task, its run()
-    ("label_finder", "predict"),  # a fold's held-out rows are predicted by predict's run() on its examples
+    ("label_finder", "predict"),
+    ("tracking", "pusher"),  # the registry follows the serving directory's CURRENT.json, read as the Pusher reads it  # a fold's held-out rows are predicted by predict's run() on its examples
 })
 
 Graph = dict[str, set[str]]

@@ -1,0 +1,66 @@
+"""`run(TrackConfig)`: a `shardflow run` output's finished runs sent to MLflow, its registry made to follow CURRENT.json.
+
+    result = run(TrackConfig(output="runs/digits", tracking_uri="http://127.0.0.1:5000"))
+    result["sent"], result["already_sent"], result["registry"]
+
+Idempotent: a run sent whole before is not sent again; one cut off is sent again whole (mlflow_sink.py). So a
+run made while the server was down, or before tracking existed, is sent by running this later.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from .config import PIPELINE_ROOT, RECORDS, SERVING, TrackConfig
+from .mlflow_sink import MlflowSink, check_reachable
+from .records import STEPS_RECORD, read_run
+from .registry import sync_registry
+
+
+def run(config: TrackConfig, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    check_reachable(config.tracking_uri)
+    out = Path(config.output)
+    sink = MlflowSink(config.tracking_uri)
+    experiment = sink.experiment(config.experiment_name)
+    sent, already, ids = [], [], {}
+    for run_dir in finished_runs(out, config.runs):
+        ids[run_dir.name], did = sink.send_run(experiment, read_run(run_dir, outcome_of(out, run_dir.name)))
+        (sent if did else already).append(run_dir.name)
+    registry = None
+    if config.model_name and (out / SERVING).is_dir():
+        def run_id_of(job: str) -> str | None:
+            found = ids.get(job) or next((r.info.run_id for r in sink.find(experiment, job)), None)
+            return found
+
+        registry = sync_registry(sink, str(out.resolve() / SERVING), config.model_name, config.alias, run_id_of)
+    result = {"tracking_uri": config.tracking_uri, "experiment": config.experiment_name, "experiment_id": experiment,
+              "sent": sent, "already_sent": already, "run_ids": ids, "registry": registry}
+    echo(describe(result, config.model_name))
+    return result
+
+
+def finished_runs(out: Path, jobs: tuple[str, ...]) -> list[Path]:
+    """The run folders of `out` with a steps record (a run killed before its end has none), oldest first."""
+    named = [out / PIPELINE_ROOT / job for job in jobs] if jobs else sorted((out / PIPELINE_ROOT).glob("shardflow-*"))
+    return [run_dir for run_dir in named if (run_dir / STEPS_RECORD).is_file()]
+
+
+def outcome_of(out: Path, job: str) -> dict[str, Any] | None:
+    """The exit handler's record of `job` (runs/run-*.json), or None."""
+    for record in sorted((out / RECORDS).glob("run-*.json")):
+        outcome = json.loads(record.read_text())
+        if outcome.get("pipeline_job") == job:
+            return outcome
+    return None
+
+
+def describe(result: dict[str, Any], model_name: str) -> str:
+    line = (f"track: {len(result['sent'])} run(s) sent to {result['tracking_uri']} (experiment "
+            f"{result['experiment']!r}), {len(result['already_sent'])} there already")
+    registry = result.get("registry")
+    if registry and registry.get("alias"):
+        alias, version = registry["alias"]
+        line += (f"; registered model {model_name!r}: {len(registry['registered'])} version(s) registered now, "
+                 f"{alias!r} on version {version}")
+    return line

@@ -1,0 +1,116 @@
+"""The one place shardflow writes to MLflow: runs sent idempotently, and a step logged into a given run.
+
+A run is found again by its KEY_TAG (the job's name, or job/step). One whose COMPLETE_TAG is set was sent
+whole and is left as it is; one without it (a send cut off) is deleted with its job's other runs and sent
+again, so sending twice, or after a failure, leaves the server holding exactly what one uninterrupted
+send would. MLflow is imported here only, when something is sent (1.2 s: `preload` starts it early).
+
+    sink = MlflowSink("http://127.0.0.1:5000")
+    parent_id, sent = sink.send_run(sink.experiment("runs-digits"), records)
+"""
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError
+from .records import JOB_TAG, KEY_TAG, RunRecords, TrackedRun
+
+COMPLETE_TAG = "shardflow.complete"
+# MLflow's log_batch limits (docs: REST API, LogBatch): 1000 metrics, 100 params, 100 tags a request.
+BATCH = {"metrics": 1000, "params": 100, "tags": 100}
+REACH_SECONDS = 5.0
+
+
+def preload() -> threading.Thread:
+    """Imports MLflow's client in a thread: a run that tracks pays its 1.2 s while its steps run."""
+    thread = threading.Thread(target=lambda: __import__("mlflow.tracking"), daemon=True)
+    thread.start()
+    return thread
+
+
+def check_reachable(uri: str) -> None:
+    """ConfigError in one line when the tracking server cannot be reached (http, https) or the file store's
+    folder cannot be made (file: or a path); other schemes (databricks, ...) are left to the client."""
+    if uri.startswith(("http://", "https://")):
+        try:
+            urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=REACH_SECONDS).read()
+        except (urllib.error.URLError, OSError) as error:
+            raise ConfigError(f"tracking server {uri} cannot be reached: {getattr(error, 'reason', error)}") from None
+    elif uri.startswith("file:") or "://" not in uri:
+        folder = Path(uri.removeprefix("file://").removeprefix("file:"))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"tracking store {uri}: {error.strerror}") from None
+
+
+class MlflowSink:
+    def __init__(self, tracking_uri: str, registry_uri: str | None = None) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.uri = tracking_uri
+        self.client = MlflowClient(tracking_uri, registry_uri)
+        self.is_server = "://" in tracking_uri and not tracking_uri.startswith("file:")
+
+    def experiment(self, name: str) -> str:
+        found = self.client.get_experiment_by_name(name)
+        if found is not None and found.lifecycle_stage != "deleted":
+            return found.experiment_id
+        if found is not None:
+            self.client.restore_experiment(found.experiment_id)
+            return found.experiment_id
+        return self.client.create_experiment(name)
+
+    def find(self, experiment_id: str, key: str, tag: str = KEY_TAG) -> list[Any]:
+        return list(self.client.search_runs([experiment_id], filter_string=f"tags.`{tag}` = '{key}'"))
+
+    def send_run(self, experiment_id: str, records: RunRecords) -> tuple[str, bool]:
+        """(the parent run's id, whether anything was sent): a job sent whole before is not sent again."""
+        done = [run for run in self.find(experiment_id, records.parent.key) if run.data.tags.get(COMPLETE_TAG)]
+        if done:
+            return done[0].info.run_id, False
+        for partial in self.find(experiment_id, records.parent.key, JOB_TAG):
+            self.client.delete_run(partial.info.run_id)
+        parent = self._create(experiment_id, records.parent, None)
+        for step in records.steps:
+            self._finish(self._create(experiment_id, step, parent), step)
+        self._finish(parent, records.parent)
+        return parent, True
+
+    def log_into(self, run_id: str, tracked: TrackedRun) -> None:
+        """A step logged into a run someone else made and ends (KFP's nested run: MLFLOW_RUN_ID)."""
+        self._log(run_id, tracked, tags=True)
+
+    def _create(self, experiment_id: str, tracked: TrackedRun, parent: str | None) -> str:
+        tags = {**tracked.tags, **({"mlflow.parentRunId": parent} if parent else {})}
+        run = self.client.create_run(experiment_id, start_time=tracked.start_ms, tags=tags, run_name=tracked.name)
+        self._log(run.info.run_id, tracked, tags=False)
+        return run.info.run_id
+
+    def _finish(self, run_id: str, tracked: TrackedRun) -> None:
+        self.client.set_tag(run_id, COMPLETE_TAG, "true")  # last but the end: a cut-off send lacks it
+        self.client.set_terminated(run_id, tracked.status, end_time=tracked.end_ms)
+
+    def _log(self, run_id: str, tracked: TrackedRun, tags: bool) -> None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        stamp = tracked.end_ms or int(time.time() * 1000)  # the same on every send: a resend is equal
+        batches = {"metrics": [Metric(m.key, m.value, stamp, m.step) for m in tracked.metrics],
+                   "params": [Param(k, v) for k, v in tracked.params.items()],
+                   "tags": [RunTag(k, v) for k, v in tracked.tags.items()] if tags else []}
+        for kind, items in batches.items():
+            for start in range(0, len(items), BATCH[kind]):
+                self.client.log_batch(run_id, **{kind: items[start:start + BATCH[kind]]})
+        for path in tracked.artifacts:
+            self.client.log_artifact(run_id, path, artifact_path=_artifact_folder(path))
+
+
+def _artifact_folder(path: str) -> str:
+    """The output folder a file came from (evaluation/, examples/, ...), so equal names do not collide."""
+    parent = Path(path).parent.name
+    return parent.removesuffix(".d") or "files"

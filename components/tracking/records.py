@@ -1,0 +1,151 @@
+"""A finished pipeline run's files as MLflow holds runs: one parent run, one nested run per step that ran.
+
+The files stay the record; this module only reads them (no MLflow here):
+- RUN/logs/steps.json: each step's state (ok, cached, FAILED, skipped), start, seconds, and its outputs
+  (URIs and KFP metadata; a run from before outputs were recorded: RUN/<step>/executor_output.json);
+- each step's output files: its component record's `options` (params), numbers (step_figures.py), the
+  small files a person opens (artifacts);
+- the exit handler's record (runs/run-*.json: the run's outcome), RUN/pipeline.yaml (which output feeds
+  which step: lineage tags).
+
+    records = read_run(Path("runs/digits/pipeline_root/shardflow-2026-11-28-12-18-29-810638"))
+    records.parent.key, [step.name for step in records.steps]   # 'shardflow-...', ['example-gen', ...]
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .step_figures import step_artifacts, step_metrics, step_params, step_tags
+
+KEY_TAG = "shardflow.key"  # the idempotency key: the job's name, or job/step
+JOB_TAG = "shardflow.job"
+STEPS_RECORD = Path("logs") / "steps.json"
+# MLflow's limits (mlflow/utils/validation.py): a param's value is cut at 6000 characters.
+MAX_PARAM_LENGTH = 6000
+_STATUS = {"ok": "FINISHED", "cached": "FINISHED", "FAILED": "FAILED", "SUCCEEDED": "FINISHED"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    value: float
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """One MLflow run as the files say it: `key` finds it again on the server (KEY_TAG)."""
+
+    key: str
+    name: str
+    status: str  # FINISHED, FAILED
+    start_ms: int
+    end_ms: int
+    params: dict[str, str] = field(default_factory=dict)
+    metrics: tuple[Metric, ...] = ()
+    tags: dict[str, str] = field(default_factory=dict)
+    artifacts: tuple[str, ...] = ()  # local files, uploaded as they are
+
+
+@dataclass(frozen=True)
+class RunRecords:
+    parent: TrackedRun
+    steps: tuple[TrackedRun, ...]
+
+
+def read_run(run_dir: Path, outcome: dict[str, Any] | None = None) -> RunRecords:
+    """The run `run_dir` (PIPELINE_ROOT/shardflow-<time>) as a parent and nested runs. FileNotFoundError when it
+    has no steps.json (a run killed before its end, or not a run directory)."""
+    steps = json.loads((run_dir / STEPS_RECORD).read_text())
+    job = run_dir.name
+    producers = _producers(run_dir / "pipeline.yaml")
+    outputs = {task: _outputs(run_dir, task, entry) for task, entry in steps.items()}
+    nested = tuple(_step_run(job, task, entry, outputs, producers.get(task, {}))
+                   for task, entry in sorted(steps.items(), key=lambda item: item[1].get("started") or 0)
+                   if entry.get("state") in ("ok", "cached", "FAILED"))
+    starts = [run.start_ms for run in nested] or [0]
+    ends = [run.end_ms for run in nested] or [0]
+    state = (outcome or {}).get("state") or ("FAILED" if any(s.status == "FAILED" for s in nested) else "SUCCEEDED")
+    tags = {KEY_TAG: job, JOB_TAG: job, "shardflow.outcome": state, "shardflow.run_dir": str(run_dir)}
+    fingerprint = (outputs.get("fingerprint") or {}).get("Output")
+    if isinstance(fingerprint, str):
+        tags["shardflow.data_fingerprint"] = fingerprint
+    if (outcome or {}).get("failed_task"):
+        tags["shardflow.failed_step"] = outcome["failed_task"]  # type: ignore[index]
+    parent = TrackedRun(key=job, name=job, status=_STATUS.get(state, "FAILED"), start_ms=min(starts),
+                        end_ms=max(ends), tags=tags)
+    return RunRecords(parent, nested)
+
+
+def _step_run(job: str, task: str, entry: dict[str, Any], outputs: dict[str, dict[str, Any]],
+              inputs: dict[str, tuple[str, str]]) -> TrackedRun:
+    mine = outputs.get(task) or {}
+    start = float(entry.get("started") or 0.0)
+    tags = {KEY_TAG: f"{job}/{task}", JOB_TAG: job, "shardflow.step": task, "shardflow.state": entry["state"]}
+    tags.update(step_tags(task, mine))
+    for name, value in mine.items():
+        if isinstance(value, dict) and "uri" in value:
+            tags[f"shardflow.output.{name}"] = value["uri"]
+    for name, (producer, key) in inputs.items():
+        produced = (outputs.get(producer) or {}).get(key)
+        if isinstance(produced, dict) and "uri" in produced:
+            tags[f"shardflow.input.{name}"] = produced["uri"]
+    if entry["state"] == "cached":
+        tags["shardflow.cached_from"] = _job_of(mine) or "unknown"
+    if entry.get("error"):
+        tags["shardflow.error"] = str(entry["error"])[:MAX_PARAM_LENGTH]
+    params = {key: value[:MAX_PARAM_LENGTH] for key, value in step_params(mine).items()}
+    metrics = tuple(metric for metric in step_metrics(task, mine, Metric) if math.isfinite(metric.value))
+    return TrackedRun(key=f"{job}/{task}", name=task, status=_STATUS.get(entry["state"], "FAILED"),
+                      start_ms=int(start * 1000), end_ms=int((start + float(entry.get("seconds") or 0.0)) * 1000),
+                      params=params, metrics=metrics, tags=tags, artifacts=tuple(step_artifacts(task, mine)))
+
+
+def _outputs(run_dir: Path, task: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """{name: {"uri", "metadata", ...} or {"value"}} as steps.json recorded them, else the step's executor output."""
+    if "outputs" in entry:
+        return {name: saved if "uri" in saved else saved.get("value") for name, saved in entry["outputs"].items()}
+    written = run_dir / task / "executor_output.json"
+    if not written.is_file():
+        return {}
+    data = json.loads(written.read_text())
+    found: dict[str, Any] = dict(data.get("parameterValues") or {})
+    for name, listed in (data.get("artifacts") or {}).items():
+        for artifact in listed.get("artifacts") or []:
+            found[name] = {"uri": artifact.get("uri"), "metadata": artifact.get("metadata") or {}}
+    return found
+
+
+_JOB = re.compile(r"/(shardflow-\d{4}(?:-\d+)+)/")
+
+
+def _job_of(outputs: dict[str, Any]) -> str | None:
+    """The run that computed a cached step: the job folder in its outputs' URIs."""
+    for value in outputs.values():
+        match = _JOB.search(value.get("uri") or "") if isinstance(value, dict) else None
+        if match:
+            return match.group(1)
+    return None
+
+
+def _producers(compiled: Path) -> dict[str, dict[str, tuple[str, str]]]:
+    """{task: {input: (producer task, its output)}} from the compiled pipeline's DAG (nested DAGs included)."""
+    if not compiled.is_file():
+        return {}
+    import yaml
+
+    spec = yaml.safe_load(compiled.read_text())
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    dags = [spec.get("root", {}).get("dag", {})] + [c.get("dag", {}) for c in spec.get("components", {}).values()]
+    for dag in dags:
+        for task, body in (dag.get("tasks") or {}).items():
+            for name, given in ((body.get("inputs") or {}).get("artifacts") or {}).items():
+                source = given.get("taskOutputArtifact")
+                if source:
+                    found.setdefault(task, {})[name] = (source["producerTask"], source["outputArtifactKey"])
+    return found
