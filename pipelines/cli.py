@@ -4,7 +4,8 @@
         [--param NAME=VALUE ...] [--mount-pvc CLAIM=PATH ...] [--node-selector KEY=VALUE ...] \
         [--toleration KEY[=VALUE]:EFFECT ...]
     shardflow run --index train=d/train.csv --index eval=d/eval.csv --data-root d --output runs/demo \
-        [--train-args "--epochs 5"] [--threshold accuracy>=0.9] [--beam-args "--direct_num_workers=2"] [--verbose]
+        [--train-args "--epochs 5"] [--threshold accuracy>=0.9] [--beam-args "--direct_num_workers=2"] [--verbose] \
+        [--tracking-uri http://127.0.0.1:5000 [--experiment E] [--registered-model M] [--alias champion]]
     shardflow run --index 'train=d/span-{SPAN}/train.csv' --index 'eval=d/span-{SPAN}/eval.csv' --spans 2 ...
 
 kfp is imported only when one of them runs (it costs seconds).
@@ -15,6 +16,8 @@ import argparse
 import shlex
 
 from ..core.config_values import require_positive
+from ..tracking.cli import add_tracking_arguments
+from ..tracking.config import TrackConfig
 from .cluster_options import add_cluster_arguments, check_image, cluster_options_from_args
 from .local_cache import CACHEABLE_STEPS, check_no_cache
 from .params import parse_param_args
@@ -68,6 +71,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
              "reference the warm worker is checked against")
     add("--worker-max-rss-mb", type=float, default=None, metavar="MB",
         help="replace the warm step worker when its own RSS passes MB (default 4096)")
+    add_tracking_arguments(parser, required=False)  # off unless --tracking-uri or $MLFLOW_TRACKING_URI
 
 
 def run_main(args: argparse.Namespace, _: list[str]) -> int:
@@ -81,5 +85,10 @@ def run_main(args: argparse.Namespace, _: list[str]) -> int:
     if args.worker_max_rss_mb is not None:
         require_positive("--worker-max-rss-mb", args.worker_max_rss_mb, "megabytes")
         limit["worker_max_rss_mb"] = args.worker_max_rss_mb
-    summary = run_locally(config, verbose=args.verbose, isolated=args.isolated, **limit)  # a failed step: StepFailed
+    tracking = None
+    if args.tracking_uri:
+        tracking = TrackConfig(output=args.output, tracking_uri=args.tracking_uri, experiment=args.experiment,
+                               registered_model=args.registered_model, alias=args.alias)
+    summary = run_locally(config, verbose=args.verbose, isolated=args.isolated, tracking=tracking,
+                          **limit)  # a failed step: StepFailed
     return 0 if summary.get("run") else 1

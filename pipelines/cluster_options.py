@@ -42,6 +42,9 @@ class ClusterOptions:
     pvc_mounts: tuple[PvcMount, ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()  # (label key, value) for the accelerated steps
     tolerations: tuple[Toleration, ...] = ()  # for the accelerated steps
+    # Environment of every step: the MLflow tracking server (MLFLOW_TRACKING_URI), for a cluster whose KFP does not
+    # set it itself; KFP's MLflow integration gives each task its run (MLFLOW_RUN_ID): step_tracking.py.
+    env: tuple[tuple[str, str], ...] = ()
 
     def is_empty(self) -> bool:
         return not (self.pvc_mounts or self.node_selector or self.tolerations)
@@ -67,8 +70,8 @@ def check_image(image: str, allow_mutable: bool = False) -> str:
 
 
 def cluster_options(mount_pvc: Sequence[str] = (), node_selector: Sequence[str] = (),
-                    toleration: Sequence[str] = ()) -> ClusterOptions:
-    """The flags' values (CLAIM=PATH, KEY=VALUE, KEY[=VALUE]:EFFECT) as checked options."""
+                    toleration: Sequence[str] = (), tracking_uri: str | None = None) -> ClusterOptions:
+    """The flags' values (CLAIM=PATH, KEY=VALUE, KEY[=VALUE]:EFFECT, a tracking URI) as checked options."""
     mounts: dict[str, tuple[str, PvcMount]] = {}  # normalized path -> (the flag value, its mount)
     for text in mount_pvc:
         mount = _pvc_mount(text)
@@ -89,8 +92,12 @@ def cluster_options(mount_pvc: Sequence[str] = (), node_selector: Sequence[str] 
     for index, item in enumerate(tolerations):
         if item in tolerations[:index]:
             raise ConfigError(f"--toleration {toleration[index]!r} is given twice")
+    if tracking_uri is not None and not re.match(r"^(https?|databricks|file)://?\S+$|^databricks$", tracking_uri):
+        raise ConfigError(f"--tracking-uri {tracking_uri!r}: expected http(s)://HOST[:PORT] (the MLflow server "
+                          "the pods reach)")
+    env = (("MLFLOW_TRACKING_URI", tracking_uri),) if tracking_uri else ()
     return ClusterOptions(pvc_mounts=tuple(mount for _, mount in mounts.values()), node_selector=tuple(selector.items()),
-                          tolerations=tuple(tolerations))
+                          tolerations=tuple(tolerations), env=env)
 
 
 def _pvc_mount(text: str) -> PvcMount:
@@ -143,7 +150,10 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         help="node label the Tuner, Trainer and Evaluator pods require (a GPU node pool); repeatable")
     add("--toleration", action="append", default=[], metavar="KEY[=VALUE]:EFFECT",
         help=f"taint the Tuner, Trainer and Evaluator pods tolerate; EFFECT: {', '.join(TAINT_EFFECTS)}; repeatable")
+    add("--tracking-uri", default=None, metavar="URI",
+        help="MLFLOW_TRACKING_URI on every step: with KFP's MLflow integration (MLFLOW_RUN_ID), each step logs "
+             "into its task's run (docs/tracking.md)")
 
 
 def cluster_options_from_args(args: argparse.Namespace) -> ClusterOptions:
-    return cluster_options(args.mount_pvc, args.node_selector, args.toleration)
+    return cluster_options(args.mount_pvc, args.node_selector, args.toleration, args.tracking_uri)

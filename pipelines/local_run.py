@@ -42,6 +42,7 @@ from ..evaluator.config import BLESSING, METRICS
 from ..infra_validator.config import REPORT as INFRA_REPORT
 from ..predict.config import MARKER as PREDICT_MARKER
 from ..pusher import read_pointer
+from ..tracking import TrackConfig
 from ..trainer.outputs import SUMMARY_NAME as TRAINING_SUMMARY
 from ..example_gen.spans import has_span_pattern
 from .step_bodies import NOT_PUSHED, StepFailed
@@ -49,6 +50,7 @@ from .local_cache import CACHE_DIR, StepCache, check_no_cache
 from .local_dag import DagWalk
 from .local_tasks import LocalTasks
 from .local_worker import StepWorker
+from .run_tracking import send_run, start_tracking, tracking_line
 from .names import PIPELINE_NAME
 from .step_log import LOGS, STEPS_RECORD, StepLog
 from .step_parameters import step_parameters
@@ -122,17 +124,20 @@ LocalRunConfig.__doc__ = "Pipeline parameters of one local run; option tuples ar
 
 
 def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = None, verbose: bool = False,
-                isolated: bool = False, worker_max_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB) -> dict[str, Any]:
+                isolated: bool = False, worker_max_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB,
+                tracking: TrackConfig | None = None) -> dict[str, Any]:
     """Runs the pipeline; returns the summary (also printed). Raises ConfigError for a bad step
     option or a threshold the index's target kind has no metric for (before anything runs), StepFailed
     (the failed step's own line) when a step fails.
 
     `isolated`: each step in a fresh process (as kfp.local did), not forked from the warm worker;
-    `worker_max_rss_mb`: the warm worker is replaced when its RSS passes it.
+    `worker_max_rss_mb`: the warm worker is replaced when its RSS passes it. `tracking`: the run sent to MLflow
+    at its end (run_tracking.py); an unreachable server is a ConfigError before any step.
     """
     from .run_target import prepare_run
 
     arguments = prepare_run(config.arguments())
+    start_tracking(tracking)
     echo = echo or (lambda text: print(text, file=sys.stdout, flush=True))
     out = Path(config.output).resolve()
     run_dir = out / PIPELINE_ROOT / f"{PIPELINE_NAME}-{datetime.datetime.now():%Y-%m-%d-%H-%M-%S-%f}"
@@ -159,6 +164,7 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
         if summary.get("run"):
             storage.write_json(str(Path(summary["run"]) / LOGS / STEPS_RECORD), steps.steps)
             summary["steps"] = steps.steps
+            summary["tracking"] = send_run(tracking, Path(summary["run"]))
         echo(render_summary(summary))
     if not succeeded:
         outcome = summary.get("outcome") or {}
@@ -244,6 +250,8 @@ def render_summary(summary: dict[str, Any]) -> str:
         lines.append(NOT_PUSHED + refused + retry)
     elif serving_check and not serving_check.get("blessed"):
         lines.append("not pushed: the serving check failed: " + "; ".join(serving_check.get("reasons") or []))
+    if tracking_line(summary.get("tracking")):
+        lines.append(tracking_line(summary["tracking"]))  # type: ignore[arg-type]
     predicted = summary.get("predict")
     if predicted:
         lines.append(f"predictions: {predicted.get('predicted')} of {predicted.get('rows')} rows "

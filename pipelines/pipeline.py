@@ -78,6 +78,8 @@ def _step_settings(cluster: ClusterOptions, no_cache: frozenset, params: SimpleN
         if accelerator:
             task.set_accelerator_type(getattr(params, accelerator[0]))
             task.set_accelerator_limit(getattr(params, accelerator[1]))
+        for name, value in cluster.env:
+            task.set_env_variable(name, value)
         if cluster.is_empty():
             return task
         from kfp import kubernetes  # kfp-kubernetes: needed only when compiling for a cluster with these

@@ -22,6 +22,7 @@ from typing import Any, Iterator
 
 from ..core.exit_guard import install_exit_guard
 from ..core.errors import ShardflowError
+from .step_tracking import log_into_task_run
 
 _COMMAND_PREFIX = re.compile(r"^shardflow [\w-]+: (error: )?")  # how a command's own line begins
 _recorded: list[dict[str, Any]] = []  # this process's step error, if its step failed
@@ -31,6 +32,7 @@ _recorded: list[dict[str, Any]] = []  # this process's step error, if its step f
 def reported_step() -> Iterator[None]:
     """The body of one pipeline step: its process's entry point (so it installs the exit guard)."""
     install_exit_guard()
+    log_into_task_run(last_error)  # on a cluster that records runs in MLflow (MLFLOW_RUN_ID): step_tracking.py
     try:
         yield
     except ShardflowError as err:

@@ -13,6 +13,7 @@ from typing import Iterator  # noqa: E402
 import pytest  # noqa: E402
 
 from gcs_server import GcsServer  # noqa: E402
+from mlflow_server import MlflowServer  # noqa: E402
 from quiet_machine import while_testing  # noqa: E402
 from s3_server import S3Server  # noqa: E402
 
@@ -25,7 +26,7 @@ TIERS = ("unit", "pipeline", "cluster")
 # a module or test says `unit` (pytest.ini describes each tier).
 FOLDER_TIERS = {"architecture": "unit", "cluster": "cluster"}
 SERVER_FIXTURES = frozenset({"s3_server", "s3_bucket", "gcs_server", "s3_unconditional_server",
-                             "s3_replace_unchecked_server"})  # a test that uses one is `cluster`
+                             "s3_replace_unchecked_server", "mlflow_server"})  # a test that uses one is `cluster`
 
 
 def tier_of(item: pytest.Item, tests_root: Path) -> str:
@@ -98,6 +99,14 @@ def s3_unconditional_server(tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def s3_replace_unchecked_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """As s3_unconditional_server, but only If-Match is dropped: creates are conditional, replaces are not."""
     yield from _lax_s3_server(tmp_path_factory, ("If-Match",))
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    """`mlflow server` on loopback (SQLite store, served artifacts): the tracking tests' server."""
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow"))
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

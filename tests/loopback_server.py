@@ -1,6 +1,8 @@
 """A server process the tests start on 127.0.0.1 and wait for (moto's S3, fake-gcs-server)."""
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -17,11 +19,13 @@ def free_port() -> int:
 class LoopbackServer:
     """Starts `argv(port)` on a free port, logging to `log`, and waits until `probe` answers over HTTP."""
 
-    def __init__(self, name: str, argv: list[str], port: int, probe: str, log: Path, timeout: float) -> None:
-        self.name, self.port = name, port
+    def __init__(self, name: str, argv: list[str], port: int, probe: str, log: Path, timeout: float,
+                 group: bool = False) -> None:
+        """`group`: the server in a process group of its own, stopped whole (a server that forks its workers)."""
+        self.name, self.port, self.group = name, port, group
         self.endpoint = f"http://127.0.0.1:{port}"
         self._log = open(log, "wb")
-        self.process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=group)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -34,10 +38,19 @@ class LoopbackServer:
         self.stop()
         raise RuntimeError(f"{name} did not start within {timeout:.0f} s; see {log}")
 
-    def stop(self) -> None:
-        self.process.terminate()
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Stops the server (and its group's workers): `sig`, then SIGKILL after 10 s."""
+        if self.process.poll() is None or self.group:
+            self._signal(sig)
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            self._signal(signal.SIGKILL)
+            self.process.wait(10)
         self._log.close()
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.process.pid, sig) if self.group else self.process.send_signal(sig)
+        except ProcessLookupError:
+            pass

@@ -5,7 +5,7 @@
 >>> TrackConfig(output="runs/digits", tracking_uri="", runs=())
 Traceback (most recent call last):
 ...
-shardflow.core.errors.ConfigError: tracking_uri: give a tracking server's URI (http://HOST:PORT, file:DIR)
+shardflow.core.errors.ConfigError: tracking_uri: give a tracking server's URI (http://HOST:PORT, sqlite:///F.db, file:DIR)
 >>> TrackConfig(output="runs/digits", tracking_uri="file:/tmp/t", alias="v2")
 Traceback (most recent call last):
 ...
@@ -43,7 +43,7 @@ class TrackConfig:
         if not self.output:
             raise ConfigError("output: give the directory `shardflow run --output` wrote")
         if not self.tracking_uri:
-            raise ConfigError("tracking_uri: give a tracking server's URI (http://HOST:PORT, file:DIR)")
+            raise ConfigError("tracking_uri: give a tracking server's URI (http://HOST:PORT, sqlite:///F.db, file:DIR)")
         if not _ALIAS.match(self.alias) or self.alias == "latest" or re.match(r"^v\d+$", self.alias):
             raise ConfigError(f"alias {self.alias!r}: MLflow reserves 'latest' and v<number>; letters, digits, "
                               "'_' and '-'")

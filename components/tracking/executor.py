@@ -13,15 +13,19 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .config import PIPELINE_ROOT, RECORDS, SERVING, TrackConfig
-from .mlflow_sink import MlflowSink, check_reachable
+from .mlflow_sink import MlflowSink, check_reachable, sink_errors
 from .records import STEPS_RECORD, read_run
 from .registry import sync_registry
 
 
 def run(config: TrackConfig, echo: Callable[[str], None] = print) -> dict[str, Any]:
     check_reachable(config.tracking_uri)
+    with sink_errors(config.tracking_uri):
+        return _send(config, MlflowSink(config.tracking_uri), echo)
+
+
+def _send(config: TrackConfig, sink: MlflowSink, echo: Callable[[str], None]) -> dict[str, Any]:
     out = Path(config.output)
-    sink = MlflowSink(config.tracking_uri)
     experiment = sink.experiment(config.experiment_name)
     sent, already, ids = [], [], {}
     for run_dir in finished_runs(out, config.runs):

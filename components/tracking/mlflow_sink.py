@@ -10,14 +10,16 @@ send would. MLflow is imported here only, when something is sent (1.2 s: `preloa
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, ShardflowError
 from .records import JOB_TAG, KEY_TAG, RunRecords, TrackedRun
 
 COMPLETE_TAG = "shardflow.complete"
@@ -41,18 +43,33 @@ def check_reachable(uri: str) -> None:
             urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=REACH_SECONDS).read()
         except (urllib.error.URLError, OSError) as error:
             raise ConfigError(f"tracking server {uri} cannot be reached: {getattr(error, 'reason', error)}") from None
-    elif uri.startswith("file:") or "://" not in uri:
-        folder = Path(uri.removeprefix("file://").removeprefix("file:"))
+    elif uri.startswith(("file:", "sqlite:")) or "://" not in uri:
+        path = Path(uri.removeprefix("sqlite:///").removeprefix("file://").removeprefix("file:"))
+        folder = path.parent if uri.startswith("sqlite:") else path
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise ConfigError(f"tracking store {uri}: {error.strerror}") from None
 
 
+@contextlib.contextmanager
+def sink_errors(uri: str) -> Iterator[None]:
+    """What the tracking server or store refused, as one line (ShardflowError, exit 1), not a traceback."""
+    from mlflow.exceptions import MlflowException
+    from requests.exceptions import RequestException
+
+    try:
+        yield
+    except (MlflowException, RequestException) as error:
+        raise ShardflowError(f"tracking {uri}: {str(error).splitlines()[0][:300]}") from error
+
+
 class MlflowSink:
     def __init__(self, tracking_uri: str, registry_uri: str | None = None) -> None:
         from mlflow.tracking import MlflowClient
 
+        if tracking_uri.startswith("file:"):  # given by name: MLflow 3 keeps the file store, in maintenance mode
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         self.uri = tracking_uri
         self.client = MlflowClient(tracking_uri, registry_uri)
         self.is_server = "://" in tracking_uri and not tracking_uri.startswith("file:")

@@ -65,7 +65,7 @@ def read_run(run_dir: Path, outcome: dict[str, Any] | None = None) -> RunRecords
     job = run_dir.name
     producers = _producers(run_dir / "pipeline.yaml")
     outputs = {task: _outputs(run_dir, task, entry) for task, entry in steps.items()}
-    nested = tuple(_step_run(job, task, entry, outputs, producers.get(task, {}))
+    nested = tuple(step_run(job, task, entry, outputs, producers.get(task, {}))
                    for task, entry in sorted(steps.items(), key=lambda item: item[1].get("started") or 0)
                    if entry.get("state") in ("ok", "cached", "FAILED"))
     starts = [run.start_ms for run in nested] or [0]
@@ -82,7 +82,7 @@ def read_run(run_dir: Path, outcome: dict[str, Any] | None = None) -> RunRecords
     return RunRecords(parent, nested)
 
 
-def _step_run(job: str, task: str, entry: dict[str, Any], outputs: dict[str, dict[str, Any]],
+def step_run(job: str, task: str, entry: dict[str, Any], outputs: dict[str, dict[str, Any]],
               inputs: dict[str, tuple[str, str]]) -> TrackedRun:
     mine = outputs.get(task) or {}
     start = float(entry.get("started") or 0.0)
@@ -110,7 +110,11 @@ def _outputs(run_dir: Path, task: str, entry: dict[str, Any]) -> dict[str, Any]:
     """{name: {"uri", "metadata", ...} or {"value"}} as steps.json recorded them, else the step's executor output."""
     if "outputs" in entry:
         return {name: saved if "uri" in saved else saved.get("value") for name, saved in entry["outputs"].items()}
-    written = run_dir / task / "executor_output.json"
+    return read_executor_output(run_dir / task / "executor_output.json")
+
+
+def read_executor_output(written: Path) -> dict[str, Any]:
+    """A step's outputs from the executor_output.json KFP's executor wrote ({} when there is none)."""
     if not written.is_file():
         return {}
     data = json.loads(written.read_text())

@@ -46,7 +46,7 @@ def sync_registry(sink: MlflowSink, serving_dir: str, name: str, alias: str,
         source = _source(sink, serving_dir, number, run_id, tags)
         if source is None:
             continue
-        version = client.create_model_version(name, source=source, run_id=run_id, tags=tags)
+        version = client.create_model_version(name, source=source, run_id=run_id, tags=tags, await_creation_for=0)
         known[number] = version.version
         registered.append(int(number))
     current = known.get(str(served.version))

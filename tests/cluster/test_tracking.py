@@ -1,0 +1,226 @@
+"""Every `shardflow run` in MLflow, every pushed model in its registry: a real `mlflow server` on loopback.
+
+Three runs of the digits into one output (2 epochs; 3 epochs, pushed as version 2; a threshold no model meets):
+three parent runs with a nested run per step that ran, the registry following CURRENT.json. A server
+SIGKILLed mid-run: the run succeeds and says what was not sent; the command it prints, run after the server
+is back, makes the server's record equal to a send into a plain file: store, and a second replay changes
+nothing. A compiled step given MLFLOW_RUN_ID (KFP's MLflow integration) logs into that run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mlflow_server import MlflowServer
+from shardflow.pipelines.local_dag import Artifact
+from shardflow.pipelines.local_executor_io import executor_input
+from shardflow.tracking.mlflow_sink import COMPLETE_TAG
+from shardflow.tracking.records import KEY_TAG
+from shardflow.tracking.registry import VERSION_TAG
+
+pytestmark = pytest.mark.cluster
+SHARDFLOW = str(Path(sys.executable).with_name("shardflow"))
+NESTED_STATES = ("ok", "cached", "FAILED")
+
+
+def _client(uri: str) -> Any:
+    from mlflow.tracking import MlflowClient
+
+    if uri.startswith("file:"):
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3 keeps the file store in maintenance mode
+
+    return MlflowClient(uri)
+
+
+def _argv(demo: Path, out: Path, uri: str, epochs: int, threshold: str) -> list[str]:
+    digits = demo / "digits"
+    return [SHARDFLOW, "run", "--index", f"train={digits / 'train.csv'}", "--index", f"eval={digits / 'eval.csv'}",
+            "--data-root", str(digits), "--output", str(out), "--train-args", f"--epochs {epochs}",
+            "--threshold", threshold, "--tracking-uri", uri]
+
+
+def _run(demo: Path, out: Path, uri: str, epochs: int, threshold: str = "accuracy>=0.5") -> str:
+    done = subprocess.run(_argv(demo, out, uri, epochs, threshold), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def tracked(demo_data: Path, mlflow_server: MlflowServer, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("tracked") / "digits"
+    said = [_run(demo_data, out, mlflow_server.endpoint, 2), _run(demo_data, out, mlflow_server.endpoint, 3),
+            _run(demo_data, out, mlflow_server.endpoint, 1, threshold="accuracy>=0.999")]
+    jobs = sorted(p.name for p in (out / "pipeline_root").iterdir())
+    client = _client(mlflow_server.endpoint)
+    experiment = client.get_experiment_by_name("digits").experiment_id
+    return {"out": out, "said": said, "jobs": jobs, "client": client,
+            "runs": list(client.search_runs([experiment], max_results=1000))}
+
+
+def _steps(out: Path, job: str) -> dict[str, dict]:
+    return json.loads((out / "pipeline_root" / job / "logs" / "steps.json").read_text())
+
+
+def test_each_run_is_a_parent_run_with_a_nested_run_per_step_that_ran(tracked: dict) -> None:
+    runs, jobs = tracked["runs"], tracked["jobs"]
+    parents = {r.data.tags[KEY_TAG]: r for r in runs if "mlflow.parentRunId" not in r.data.tags}
+    assert sorted(parents) == jobs and len(jobs) == 3
+    for job in jobs:
+        steps = _steps(tracked["out"], job)
+        nested = {r.data.tags["shardflow.step"]: r for r in runs
+                  if r.data.tags.get("mlflow.parentRunId") == parents[job].info.run_id}
+        assert set(nested) == {task for task, entry in steps.items() if entry["state"] in NESTED_STATES}
+        assert {task: r.data.tags["shardflow.state"] for task, r in nested.items()} == {
+            task: steps[task]["state"] for task in nested}
+        for task, run in nested.items():
+            assert run.info.status == "FINISHED" and run.data.tags[COMPLETE_TAG] == "true"
+            if steps[task]["state"] == "cached":  # points at the earlier run that computed it
+                assert run.data.tags["shardflow.cached_from"] in jobs[:jobs.index(job)]
+        assert parents[job].data.tags["shardflow.outcome"] == "SUCCEEDED"
+    assert f"tracking: run {parents[jobs[0]].info.run_id} in experiment 'digits'" in tracked["said"][0]
+
+
+def test_train_logs_every_epoch_and_evaluate_the_metrics_of_metrics_json(tracked: dict) -> None:
+    client, out, job = tracked["client"], tracked["out"], tracked["jobs"][1]  # 3 epochs
+    by_step = {r.data.tags["shardflow.step"]: r for r in tracked["runs"] if r.data.tags.get("shardflow.job") == job
+               and "shardflow.step" in r.data.tags}
+    history = json.loads((out / "pipeline_root" / job / "train" / "model" / "history.json").read_text())["epochs"]
+    for name in ("loss", "accuracy", "val_loss"):
+        logged = client.get_metric_history(by_step["train"].info.run_id, name)
+        assert [(m.step, m.value) for m in logged] == [(e["epoch"], e[name]) for e in history]
+    assert len(history) == 3 and by_step["train"].data.params["epochs"] == "3"
+    metrics = json.loads((out / "pipeline_root" / job / "evaluate" / "evaluation" / "metrics.json").read_text())
+    logged = by_step["evaluate"].data.metrics
+    assert {name: logged[name] for name in metrics["overall"]} == metrics["overall"]
+    for name, (low, high) in metrics["intervals"]["candidate"].items():
+        assert (logged[f"{name}.lower"], logged[f"{name}.upper"]) == (low, high)
+    assert logged["label_issues"] == metrics["label_issues"]["count"]
+    assert by_step["evaluate"].data.params["split"] == "eval"
+    files = {a.path for a in client.list_artifacts(by_step["evaluate"].info.run_id, "evaluation")}
+    assert {"evaluation/metrics.json", "evaluation/blessing.json", "evaluation/confusion_matrix.png"} <= files
+    assert "evaluation/canaries.tfrecord" not in files  # large or binary outputs are linked, not uploaded
+    assert by_step["evaluate"].data.tags["shardflow.output.evaluation"].endswith("/evaluate/evaluation")
+    assert by_step["evaluate"].data.tags["shardflow.input.model"].endswith("/train/model")
+    example_gen = by_step["example-gen"].data.metrics  # cached from the first run: still its figures
+    assert example_gen["examples.train"] + example_gen["examples.eval"] == 1797 and example_gen["rejected"] == 0
+
+
+def test_the_registry_follows_current_json_and_a_refused_run_registers_nothing(tracked: dict) -> None:
+    client, out, jobs = tracked["client"], tracked["out"], tracked["jobs"]
+    pointer = json.loads((out / "serving" / "CURRENT.json").read_text())
+    versions = {mv.tags[VERSION_TAG]: mv for mv in client.search_model_versions("name = 'digits'")}
+    assert sorted(versions) == sorted(pointer["served_versions"]) == ["1", "2"]
+    champion = client.get_model_version_by_alias("digits", "champion")
+    assert champion.tags[VERSION_TAG] == str(pointer["version"]) == "2"
+    parents = {r.data.tags[KEY_TAG]: r.info.run_id for r in tracked["runs"] if "mlflow.parentRunId" not in r.data.tags}
+    for number, job in (("1", jobs[0]), ("2", jobs[1])):
+        version = versions[number]
+        assert version.tags["shardflow.served_uri"] == str(out.resolve() / "serving" / number)
+        assert version.run_id == parents[job] and version.source == f"runs:/{parents[job]}/served/{number}"
+        assert version.tags["shardflow.blessed"] == "true" and version.tags["shardflow.job"] == job
+    assert versions["2"].tags["shardflow.gated_against"] != "none"  # gated against version 1
+    refused = [r for r in tracked["runs"] if r.data.tags.get("shardflow.job") == jobs[2]
+               and r.data.tags.get("shardflow.step") == "evaluate"]
+    assert refused[0].data.tags["shardflow.blessed"] == "false" and refused[0].data.metrics["blessed"] == 0.0
+    assert "'champion' names model version 2" in tracked["said"][2]
+
+
+def _record(uri: str, experiment: str) -> dict[str, Any]:
+    """What a server holds of an experiment's runs, by key: status, params, metric histories, our tags, files."""
+    client = _client(uri)
+    found = client.get_experiment_by_name(experiment)
+    record = {}
+    for run in client.search_runs([found.experiment_id], max_results=1000):
+        run_id = run.info.run_id
+        metrics = {name: [(m.step, m.value) for m in client.get_metric_history(run_id, name)] for name in run.data.metrics}
+        files = sorted(f.path for folder in client.list_artifacts(run_id) for f in client.list_artifacts(run_id, folder.path)
+                       if folder.path != "served")  # the registry's record of a local version: servers only
+        record[run.data.tags[KEY_TAG]] = {
+            "status": run.info.status, "params": run.data.params, "metrics": metrics, "files": files,
+            "tags": {k: v for k, v in run.data.tags.items() if k.startswith("shardflow.")},
+            "times": (run.info.start_time, run.info.end_time)}
+    return record
+
+
+def _all_runs(uri: str, experiment: str) -> int:
+    from mlflow.entities import ViewType
+
+    client = _client(uri)
+    found = client.get_experiment_by_name(experiment).experiment_id
+    return len(client.search_runs([found], run_view_type=ViewType.ALL, max_results=1000))
+
+
+def test_a_server_killed_mid_run_then_the_printed_command_sends_it_whole_once(
+        demo_data: Path, tmp_path: Path) -> None:
+    server, out = MlflowServer(tmp_path / "server"), tmp_path / "digits"
+    process = subprocess.Popen(_argv(demo_data, out, server.endpoint, 2, "accuracy>=0.5"), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in process.stdout:  # type: ignore[union-attr]
+        lines.append(line)
+        if line.startswith("example-gen"):
+            server.kill()  # SIGKILL, mid-run
+            break
+    lines += process.stdout.readlines()  # type: ignore[union-attr]
+    assert process.wait(600) == 0, "".join(lines)[-3000:]
+    said = next(line for line in lines if line.startswith("tracking: not sent"))
+    command = shlex.split(said.split("send it with: ", 1)[1])
+    assert command[:2] == ["shardflow", "track"] and "--run" in command, said
+    server = server.restart()
+    try:
+        for _ in range(2):  # the replay, then a second one that changes nothing
+            done = subprocess.run([SHARDFLOW, *command[1:]], capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+        reference = f"file:{tmp_path / 'reference'}"  # the same run sent once, uninterrupted, to a plain file store
+        subprocess.run([SHARDFLOW, "track", "--output", str(out), "--tracking-uri", reference], check=True,
+                       capture_output=True, timeout=300)
+        replayed = _record(server.endpoint, "digits")
+        (job,) = [p.name for p in (out / "pipeline_root").iterdir()]
+        assert replayed == _record(reference, "digits")
+        assert len(replayed) == 1 + len([e for e in _steps(out, job).values() if e["state"] in NESTED_STATES])
+        assert "1 there already" in done.stdout and _all_runs(server.endpoint, "digits") == len(replayed)
+        _cut_off_send(server.endpoint, command, replayed)
+    finally:
+        server.stop()
+
+
+def _cut_off_send(uri: str, command: list[str], whole: dict[str, Any]) -> None:
+    """A send cut off before its end (its parent lacks COMPLETE_TAG) is sent again whole: the same record."""
+    client = _client(uri)
+    parent = next(r for r in client.search_runs([client.get_experiment_by_name("digits").experiment_id])
+                  if "mlflow.parentRunId" not in r.data.tags)
+    client.delete_tag(parent.info.run_id, COMPLETE_TAG)
+    subprocess.run([SHARDFLOW, *command[1:]], check=True, capture_output=True, timeout=300)
+    assert _record(uri, "digits") == whole
+    assert _all_runs(uri, "digits") == 2 * len(whole)  # the cut-off send's runs deleted, not left beside
+
+
+def test_a_compiled_step_given_mlflow_run_id_logs_into_that_run(tracked: dict, mlflow_server: MlflowServer,
+                                                                tmp_path: Path) -> None:
+    """The validate task exactly as its container runs it on a cluster (the compiled command, KFP's executor)."""
+    out, job = tracked["out"], tracked["jobs"][0]
+    spec = yaml.safe_load((out / "pipeline_root" / job / "pipeline.yaml").read_text())
+    container = spec["deploymentSpec"]["executors"]["exec-validate"]["container"]
+    examples = Artifact(name="examples", uri=str(out / "pipeline_root" / job / "example-gen" / "examples"),
+                        schema_title="system.Dataset")
+    payload = executor_input(spec["components"]["comp-validate"], {"examples": examples, "flags": {}, "options": []},
+                             str(tmp_path / "validate"))
+    client = _client(mlflow_server.endpoint)
+    task_run = client.create_run(client.create_experiment("kfp-tasks"), run_name="validate").info.run_id
+    args = [json.dumps(payload) if arg == "{{$}}" else arg for arg in container["args"]]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_server.endpoint, "MLFLOW_RUN_ID": task_run,
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run([*container["command"], *args], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    logged = client.get_run(task_run).data
+    assert logged.metrics["anomalies"] == 0.0 and logged.tags["shardflow.step"] == "validate"
+    assert logged.tags["shardflow.output.report"] == str(tmp_path / "validate" / "report")
+    assert "report/anomalies.json" in {f.path for f in client.list_artifacts(task_run, "report")}
