@@ -1,0 +1,45 @@
+"""Object-detection boxes from an index, one entry per image; opens no image, imports no TensorFlow.
+
+- The Vertex AI / AutoML Vision CSV, no header: `[set,]path,label,x_min,y_min,,,x_max,y_max,,` (10 or 11
+  fields, fixed by the first record). Cells 5-6 and 9-10 (the other two vertices) are not read.
+- A CSV whose header names its columns: path (path, image, file, filename, image_path, uri), label (the
+  names of ExampleGen's label column), box columns recognised by name as a mask column is (xmin, x_min,
+  XMin, bbox_xmin, min_x, ...; the same for ymin, xmax, ymax), optionally split or set. Others are not read.
+- COCO JSON (`read_coco`): `bbox` [x, y, w, h] in pixels, normalised by the image's width and height.
+
+Rows are numbered as rejects.jsonl numbers CSV rows: 1-based data records, the first after the header
+(without one, the file's first record) is 1; blank lines are skipped, a quoted cell over lines is one
+row. A COCO row is an annotation's 1-based position in `annotations`.
+
+Rule: an image is kept only when every row of it is good. A bad row is rejected with its reason and the
+image's other rows as `image_rejected`, naming it: an image kept without one of its boxes would teach a
+model that the object is background. So more than `max_boxes` boxes rejects the whole image
+(`too_many_boxes` on each box row). The first row of an image sets its split; a later one with another is
+`split_conflict`. An empty label with empty coordinates is an image without objects (kept, no box);
+beside box rows of the same image it is `negative_with_boxes`.
+
+Units: "normalized" coordinates lie in [0, 1]; "pixels" are not negative and stay pixel boxes until the
+step that decodes the image calls `Box.normalize`; "auto" decides per file (every coordinate <= 1.0:
+normalized), recorded in `BoxIndex.units` for the manifest.
+
+This module names the public API; the code is in box_types.py (the values read into, the check of a box),
+box_groups.py (the rule above), box_csv.py (the two CSV layouts) and box_coco.py (COCO JSON).
+
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "boxes.csv")
+>>> _ = open(path, "w").write("TRAIN,a.jpg,cat,0.1,0.2,,,0.5,0.6,,\\nTRAIN,b.jpg,,,,,,,,,\\n"
+...                           "TRAIN,c.jpg,dog,0.5,0.5,,,0.4,0.9,,\\nTRAIN,a.jpg,dog,0,0,,,1,1,,\\n")
+>>> index = read_box_csv(path)
+>>> index.units, [(image.path, image.split, image.rows, image.classes) for image in index.images]
+('normalized', [('a.jpg', 'train', (1, 4), ('cat', 'dog')), ('b.jpg', 'train', (2,), ())])
+>>> index.images[0].boxes[0], [(r.row, r.code) for r in index.rejects], index.reconciled
+(Box(ymin=0.2, xmin=0.1, ymax=0.6, xmax=0.5, normalized=True), [(3, 'box_reversed')], True)
+"""
+from __future__ import annotations
+
+from .box_coco import read_coco
+from .box_csv import CORNERS, PATH_NAMES, SPLIT_NAMES, BoxColumns, box_columns, read_box_csv
+from .box_types import COORDINATES, UNITS, Box, BoxIndex, BoxIndexOptions, BoxReject, ImageBoxes
+
+__all__ = ["COORDINATES", "CORNERS", "PATH_NAMES", "SPLIT_NAMES", "UNITS", "Box", "BoxColumns", "BoxIndex",
+           "BoxIndexOptions", "BoxReject", "ImageBoxes", "box_columns", "read_box_csv", "read_coco"]
