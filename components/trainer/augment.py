@@ -72,7 +72,7 @@ def augment_batch(images: tf.Tensor, masks: tf.Tensor | None, ops: tuple[str, ..
     `rows`: the examples' rows in their global batch (default: the batch is a whole global batch).
     `cropped=True`: the images were already cropped by `crop_windows` (fused decode): skip `crop`.
     """
-    seeds, rows = _op_seeds(ops, seed), rows if rows is not None else Rows.every(tf.shape(images)[0])
+    seeds, rows = op_seeds(ops, seed), rows if rows is not None else Rows.every(tf.shape(images)[0])
     geometric = [op for op in ops if op in GEOMETRIC and not (cropped and op == "crop")]
     if geometric and set(geometric) <= set(FLIPS):
         images, masks = _flipped(images, masks, ops, seeds, rows)
@@ -99,7 +99,7 @@ def crop_windows(ops: tuple[str, ...], seed: tf.Tensor, batch: tf.Tensor, height
     The same draws as the op's matrix: side scale s in [MIN_CROP_SCALE, 1] (both sides, so the
     aspect ratio stays), offsets uniform over the room left; sizes and offsets rounded to pixels.
     """
-    u = Rows.every(batch).uniform(_op_seeds(ops, seed)[ops.index("crop")])
+    u = Rows.every(batch).uniform(op_seeds(ops, seed)[ops.index("crop")])
     scale = MIN_CROP_SCALE + (1.0 - MIN_CROP_SCALE) * u[:, 0]
     crop_h = tf.clip_by_value(tf.round(scale * height), 1.0, float(height))
     crop_w = tf.clip_by_value(tf.round(scale * width), 1.0, float(width))
@@ -107,9 +107,15 @@ def crop_windows(ops: tuple[str, ...], seed: tf.Tensor, batch: tf.Tensor, height
     return tf.cast(tf.stack([y, x, crop_h, crop_w], axis=1), tf.int32)
 
 
-def _op_seeds(ops: tuple[str, ...], seed: tf.Tensor) -> tf.Tensor:
+def op_seeds(ops: tuple[str, ...], seed: tf.Tensor) -> tf.Tensor:
     """One seed per op (by position in `ops`), from the batch's seed."""
     return tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=len(ops) + 1)
+
+
+def flip_drawn(uniform: tf.Tensor) -> tf.Tensor:
+    """Which examples a flip op mirrors, from each one's first uniform draw: the one rule for the flip-only
+    path, the warp's matrix and the boxes."""
+    return uniform < 0.5
 
 
 def _flipped(images: tf.Tensor, masks: tf.Tensor | None, ops: tuple[str, ...], seeds: tf.Tensor,
@@ -120,7 +126,7 @@ def _flipped(images: tf.Tensor, masks: tf.Tensor | None, ops: tuple[str, ...], s
     """
     for index, op in enumerate(ops):
         if op in FLIPS:
-            flip = rows.uniform(seeds[index])[:, 0] < 0.5
+            flip = flip_drawn(rows.uniform(seeds[index])[:, 0])
             axis = FLIPS[op]
             size = tf.shape(images)[axis]
             # Each example's row/column order, gathered in one pass (a broadcast tf.where over a
@@ -137,17 +143,22 @@ def _identity(batch: tf.Tensor) -> tf.Tensor:
 
 
 def _matrix(op: str, images: tf.Tensor, seed: tf.Tensor, rows: Rows | None = None) -> tf.Tensor:
-    """[B, 3, 3] maps from output pixel (x, y, 1) to input pixel, as ImageProjectiveTransform wants.
+    rows = rows if rows is not None else Rows.every(tf.shape(images)[0])
+    return op_matrix(op, seed, rows, tf.shape(images)[1], tf.shape(images)[2])
+
+
+def op_matrix(op: str, seed: tf.Tensor, rows: Rows, height: tf.Tensor, width: tf.Tensor) -> tf.Tensor:
+    """[B, 3, 3] maps from output pixel (x, y, 1) to input pixel of a height x width image, as
+    ImageProjectiveTransform wants: the draw of geometric `op` the pixels get, and boxes too (box_augment.py).
 
     Made for the whole global batch, then `rows` taken: tf.cos and tf.sin are vectorized, and an entry's bits
     depend on its place in the vector (a slice's own angles came out ~5e-7 off the whole batch's).
     """
-    rows = rows if rows is not None else Rows.every(tf.shape(images)[0])
-    height, width = tf.cast(tf.shape(images)[1], tf.float32), tf.cast(tf.shape(images)[2], tf.float32)
+    height, width = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
     u = Rows.every(rows.total).uniform(seed)
     zero, one = tf.zeros([rows.total]), tf.ones([rows.total])
     if op in ("flip", "flip_vertical"):
-        flip = tf.where(u[:, 0] < 0.5, -one, one)
+        flip = tf.where(flip_drawn(u[:, 0]), -one, one)
         size = width if op == "flip" else height
         shift = tf.where(flip < 0, size - 1.0, zero)
         lines = ([flip, zero, shift], [zero, one, zero]) if op == "flip" else ([one, zero, zero], [zero, flip, shift])

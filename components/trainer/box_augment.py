@@ -6,7 +6,7 @@ Boxes are a padded batch (`BoxBatch`): float32 [B, K, 4] in the TF Object Detect
 `PADDING_CLASS` (-1, because 0 is a real class id here: labels are 0-based, as in the classifiers).
 
 The geometric ops that keep a box a box (`flip`, `flip_vertical`, `crop`) take their draws from the
-image ops' own matrices (`augment._matrix` on `augment._op_seeds`), so an example's boxes follow
+image ops' own matrices (`augment.op_matrix` on `augment.op_seeds`), so an example's boxes follow
 its pixels under the same (seed, global batch index) row scheme: the same draws whichever worker or
 resume point makes the batch. `rotate` is refused: an axis-aligned box of a rotated box holds
 background as well as the object. Photometric ops (`brightness`, `contrast`) leave boxes as they are.
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from .augment import FLIPS, GEOMETRIC, Rows, _matrix, _op_seeds, augment_batch
+from .augment import FLIPS, GEOMETRIC, Rows, augment_batch, op_matrix, op_seeds
 
 BOX_OPS = ("flip", "flip_vertical", "crop")  # the geometric ops after which a box is still a tight box
 PADDING_CLASS = -1
@@ -62,14 +62,14 @@ def augment_boxes(boxes: BoxBatch, ops: tuple[str, ...], seed: tf.Tensor, image_
     """
     check_box_ops(ops)
     rows = rows if rows is not None else Rows.every(tf.shape(boxes.boxes)[0])
-    size, seeds = tf.cast(image_size, tf.int32), _op_seeds(ops, seed)
+    size, seeds = tf.cast(image_size, tf.int32), op_seeds(ops, seed)
     for index, op in enumerate(ops):
         if op in FLIPS:
-            matrix = _op_matrix(op, seeds[index], size, rows)
+            matrix = op_matrix(op, seeds[index], rows, size[0], size[1])
             axis = 0 if op == "flip" else 1  # the matrix's x row for flip, y row for flip_vertical
             boxes = flip_boxes(boxes, matrix[:, axis, axis] < 0.0, op)
         elif op == "crop":
-            boxes = crop_boxes(boxes, _window(_op_matrix(op, seeds[index], size, rows), size))
+            boxes = crop_boxes(boxes, _window(op_matrix(op, seeds[index], rows, size[0], size[1]), size))
     return boxes
 
 
@@ -78,7 +78,7 @@ def crop_window(ops: tuple[str, ...], seed: tf.Tensor, image_size: tf.Tensor | t
     """float32 [B, 4] (ymin, xmin, ymax, xmax): the normalised part of each image (of `rows`) that the `crop` of
     `augment_batch(..., ops, seed, rows=rows)` zooms into (`Rows.every(B)` for a whole global batch)."""
     size = tf.cast(image_size, tf.int32)
-    return _window(_op_matrix("crop", _op_seeds(ops, seed)[ops.index("crop")], size, rows), size)
+    return _window(op_matrix("crop", op_seeds(ops, seed)[ops.index("crop")], rows, size[0], size[1]), size)
 
 
 def check_box_ops(ops: tuple[str, ...]) -> None:
@@ -148,11 +148,6 @@ def _letterbox(source_size: tf.Tensor, target_size: tuple[int, int]) -> tuple[tf
     scale = tf.stack([resized_h / target_h, resized_w / target_w] * 2, axis=-1)
     offset = tf.stack([top / target_h, left / target_w] * 2, axis=-1)
     return scale, offset
-
-
-def _op_matrix(op: str, seed: tf.Tensor, size: tf.Tensor, rows: Rows) -> tf.Tensor:
-    """The image op's own [B, 3, 3] output→input matrix; `_matrix` reads only H and W of its images argument."""
-    return _matrix(op, tf.zeros(tf.concat([[0], size, [0]], axis=0)), seed, rows)
 
 
 def _window(matrix: tf.Tensor, size: tf.Tensor) -> tf.Tensor:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from shardflow.trainer.augment import GEOMETRIC, AugmentLayer, _identity, _matrix, _op_seeds, _warp, augment_batch
+from shardflow.trainer.augment import GEOMETRIC, AugmentLayer, _identity, _matrix, op_seeds, _warp, augment_batch
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
 
@@ -58,7 +58,7 @@ def test_flips_alone_reverse_exactly_as_the_warp_would() -> None:
     ops = ("brightness", "flip", "flip_vertical")
     seed = tf.constant([4, 9])
     got_images, got_masks = augment_batch(images, masks, ops, seed)
-    seeds = _op_seeds(ops, seed)
+    seeds = op_seeds(ops, seed)
     matrices = _identity(16)
     for index in (1, 2):
         matrices = tf.linalg.matmul(matrices, _matrix(ops[index], images, seeds[index]))

@@ -18,7 +18,7 @@ from shardflow.core.input_stream import StreamOptions, build_stream
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
-from shardflow.trainer.augment import MIN_CROP_SCALE, _matrix, _op_seeds, crop_windows
+from shardflow.trainer.augment import MIN_CROP_SCALE, _matrix, op_seeds, crop_windows
 
 from helpers_images import write_csv, write_png
 
@@ -67,7 +67,7 @@ def test_windows_hold_the_crop_op_scale_and_offsets() -> None:
         for size, side in ((h, HEIGHT), (w, WIDTH)):
             assert (size >= math.floor(MIN_CROP_SCALE * side)).all() and (size <= side).all()
         # The crop op's matrix for the same seed: the window is its scale and offsets, rounded to pixels.
-        matrix = _matrix("crop", tf.zeros([16, HEIGHT, WIDTH, 3]), _op_seeds(ops, seed)[1]).numpy()
+        matrix = _matrix("crop", tf.zeros([16, HEIGHT, WIDTH, 3]), op_seeds(ops, seed)[1]).numpy()
         scale, tx, ty = matrix[:, 0, 0], matrix[:, 0, 2], matrix[:, 1, 2]
         assert np.abs(h - scale * HEIGHT).max() <= 0.5 and np.abs(w - scale * WIDTH).max() <= 0.5
         assert np.abs(x - tx).max() <= 1.5 and np.abs(y - ty).max() <= 1.5
