@@ -13,9 +13,11 @@ The files stay the record; this module only reads them (no MLflow here):
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,9 +79,26 @@ def read_run(run_dir: Path, outcome: dict[str, Any] | None = None) -> RunRecords
         tags["shardflow.data_fingerprint"] = fingerprint
     if (outcome or {}).get("failed_task"):
         tags["shardflow.failed_step"] = outcome["failed_task"]  # type: ignore[index]
+    commit = source_commit()
+    if commit:
+        tags["mlflow.source.git.commit"] = commit  # MLflow's own tag: the UI shows it with the run
     parent = TrackedRun(key=job, name=job, status=_STATUS.get(state, "FAILED"), start_ms=min(starts),
                         end_ms=max(ends), tags=tags)
     return RunRecords(parent, nested)
+
+
+@functools.lru_cache(maxsize=1)
+def source_commit() -> str | None:
+    """The git commit of the shardflow source that runs, when it runs from a checkout (None from an image)."""
+    package = Path(__file__).resolve().parents[1]
+    if not (package.parent / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def step_run(job: str, task: str, entry: dict[str, Any], outputs: dict[str, dict[str, Any]],

@@ -23,7 +23,7 @@ from mlflow_server import MlflowServer
 from shardflow.pipelines.local_dag import Artifact
 from shardflow.pipelines.local_executor_io import executor_input
 from shardflow.tracking.mlflow_sink import COMPLETE_TAG
-from shardflow.tracking.records import KEY_TAG
+from shardflow.tracking.records import KEY_TAG, source_commit
 from shardflow.tracking.registry import VERSION_TAG
 
 pytestmark = pytest.mark.cluster
@@ -85,6 +85,7 @@ def test_each_run_is_a_parent_run_with_a_nested_run_per_step_that_ran(tracked: d
             if steps[task]["state"] == "cached":  # points at the earlier run that computed it
                 assert run.data.tags["shardflow.cached_from"] in jobs[:jobs.index(job)]
         assert parents[job].data.tags["shardflow.outcome"] == "SUCCEEDED"
+        assert parents[job].data.tags["mlflow.source.git.commit"] == source_commit()  # a checkout here
     assert f"tracking: run {parents[jobs[0]].info.run_id} in experiment 'digits'" in tracked["said"][0]
 
 
