@@ -37,7 +37,8 @@ def corroborated(groups: RowGroups, distance: int, tones: np.ndarray, owners: np
     keep = np.ones(len(pairs), dtype=bool)
     keep[framed[~agree]] = False
     splits = groups.counts.shape[1]
-    counts = np.bincount(signature * splits + groups.split, minlength=len(parent) * splits).reshape(-1, splits)
+    # An explicit shape: with no image at all (every row rejected) there are 0 splits, and -1 cannot be inferred.
+    counts = np.bincount(signature * splits + groups.split, minlength=len(parent) * splits).reshape(len(parent), splits)
     return RowGroups(groups.split, signature, counts, pairs[keep], groups.truncated)
 
 
