@@ -29,7 +29,7 @@ class ImageGroups:
         self.rejects: list[BoxReject] = []
 
     def reject(self, row: int, split: str | None, path: str | None, bad: BadBox, group: Group | None = None) -> None:
-        self.rejects.append(BoxReject(self.index, row, split, bad.column, path, bad.code, bad.reason))
+        self.rejects.append(BoxReject(row, split, bad.column, path, bad.code, bad.reason, index=self.index))
         if group is not None:
             group.bad.append(self.rejects[-1])
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import ConfigError
+from .reject import Reject
 
 UNITS = ("normalized", "pixels", "auto")
 COORDINATES = ("x_min", "y_min", "x_max", "y_max")  # their names in reasons, without a header
@@ -82,19 +83,13 @@ class ImageBoxes:
 
 
 @dataclass(frozen=True)
-class BoxReject:
-    """A rejected row of file `index`; `to_json()` has the keys of ExampleGen's rejects.jsonl."""
+class BoxReject(Reject):
+    """A rejected row of file `index`: ExampleGen's own Reject, which knows its file."""
 
-    index: str
-    row: int
-    split: str | None
-    column: str | None
-    path: str | None
-    code: str
-    reason: str
+    index: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def to_json(self, index: str | None = None) -> dict[str, Any]:
+        return super().to_json(self.index if index is None else index)
 
 
 @dataclass(frozen=True)

@@ -17,21 +17,10 @@ from .columns import ColumnSpec, parse_value
 from .csv_index import Record
 from .data_root import BadCell, open_data_root
 from .images import decode_sized, encode_image, image_layout
+from .reject import Reject
 from .splitting import SplitAssigner
 
 
-@dataclass(frozen=True)
-class Reject:
-    row: int
-    split: str | None
-    column: str | None
-    path: str | None
-    code: str
-    reason: str
-
-    def to_json(self, index: str) -> dict[str, Any]:
-        return {"index": index, "row": self.row, "split": self.split, "column": self.column,
-                "path": self.path, "code": self.code, "reason": self.reason}
 
 
 @dataclass

@@ -161,7 +161,7 @@ def test_options_name_the_bad_value() -> None:
 
 
 def test_rejects_have_the_keys_of_example_gen_rejects(tmp_path: Path) -> None:
-    reject = BoxReject("i.csv", 3, "train", "x_min", "a.jpg", "box_reversed", "r")
+    reject = BoxReject(3, "train", "x_min", "a.jpg", "box_reversed", "r", index="i.csv")
     assert reject.to_json() == Reject(3, "train", "x_min", "a.jpg", "box_reversed", "r").to_json("i.csv")
 
 
