@@ -5,6 +5,7 @@ and photos: JPEG crops of the two photographs scikit-learn ships, labelled by th
     # demo_data/digits/{train,eval}.csv  columns x,y   rows like image/train_0.png,5
     # demo_data/segmentation/index.csv   columns img,msk1,msk2
     # demo_data/photos/{train,eval}.csv  columns image,label   rows like img/007.jpg,flower
+    # demo_data/boxes/{train,eval}.csv   AutoML box layout   rows like img/00001.jpg,disc,0.4375,0.26,,,0.78,0.6,,
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from .demo_boxes import write_boxes
 
 DIGIT_SIZE = 28  # upscaled from 8x8 so the images have MNIST's shape
 
@@ -99,5 +102,7 @@ def write_all(out_dir: str) -> dict[str, Path]:
     train, evaluation = write_digits(root / "digits")
     segmentation = write_segmentation(root / "segmentation")
     photos_train, photos_eval = write_photos(root / "photos")
+    boxes_train, boxes_eval = write_boxes(root / "boxes")  # demo_boxes.py: shapes on photos, 0-5 an image
     return {"digits_train": train, "digits_eval": evaluation, "segmentation": segmentation,
-            "photos_train": photos_train, "photos_eval": photos_eval}
+            "photos_train": photos_train, "photos_eval": photos_eval,
+            "boxes_train": boxes_train, "boxes_eval": boxes_eval}

@@ -54,7 +54,7 @@ def _write_demo(folder: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`shardflow demo-data`'s folders (digits/, photos/, segmentation/), written once. Read only."""
+    """`shardflow demo-data`'s folders (digits/, photos/, segmentation/, boxes/), written once. Read only."""
     return Path(build_once(tmp_path_factory, "demo-data", _write_demo)["root"])
 
 

@@ -64,6 +64,8 @@ def _float_list(values: Sequence[float]) -> bytes:
 def encode_feature(values: FeatureValues) -> bytes:
     """A serialized `Feature` whose list kind follows the values' Python/numpy type."""
     if isinstance(values, np.ndarray):
+        if values.size == 0:  # an empty list keeps the kind of its dtype: a parser of that kind reads it
+            return _field(2 if values.dtype.kind == "f" else 3 if values.dtype.kind in "biu" else 1, b"")
         values = values.tolist()
     first = values[0] if len(values) else b""
     if isinstance(first, (bytes, bytearray, memoryview, str)):

@@ -1,0 +1,91 @@
+"""An image's boxes as the TF Object Detection API stores them in a tf.train.Example, and a split's box figures.
+
+The features (`core.example_proto.encode_example` takes them as they are):
+- `image/object/bbox/ymin|xmin|ymax|xmax`: float lists, normalised to the image's outer pixel edges;
+- `image/object/class/text`: the class names (bytes); `image/object/class/label`: their ids in the label
+  map, from 1 (the TF OD API keeps 0 for the background); `image/object/is_crowd`: COCO's flag, 0 or 1.
+An image without objects (a negative example) has the features with empty lists, so every example parses
+with the same spec.
+
+Boxes survive ExampleGen's `--resize` exactly: the resize stretches the whole image, and a box normalised on
+the outer pixel edges is the same fraction of the image before and after it. Pixel boxes are normalised by
+the file's own size as decoded (EXIF orientation applied, before any resize: `images.decode_sized`).
+
+>>> image = ImageBoxes("a.jpg", "train", (Box(10, 20, 50, 80, normalized=False),), ("cat",), (1,), (False,))
+>>> features = box_features(image, (100, 160), {"cat": 1})
+>>> features["image/object/bbox/xmin"].tolist(), features["image/object/class/label"].tolist()
+([0.125], [1])
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .box_types import Box, ImageBoxes
+
+BBOX = ("image/object/bbox/ymin", "image/object/bbox/xmin", "image/object/bbox/ymax", "image/object/bbox/xmax")
+CLASS_TEXT, CLASS_LABEL, IS_CROWD = "image/object/class/text", "image/object/class/label", "image/object/is_crowd"
+BOX_FEATURES = (*BBOX, CLASS_TEXT, CLASS_LABEL, IS_CROWD)
+# Box sides as fractions of the image's, in buckets a person reads (COCO's small/medium/large are in pixels
+# and depend on the resize; fractions do not).
+SIDE_EDGES = (0.0, 0.05, 0.1, 0.2, 0.4, 1.0)
+
+
+class BoxPastImage(ValueError):
+    """A pixel box reaches past its decoded image: the row's reject reason."""
+
+
+def label_map(classes: list[str]) -> dict[str, int]:
+    """Class name → id from 1, in sorted order: the TF OD API's label map (0 is the background)."""
+    return {name: number for number, name in enumerate(sorted(set(classes)), start=1)}
+
+
+def box_features(image: ImageBoxes, size: tuple[int, int], labels: dict[str, int]) -> dict[str, Any]:
+    """The features of `image`'s boxes, its pixel boxes normalised by `size` (height, width); BoxPastImage
+    when one reaches past the image."""
+    try:
+        boxes = [box.normalize(*size) for box in image.boxes]
+    except ValueError as error:
+        raise BoxPastImage(str(error)) from None
+    # Arrays: a negative example's empty lists keep their kinds (float, int64), as a parser expects them.
+    features: dict[str, Any] = {name: np.array([getattr(box, name.rsplit("/", 1)[1]) for box in boxes], np.float32)
+                                for name in BBOX}
+    features[CLASS_TEXT] = [name.encode() for name in image.classes]
+    features[CLASS_LABEL] = np.array([labels[name] for name in image.classes], np.int64)
+    features[IS_CROWD] = np.array(image.crowd, np.int64)
+    return features
+
+
+@dataclass
+class BoxFigures:
+    """A split's box statistics, merged across workers: boxes per image, box sides, boxes per class."""
+
+    images: int = 0
+    boxes_per_image: Counter = field(default_factory=Counter)
+    side_buckets: np.ndarray = field(default_factory=lambda: np.zeros(len(SIDE_EDGES) - 1, np.int64))
+    classes: Counter = field(default_factory=Counter)
+
+    def add(self, boxes: list[Box], classes: tuple[str, ...]) -> None:
+        self.images += 1
+        self.boxes_per_image[len(boxes)] += 1
+        self.classes.update(classes)
+        for box in boxes:
+            side = np.sqrt(max(box.ymax - box.ymin, 0.0) * max(box.xmax - box.xmin, 0.0))  # of a normalised box
+            bucket = min(int(np.searchsorted(SIDE_EDGES, side, side="right")) - 1, len(SIDE_EDGES) - 2)
+            self.side_buckets[bucket] += 1
+
+    def merge(self, other: BoxFigures) -> BoxFigures:
+        merged = BoxFigures(self.images + other.images, self.boxes_per_image + other.boxes_per_image,
+                            self.side_buckets + other.side_buckets, self.classes + other.classes)
+        return merged
+
+    def as_json(self) -> dict[str, Any]:
+        """For the manifest: counts keyed as text, sides by bucket `[low, high)` of sqrt(box area / image area)."""
+        buckets = {f"{low:g}-{high:g}": int(count)
+                   for low, high, count in zip(SIDE_EDGES, SIDE_EDGES[1:], self.side_buckets)}
+        return {"images": self.images, "boxes": int(sum(self.classes.values())),
+                "boxes_per_image": {str(k): v for k, v in sorted(self.boxes_per_image.items())},
+                "box_side_fraction": buckets, "boxes_per_class": dict(sorted(self.classes.items()))}
