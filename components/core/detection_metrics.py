@@ -27,7 +27,7 @@ count the top 1/10 per image and class.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -159,6 +159,11 @@ class DetectionAccumulator:
     def nbytes(self) -> int:
         """Bytes of the kept records (no per-image state is kept)."""
         return self._detections.nbytes + self._truths.nbytes
+
+    def records(self) -> tuple[Any, Any]:
+        """(detections, truths): the kept per-detection and per-object columns, read only (a bootstrap that
+        resamples images computes from them: evaluator/detection_report.py)."""
+        return self._detections, self._truths
 
     def add_image(self, image_id: int, height: float, width: float, true_boxes: np.ndarray,
                   true_classes: np.ndarray, det_boxes: np.ndarray, det_scores: np.ndarray,
