@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core import storage
+from ..core.run_layout import (LOGS, PIPELINE_NAME, PIPELINE_ROOT, RECORDS, SERVING, SPAN_STORE, STEPS_RECORD,
+                               run_outcome)
 from ..core.errors import EXIT_REFUSED, EXIT_RETRY, ConfigError
 from ..evaluator.config import BLESSING, METRICS
 from ..infra_validator.config import REPORT as INFRA_REPORT
@@ -51,12 +53,10 @@ from .local_dag import DagWalk
 from .local_tasks import LocalTasks
 from .local_worker import StepWorker
 from .run_tracking import send_run, start_tracking, tracking_line
-from .names import PIPELINE_NAME
-from .step_log import LOGS, STEPS_RECORD, StepLog
+from .step_log import StepLog
 from .step_parameters import step_parameters
 from .steps import summary_outputs
 
-PIPELINE_ROOT, SERVING, RECORDS, SPAN_STORE = "pipeline_root", "serving", "runs", "spans"
 # The step worker runs the steps in this interpreter and ignores the image; the components still name
 # one. Not pullable, so a package compiled from a local run could never be deployed.
 LOCAL_RUN_IMAGE = "shardflow-local-run.invalid/not-deployable:local"
@@ -190,14 +190,11 @@ def summarize(out: Path, run_dir: Path | None = None) -> dict[str, Any]:
     """What the run `run_dir` (default: the newest run in `out`) produced, read from its step outputs and its
     own outcome record: another run into the same `out` may be running, or have finished, meanwhile."""
     if run_dir is None:
-        runs = sorted((out / PIPELINE_ROOT).glob("shardflow-*"), key=lambda p: p.stat().st_mtime)
+        runs = sorted((out / PIPELINE_ROOT).glob(f"{PIPELINE_NAME}-*"), key=lambda p: p.stat().st_mtime)
         run_dir = runs[-1] if runs else None
     if run_dir is None or not run_dir.is_dir():
         return {"run": None}
-    records = [record for record in sorted((out / RECORDS).glob("run-*.json"), key=lambda p: p.stat().st_mtime)
-               if json.loads(record.read_text()).get("pipeline_job") == run_dir.name]  # the exit handler's record
-    summary: dict[str, Any] = {"run": str(run_dir),
-                               "outcome": json.loads(records[-1].read_text()) if records else None,
+    summary: dict[str, Any] = {"run": str(run_dir), "outcome": run_outcome(out, run_dir.name),
                                "serving_pointer": read_pointer(str(out / SERVING))}
     steps = summary_outputs()  # {"examples": "example-gen/examples", ...}
     summary["outputs"] = {name: str(run_dir / rel) for name, rel in steps.items() if (run_dir / rel).exists()}

@@ -15,11 +15,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core.run_layout import LOGS
 from .local_dag import output_record
 from .steps import BY_NAME
 
-LOGS = "logs"
-STEPS_RECORD = "steps.json"  # RUN/logs/steps.json: each step's state, seconds and key figure, as printed
 
 
 class StepLog:

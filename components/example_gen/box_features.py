@@ -78,9 +78,8 @@ class BoxFigures:
             self.side_buckets[bucket] += 1
 
     def merge(self, other: BoxFigures) -> BoxFigures:
-        merged = BoxFigures(self.images + other.images, self.boxes_per_image + other.boxes_per_image,
-                            self.side_buckets + other.side_buckets, self.classes + other.classes)
-        return merged
+        return BoxFigures(self.images + other.images, self.boxes_per_image + other.boxes_per_image,
+                          self.side_buckets + other.side_buckets, self.classes + other.classes)
 
     def as_json(self) -> dict[str, Any]:
         """For the manifest: counts keyed as text, sides by bucket `[low, high)` of sqrt(box area / image area)."""

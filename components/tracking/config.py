@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ConfigError
+from ..core.run_layout import JOB_NAME, PIPELINE_ROOT
 
-PIPELINE_ROOT, SERVING, RECORDS = "pipeline_root", "serving", "runs"  # a `shardflow run` output's folders
 DEFAULT_ALIAS = "champion"
-_JOB = re.compile(r"^shardflow-\d{4}(-\d+)+$")
 _ALIAS = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -48,7 +47,7 @@ class TrackConfig:
             raise ConfigError(f"alias {self.alias!r}: MLflow reserves 'latest' and v<number>; letters, digits, "
                               "'_' and '-'")
         for job in self.runs:
-            if not _JOB.match(job):
+            if not JOB_NAME.fullmatch(job):
                 raise ConfigError(f"runs: {job!r} is not a run's name (shardflow-YYYY-MM-DD-HH-MM-SS-ffffff)")
         if self.experiment == "":
             raise ConfigError("experiment: give a name, or leave it out for the output folder's name")

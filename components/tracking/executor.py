@@ -8,13 +8,13 @@ run made while the server was down, or before tracking existed, is sent by runni
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import PIPELINE_ROOT, RECORDS, SERVING, TrackConfig
+from ..core.run_layout import LOGS, PIPELINE_NAME, PIPELINE_ROOT, SERVING, STEPS_RECORD, run_outcome
+from .config import TrackConfig
 from .mlflow_sink import MlflowSink, check_reachable, sink_errors
-from .records import STEPS_RECORD, read_run
+from .records import read_run
 from .registry import sync_registry
 
 
@@ -29,13 +29,12 @@ def _send(config: TrackConfig, sink: MlflowSink, echo: Callable[[str], None]) ->
     experiment = sink.experiment(config.experiment_name)
     sent, already, ids = [], [], {}
     for run_dir in finished_runs(out, config.runs):
-        ids[run_dir.name], did = sink.send_run(experiment, read_run(run_dir, outcome_of(out, run_dir.name)))
+        ids[run_dir.name], did = sink.send_run(experiment, read_run(run_dir, run_outcome(out, run_dir.name)))
         (sent if did else already).append(run_dir.name)
     registry = None
     if config.model_name and (out / SERVING).is_dir():
-        def run_id_of(job: str) -> str | None:
-            found = ids.get(job) or next((r.info.run_id for r in sink.find(experiment, job)), None)
-            return found
+        def run_id_of(job: str) -> str | None:  # a job sent now, or by an earlier send
+            return ids.get(job) or next((r.info.run_id for r in sink.find(experiment, job)), None)
 
         registry = sync_registry(sink, str(out.resolve() / SERVING), config.model_name, config.alias, run_id_of)
     result = {"tracking_uri": config.tracking_uri, "experiment": config.experiment_name, "experiment_id": experiment,
@@ -46,17 +45,8 @@ def _send(config: TrackConfig, sink: MlflowSink, echo: Callable[[str], None]) ->
 
 def finished_runs(out: Path, jobs: tuple[str, ...]) -> list[Path]:
     """The run folders of `out` with a steps record (a run killed before its end has none), oldest first."""
-    named = [out / PIPELINE_ROOT / job for job in jobs] if jobs else sorted((out / PIPELINE_ROOT).glob("shardflow-*"))
-    return [run_dir for run_dir in named if (run_dir / STEPS_RECORD).is_file()]
-
-
-def outcome_of(out: Path, job: str) -> dict[str, Any] | None:
-    """The exit handler's record of `job` (runs/run-*.json), or None."""
-    for record in sorted((out / RECORDS).glob("run-*.json")):
-        outcome = json.loads(record.read_text())
-        if outcome.get("pipeline_job") == job:
-            return outcome
-    return None
+    named = [out / PIPELINE_ROOT / job for job in jobs] if jobs else sorted((out / PIPELINE_ROOT).glob(f"{PIPELINE_NAME}-*"))
+    return [run_dir for run_dir in named if (run_dir / LOGS / STEPS_RECORD).is_file()]
 
 
 def describe(result: dict[str, Any], model_name: str) -> str:

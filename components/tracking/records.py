@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .step_figures import step_artifacts, step_metrics, step_params, step_tags
+from ..core.run_layout import JOB_NAME, LOGS, STEPS_RECORD
+from .step_figures import component_records, step_artifacts, step_metrics, step_params, step_tags
 
 KEY_TAG = "shardflow.key"  # the idempotency key: the job's name, or job/step
 JOB_TAG = "shardflow.job"
-STEPS_RECORD = Path("logs") / "steps.json"
 # MLflow's limits (mlflow/utils/validation.py): a param's value is cut at 6000 characters.
 MAX_PARAM_LENGTH = 6000
 _STATUS = {"ok": "FINISHED", "cached": "FINISHED", "FAILED": "FAILED", "SUCCEEDED": "FINISHED"}
@@ -63,7 +63,7 @@ class RunRecords:
 def read_run(run_dir: Path, outcome: dict[str, Any] | None = None) -> RunRecords:
     """The run `run_dir` (PIPELINE_ROOT/shardflow-<time>) as a parent and nested runs. FileNotFoundError when it
     has no steps.json (a run killed before its end, or not a run directory)."""
-    steps = json.loads((run_dir / STEPS_RECORD).read_text())
+    steps = json.loads((run_dir / LOGS / STEPS_RECORD).read_text())
     job = run_dir.name
     producers = _producers(run_dir / "pipeline.yaml")
     outputs = {task: _outputs(run_dir, task, entry) for task, entry in steps.items()}
@@ -106,7 +106,8 @@ def step_run(job: str, task: str, entry: dict[str, Any], outputs: dict[str, dict
     mine = outputs.get(task) or {}
     start = float(entry.get("started") or 0.0)
     tags = {KEY_TAG: f"{job}/{task}", JOB_TAG: job, "shardflow.step": task, "shardflow.state": entry["state"]}
-    tags.update(step_tags(task, mine))
+    found = component_records(mine)  # read once: params, tags and metrics come from them
+    tags.update(step_tags(mine, found))
     for name, value in mine.items():
         if isinstance(value, dict) and "uri" in value:
             tags[f"shardflow.output.{name}"] = value["uri"]
@@ -118,11 +119,11 @@ def step_run(job: str, task: str, entry: dict[str, Any], outputs: dict[str, dict
         tags["shardflow.cached_from"] = _job_of(mine) or "unknown"
     if entry.get("error"):
         tags["shardflow.error"] = str(entry["error"])[:MAX_PARAM_LENGTH]
-    params = {key: value[:MAX_PARAM_LENGTH] for key, value in step_params(mine).items()}
-    metrics = tuple(metric for metric in step_metrics(task, mine, Metric) if math.isfinite(metric.value))
+    params = {key: value[:MAX_PARAM_LENGTH] for key, value in step_params(found).items()}
+    metrics = tuple(metric for metric in step_metrics(task, mine, found, Metric) if math.isfinite(metric.value))
     return TrackedRun(key=f"{job}/{task}", name=task, status=_STATUS.get(entry["state"], "FAILED"),
                       start_ms=int(start * 1000), end_ms=int((start + float(entry.get("seconds") or 0.0)) * 1000),
-                      params=params, metrics=metrics, tags=tags, artifacts=tuple(step_artifacts(task, mine)))
+                      params=params, metrics=metrics, tags=tags, artifacts=tuple(step_artifacts(mine)))
 
 
 def _outputs(run_dir: Path, task: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def read_executor_output(written: Path) -> dict[str, Any]:
     return found
 
 
-_JOB = re.compile(r"/(shardflow-\d{4}(?:-\d+)+)/")
+_JOB = re.compile(rf"/({JOB_NAME.pattern})/")  # a path component
 
 
 def _job_of(outputs: dict[str, Any]) -> str | None:

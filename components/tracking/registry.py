@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core import storage
+from ..core.run_layout import JOB_NAME
 from ..pusher.serving import read_served, served_history
 from .mlflow_sink import MlflowSink
 
 VERSION_TAG = "shardflow.serving_version"
-_JOB = re.compile(r"(.*/(shardflow-\d{4}(?:-\d+)+))/")
+_JOB = re.compile(rf"(.*/({JOB_NAME.pattern}))/")  # the run folder of a model pushed from it
 
 
 def sync_registry(sink: MlflowSink, serving_dir: str, name: str, alias: str,

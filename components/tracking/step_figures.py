@@ -1,6 +1,7 @@
 """What each step's nested run holds: params, metrics, tags and artifacts, read from the step's outputs.
 
-`outputs` is {name: {"uri", "metadata"} or a parameter's value}, as RUN/logs/steps.json records them.
+`outputs` is {name: {"uri", "metadata"} or a parameter's value}, as RUN/logs/steps.json records them;
+`records`, the component records in them, read once per step (`component_records`).
 - params: the options of the component record in an output (manifest.json, training.json, metrics.json,
   infra_validation.json: `options`, secrets already redacted by core/config_record.py), nested keys
   joined with ".";
@@ -26,14 +27,15 @@ _SKIPPED_FILES = {"executor_output.json", "BLESSED", "INFRA_BLESSED"}
 _KEY = re.compile(r"[^\w\-. /]")  # what MLflow accepts in a metric's or param's name
 
 
-def step_params(outputs: dict[str, Any]) -> dict[str, str]:
+def step_params(records: list[dict[str, Any]]) -> dict[str, str]:
     options: dict[str, Any] = {}
-    for record in _records(outputs):
+    for record in records:
         options.update(record.get("options") or {})
     return {key: value if isinstance(value, str) else json.dumps(value) for key, value in _flat(options)}
 
 
-def step_metrics(task: str, outputs: dict[str, Any], metric: Callable[..., Any]) -> list[Any]:
+def step_metrics(task: str, outputs: dict[str, Any], records: list[dict[str, Any]],
+                 metric: Callable[..., Any]) -> list[Any]:
     found = {key: float(value) for name, value in outputs.items() if isinstance(value, dict)
              for key, value in _flat(value.get("metadata") or {}) if _is_number(value)}
     found.update({key: float(value) for key, value in outputs.items() if _is_number(value)})
@@ -42,14 +44,13 @@ def step_metrics(task: str, outputs: dict[str, Any], metric: Callable[..., Any])
     metrics = [metric(key, value) for key, value in found.items() if key not in by_epoch]
     metrics += [metric(key, float(value), int(entry["epoch"])) for entry in per_epoch
                 for key, value in entry.items() if key != "epoch" and _is_number(value)]
-    metrics += [metric(key, value) for key, value in _extras(outputs).items()]
+    metrics += [metric(key, value) for key, value in _extras(outputs, records).items()]
     return metrics
 
 
-def step_tags(task: str, outputs: dict[str, Any]) -> dict[str, str]:
-    del task
+def step_tags(outputs: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, str]:
     tags = {}
-    for record in _records(outputs):
+    for record in records:
         if record.get("shardflow_version"):
             tags["shardflow.version"] = str(record["shardflow_version"])
         if "gated_against" in record:
@@ -60,8 +61,7 @@ def step_tags(task: str, outputs: dict[str, Any]) -> dict[str, str]:
     return tags
 
 
-def step_artifacts(task: str, outputs: dict[str, Any]) -> Iterator[str]:
-    del task
+def step_artifacts(outputs: dict[str, Any]) -> Iterator[str]:
     for value in outputs.values():
         path = Path(value["uri"]) if isinstance(value, dict) and value.get("uri") else None
         if path is None or "://" in value["uri"]:
@@ -75,7 +75,9 @@ def step_artifacts(task: str, outputs: dict[str, Any]) -> Iterator[str]:
                 yield str(file)
 
 
-def _records(outputs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def component_records(outputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The component records (RECORDS: JSON with a "component") in the step's local output folders."""
+    found = []
     for value in outputs.values():
         uri = value.get("uri") if isinstance(value, dict) else None
         if not uri or "://" in uri or not Path(uri).is_dir():
@@ -85,7 +87,8 @@ def _records(outputs: dict[str, Any]) -> Iterator[dict[str, Any]]:
             if path.is_file():
                 record = json.loads(path.read_text())
                 if isinstance(record, dict) and "component" in record:
-                    yield record
+                    found.append(record)
+    return found
 
 
 def _history(outputs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,10 +100,10 @@ def _history(outputs: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def _extras(outputs: dict[str, Any]) -> dict[str, float]:
+def _extras(outputs: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, float]:
     """The numbers a step's files hold beyond its KFP metadata."""
     extras: dict[str, float] = {}
-    for record in _records(outputs):
+    for record in records:
         if record.get("component") == "evaluator":
             for name, (low, high) in ((record.get("intervals") or {}).get("candidate") or {}).items():
                 extras[f"{name}.lower"], extras[f"{name}.upper"] = low, high
