@@ -72,7 +72,8 @@ class MlflowSink:
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         self.uri = tracking_uri
         self.client = MlflowClient(tracking_uri, registry_uri)
-        self.is_server = "://" in tracking_uri and not tracking_uri.startswith("file:")
+        # A server refuses a local path as a model version's source; a file or SQLite store takes it (registry.py).
+        self.is_server = tracking_uri.startswith(("http://", "https://", "databricks"))
 
     def experiment(self, name: str) -> str:
         found = self.client.get_experiment_by_name(name)

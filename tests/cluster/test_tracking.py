@@ -225,3 +225,12 @@ def test_a_compiled_step_given_mlflow_run_id_logs_into_that_run(tracked: dict, m
     assert logged.metrics["anomalies"] == 0.0 and logged.tags["shardflow.step"] == "validate"
     assert logged.tags["shardflow.output.report"] == str(tmp_path / "validate" / "report")
     assert "report/anomalies.json" in {f.path for f in client.list_artifacts(task_run, "report")}
+
+
+def test_a_sqlite_store_takes_the_served_path_as_the_source(tracked: dict, tmp_path: Path) -> None:
+    """Without a server in between, nothing refuses a local source: the version's source is its serving folder."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    subprocess.run([SHARDFLOW, "track", "--output", str(tracked["out"]), "--tracking-uri", uri], check=True,
+                   capture_output=True, timeout=300, cwd=tmp_path)
+    sources = {mv.tags[VERSION_TAG]: mv.source for mv in _client(uri).search_model_versions("name = 'digits'")}
+    assert sources == {n: str(tracked["out"].resolve() / "serving" / n) for n in ("1", "2")}
