@@ -47,7 +47,7 @@ SERVING_INPUT = "examples"
 # The second signature: encoded image files of any size (what a TF Serving REST client sends as {"b64": ...}).
 IMAGE_SIGNATURE = "serving_image"
 IMAGE_INPUT = "images"
-TASKS = ("classification", "segmentation")
+TASKS = ("classification", "segmentation", "detection")
 # The name of the label id past a string label's vocabulary: labels unseen in training, never a served class.
 OOV_CLASS = "<OOV>"
 
@@ -66,8 +66,9 @@ class ModelInfo:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise ValueError(f"model task must be one of {TASKS}, got {self.task!r}")
-        if not isinstance(self.num_classes, int) or self.num_classes < 2:
-            raise ValueError(f"num_classes must be an integer >= 2, got {self.num_classes!r}")
+        fewest = 1 if self.task == "detection" else 2  # a detector of one class still tells it from background
+        if not isinstance(self.num_classes, int) or self.num_classes < fewest:
+            raise ValueError(f"num_classes must be an integer >= {fewest}, got {self.num_classes!r}")
         if len(self.class_names) != self.num_classes:
             raise ValueError(f"class_names has {len(self.class_names)} names for {self.num_classes} classes")
         size = None if self.label_vocabulary is None else len(self.label_vocabulary)

@@ -24,11 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.box_schema import BBOX, BOX_FEATURES, CLASS_LABEL, CLASS_TEXT, IS_CROWD
 from .box_types import Box, ImageBoxes
 
-BBOX = ("image/object/bbox/ymin", "image/object/bbox/xmin", "image/object/bbox/ymax", "image/object/bbox/xmax")
-CLASS_TEXT, CLASS_LABEL, IS_CROWD = "image/object/class/text", "image/object/class/label", "image/object/is_crowd"
-BOX_FEATURES = (*BBOX, CLASS_TEXT, CLASS_LABEL, IS_CROWD)
 # Box sides as fractions of the image's, in buckets a person reads (COCO's small/medium/large are in pixels
 # and depend on the resize; fractions do not).
 SIDE_EDGES = (0.0, 0.05, 0.1, 0.2, 0.4, 1.0)
