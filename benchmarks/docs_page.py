@@ -74,6 +74,9 @@ def header(run: dict[str, Any]) -> str:
                f"load average {run['load_before']:.2f} before, {run['load_after']:.2f} after")
     else:  # recorded before other processes' CPU was measured
         how = f"load average {run['load_before']:.2f} before, {run['load_after']:.2f} after"
+    if "steal_fraction" in run:  # recorded since the machine's steal and the suite's CPU were measured
+        how += (f"; steal {run['steal_fraction']:.1%} of CPU time ({run['steal_max']:.1%} at most); "
+                f"the suite used {run['suite_cpu_seconds']:,.0f} CPU-seconds")
     return (f"Measured {run['date']} with `{run['command']}` ({run['seconds']:.0f} s).\n"
             f"Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory_gb']} GB, {machine['platform']}; "
             f"{busy} ({how}).")
