@@ -72,8 +72,8 @@ def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, 
     for name, (wall, low, high) in _step_records(run_root, measured.started_at).items():
         rss = [point[2] for point in measured.timeline if low - 1 <= point[0] <= high + 1]
         steps[name] = {"wall_s": wall, "peak_rss_mb": max(rss, default=0.0), "disk_mb": _du(run_root / name) / 1e6}
-    return {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "load_before": measured.load_before,
-            "steps": steps, "disk_mb": _du(out) / 1e6}
+    return {"wall_s": measured.wall_s, "cpu_s": measured.cpu_s, "peak_rss_mb": measured.peak_rss_mb,
+            "load_before": measured.load_before, "steps": steps, "disk_mb": _du(out) / 1e6}
 
 
 def handwritten(root: Path, out: Path, epochs: int, resize: str) -> dict[str, Any]:
@@ -84,13 +84,18 @@ def handwritten(root: Path, out: Path, epochs: int, resize: str) -> dict[str, An
     measured = run_monitored(command, out.parent / f"{out.name}-log", Watch(), env=child_env())
     if measured.returncode:
         raise RuntimeError(f"the hand-written route failed (exit {measured.returncode})")
-    return {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "load_before": measured.load_before,
-            "accuracy": measured.report.get("accuracy"), "disk_mb": _du(out) / 1e6}
+    return {"wall_s": measured.wall_s, "cpu_s": measured.cpu_s, "peak_rss_mb": measured.peak_rss_mb,
+            "load_before": measured.load_before, "accuracy": measured.report.get("accuracy"), "disk_mb": _du(out) / 1e6}
 
 
 def wall_ratio(pair: dict[str, Any]) -> float:
     """shardflow's wall time ÷ the hand-written route's, for one size (and round)."""
     return pair["shardflow"]["wall_s"] / pair["handwritten"]["wall_s"]
+
+
+def _cpu_ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
+    """CPU seconds (a)/(b): what the work cost, less moved than wall by other users of the machine."""
+    return a["cpu_s"] / b["cpu_s"] if a.get("cpu_s") and b.get("cpu_s") else None  # older results: no CPU
 
 
 def compare(results: dict[int, dict[str, Any]], epochs: int) -> dict[str, Any]:
@@ -100,7 +105,7 @@ def compare(results: dict[int, dict[str, Any]], epochs: int) -> dict[str, Any]:
     for rows, pair in results.items():
         a, b = pair["shardflow"], pair["handwritten"]
         transform = a["steps"]["transform"]["disk_mb"] / a["steps"]["example-gen"]["disk_mb"]
-        checks[str(rows)] = {"wall_ratio": wall_ratio(pair), "rss_ratio": a["peak_rss_mb"] / b["peak_rss_mb"],
+        checks[str(rows)] = {"wall_ratio": wall_ratio(pair), "cpu_ratio": _cpu_ratio(a, b), "rss_ratio": a["peak_rss_mb"] / b["peak_rss_mb"],
                              "transform_disk_ratio": transform}
     sizes = sorted(results)
     growth = results[sizes[-1]]["shardflow"]["peak_rss_mb"] / results[sizes[0]]["shardflow"]["peak_rss_mb"]
@@ -123,9 +128,11 @@ def markdown(result: dict[str, Any]) -> str:
             whole = pair[who]
             lines.append(f"| {int(rows):,} | **{who} (all)** | {whole['wall_s']:.1f} | {whole['peak_rss_mb']:,.0f} | "
                          f"{whole['disk_mb']:,.1f} |")
-    lines += ["", "| rows | wall (a)/(b) | peak RSS (a)/(b) | Transform / ExampleGen disk |", "|---:|---:|---:|---:|"]
+    lines += ["", "| rows | wall (a)/(b) | CPU (a)/(b) | peak RSS (a)/(b) | Transform / ExampleGen disk |",
+              "|---:|---:|---:|---:|---:|"]
     for rows, check in result["comparison"]["per_size"].items():
-        lines.append(f"| {int(rows):,} | {check['wall_ratio']:.2f}× | {check['rss_ratio']:.2f}× | "
+        cpu = f"{check['cpu_ratio']:.2f}×" if check.get("cpu_ratio") else "–"
+        lines.append(f"| {int(rows):,} | {check['wall_ratio']:.2f}× | {cpu} | {check['rss_ratio']:.2f}× | "
                      f"{check['transform_disk_ratio']:.2f}× |")
     comparison = result["comparison"]
     rounds = {rows: ratios for rows, ratios in result.get("round_wall_ratios", {}).items() if len(ratios) > 1}
