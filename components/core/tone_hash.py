@@ -48,11 +48,18 @@ BRIGHTNESS, MEAN_LEVELS, GRADIENT_LEVELS, GRADIENT_SHARE = 0.015, 0.3, 0.6, 0.01
 _LOG_OFFSET = 32.0  # the search grid's coordinates: log(mean + 32), so dark colours are not spread apart
 _BATCH = 1 << 20
 STRUCTURED = 1 << 60  # above the 60 bits of means and gradients: a flag the features never read
+# A second flag: the image has fewer pixels on a side than the hashes' 32×32 thumbnail (`perceptual_hash`).
+LOW_DETAIL = 1 << 61
 
 
 def is_structured(values: np.ndarray | int) -> np.ndarray:
     """Per tone value: True when it is the tone of an image with structure (its `STRUCTURED` bit set)."""
     return (np.asarray(values, dtype=np.int64) & STRUCTURED) != 0
+
+
+def is_low_detail(values: np.ndarray | int) -> np.ndarray:
+    """Per tone value: True when its image was hashed from fewer pixels a side than the thumbnail's."""
+    return (np.asarray(values, dtype=np.int64) & LOW_DETAIL) != 0
 
 
 def tone_values(quadrants: np.ndarray) -> np.ndarray:

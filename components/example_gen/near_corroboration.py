@@ -29,7 +29,7 @@ HASHES = KINDS  # a listed pair's "hash", by kind number: "dct", "tone" or "cent
 
 def corroborated(groups: RowGroups, distance: int, tones: np.ndarray, owners: np.ndarray) -> RowGroups:
     """`groups` split by tones, with their centre pairs kept only when a tone of one part is within `distance` of
-    a tone of the other (`owners`: the row of each tone)."""
+    a tone of the other (`owners`: the row of each tone); the low-detail pairs set aside carried onto the parts."""
     signature, parent = _split(groups.signature, tones, owners)
     pairs = _onto_parts(groups.pairs, parent)
     framed = np.nonzero(pairs[:, 3] == CENTRE)[0]
@@ -39,7 +39,8 @@ def corroborated(groups: RowGroups, distance: int, tones: np.ndarray, owners: np
     splits = groups.counts.shape[1]
     # An explicit shape: with no image at all (every row rejected) there are 0 splits, and -1 cannot be inferred.
     counts = np.bincount(signature * splits + groups.split, minlength=len(parent) * splits).reshape(len(parent), splits)
-    return RowGroups(groups.split, signature, counts, pairs[keep], groups.truncated)
+    aside = _onto_parts(groups.low_detail_aside, parent, copies=False)
+    return RowGroups(groups.split, signature, counts, pairs[keep], groups.truncated, aside)
 
 
 def _split(signature: np.ndarray, tones: np.ndarray, owners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,9 +62,9 @@ def _split(signature: np.ndarray, tones: np.ndarray, owners: np.ndarray) -> tupl
     return part, parent
 
 
-def _onto_parts(pairs: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """The groups' pairs (a, b, distance, kind) between every part of a and every part of b, and the parts of
-    one group paired at dct distance 0; sorted by (a, b), a < b."""
+def _onto_parts(pairs: np.ndarray, parent: np.ndarray, copies: bool = True) -> np.ndarray:
+    """The groups' pairs (a, b, distance, kind) between every part of a and every part of b, and (`copies`) the
+    parts of one group paired at dct distance 0; sorted by (a, b), a < b."""
     order = np.argsort(parent, kind="stable")
     start = np.searchsorted(parent[order], np.arange(int(parent.max(initial=-1)) + 1))
     size = np.bincount(parent, minlength=len(start))
@@ -72,7 +73,7 @@ def _onto_parts(pairs: np.ndarray, parent: np.ndarray) -> np.ndarray:
     step = np.arange(len(each)) - np.repeat(np.cumsum(size[a] * size[b]) - size[a] * size[b], size[a] * size[b])
     left, right = order[start[a[each]] + step // size[b[each]]], order[start[b[each]] + step % size[b[each]]]
     found = [np.stack([np.minimum(left, right), np.maximum(left, right), pairs[each, 2], pairs[each, 3]], axis=1)]
-    for first, second in within_buckets(start[size > 1], size[size > 1]):  # parts of one group: copies
+    for first, second in within_buckets(start[size > 1], size[size > 1]) if copies else ():  # parts of a group: copies
         found.append(np.stack([order[first], order[second], np.zeros_like(first), np.full_like(first, DCT)], axis=1))
     joined = np.concatenate(found).astype(np.int64).reshape(-1, 4)
     joined[:, :2] = np.sort(joined[:, :2], axis=1)

@@ -42,7 +42,8 @@ import numpy as np
 
 from ..core import storage
 from ..core.errors import ShardflowError
-from ..core.tone_hash import STRUCTURED, is_structured, tone_values  # noqa: F401  (the doctest's)
+from ..core.perceptual_hash import LOW_DETAIL_BITS
+from ..core.tone_hash import STRUCTURED, is_low_detail, is_structured, tone_values  # noqa: F401  (the doctest's)
 from .columns import ColumnSpec
 from .config import ExampleGenConfig
 from .csv_index import Chunk
@@ -73,10 +74,13 @@ class NearDuplicates:
     tone_distance: int
 
     def summary(self) -> dict[str, Any]:
-        """The manifest's counts: pairs across splits, pairs within each split."""
+        """The manifest's counts: pairs across splits, pairs within each split, and low-detail pairs set aside."""
         within = dict(zip(self.splits, self.groups.within_split()))
+        low = {"bits": min(self.distance, LOW_DETAIL_BITS),
+               "set_aside_across_splits": self.groups.cross_count_of(self.groups.low_detail_aside)}
         return {"distance": self.distance, "tone_distance": self.tone_distance, "images_hashed": self.images_hashed,
-                "count": self.groups.cross_count(), "within_split": within, "truncated": self.groups.truncated}
+                "count": self.groups.cross_count(), "within_split": within, "low_detail": low,
+                "truncated": self.groups.truncated}
 
     def describe_row(self, row: int) -> tuple[str, int, int]:
         split, index_id, number = (int(v) for v in self.rows[row])
@@ -136,7 +140,9 @@ def find_near_duplicates(files: list[tuple[Any, ...]], distance: int) -> NearDup
     uniform = ~is_structured(tones)  # only near-uniform images pair by their tones alone
     hashed = {kind: (images[kind][:, 0], owners[kind]) for kind in ("dct", "centre")}
     hashed["tone"] = (tones[uniform], owners["tone"][uniform])
-    groups = group_rows(hashed, rows[:, 0], len(splits), distance, distance)
+    low_detail = np.zeros(len(rows), dtype=bool)
+    low_detail[owners["tone"][is_low_detail(tones)]] = True
+    groups = group_rows(hashed, rows[:, 0], len(splits), distance, distance, low_detail)
     return NearDuplicates(splits, rows, corroborated(groups, distance, tones, owners["tone"]), len(images["dct"]),
                           distance, distance)
 

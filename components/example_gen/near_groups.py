@@ -22,12 +22,13 @@ row by row (`cross_pairs`), in batches, closest first.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
 
 from ..core.hamming_search import near_pairs
+from ..core.perceptual_hash import LOW_DETAIL_BITS
 from ..core.tone_hash import tone_pairs
 
 KINDS = ("dct", "tone", "centre")  # the hashes of an image; a signature pair's kind, by number
@@ -47,6 +48,8 @@ class RowGroups:
     counts: np.ndarray  # (signatures, splits): rows of each signature in each split
     pairs: np.ndarray  # (p, 4): signature a < b, distance, kind number; a pair of signatures once
     truncated: bool  # a search stopped at its bound: counts and list are "at least"
+    # (p, 4): signature pairs with a low-detail image found only beyond LOW_DETAIL_BITS (`group_rows`)
+    low_detail_aside: np.ndarray = field(default_factory=lambda: np.empty((0, 4), dtype=np.int64))
 
     def within_split(self) -> list[int]:
         """Row pairs inside each split: copies by combinatorics, plus n_a·n_b per near pair of signatures found by
@@ -60,11 +63,15 @@ class RowGroups:
     def cross_count(self) -> int:
         """Row pairs in different splits, from the same counts."""
         n, total = self.counts, self.counts.sum(axis=1)
-        cross = int(((total * total - (n * n).sum(axis=1)) // 2).sum())
-        if len(self.pairs):
-            a, b = self.pairs[:, 0], self.pairs[:, 1]
-            cross += int((total[a] * total[b] - (n[a] * n[b]).sum(axis=1)).sum())
-        return cross
+        return int(((total * total - (n * n).sum(axis=1)) // 2).sum()) + self.cross_count_of(self.pairs)
+
+    def cross_count_of(self, pairs: np.ndarray) -> int:
+        """Row pairs in different splits made by `pairs` of these signatures (a, b, ...), copies not counted."""
+        if not len(pairs):
+            return 0
+        n, total = self.counts, self.counts.sum(axis=1)
+        a, b = pairs[:, 0], pairs[:, 1]
+        return int((total[a] * total[b] - (n[a] * n[b]).sum(axis=1)).sum())
 
     def cross_pairs(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Batches of (row, other row, distance, kind) over every row pair in different splits, row < other;
@@ -148,10 +155,13 @@ def _slices(sizes: np.ndarray) -> Iterator[tuple[int, int]]:
         lo = hi
 
 
-def group_rows(images: Images, split: np.ndarray, splits: int, radius: int, tone_limit: int = 0) -> RowGroups:
+def group_rows(images: Images, split: np.ndarray, splits: int, radius: int, tone_limit: int = 0,
+               low_detail: np.ndarray | None = None) -> RowGroups:
     """Rows 0..len(split)-1 (split numbers < `splits`) grouped by signature, and the signature pairs
     within `radius` (dct and centre hashes, Hamming bits: "centre" when one of the two is a centre hash) or
-    `tone_limit` (tone hashes, tone distance)."""
+    `tone_limit` (tone hashes, tone distance). `low_detail` (per row): a dct or centre pair with such a row
+    counts only within `LOW_DETAIL_BITS`; the pairs it has only further apart are set aside
+    (`RowGroups.low_detail_aside`), each once."""
     signature = _signatures(images, len(split))
     signatures = int(signature.max(initial=-1)) + 1
     counts = np.bincount(signature * splits + split, minlength=signatures * splits).reshape(signatures, splits)
@@ -167,12 +177,28 @@ def group_rows(images: Images, split: np.ndarray, splits: int, radius: int, tone
     owners = signature[np.concatenate([dct_owners, centre_owners])]
     near, stopped = _signature_pairs(both, owners, side, radius, near_pairs, (DCT, CENTRE))
     near = near[(near[:, 3] != CENTRE) | crosses(counts, near[:, 0], near[:, 1])]
+    near, aside = _low_detail_split(near, signature, low_detail)
     toned, stopped_tone = _signature_pairs(tones, signature[tone_owners], np.zeros(len(tones), np.int64), tone_limit,
                                            tone_pairs, (TONE, TONE))
     pairs, truncated = _closest_once(np.concatenate([near, toned])), stopped or stopped_tone
     if len(pairs) > MAX_SIGNATURE_PAIRS:
         pairs, truncated = pairs[:MAX_SIGNATURE_PAIRS], True
-    return RowGroups(split, signature, counts, pairs, truncated)
+    aside = _closest_once(aside)
+    if len(aside) and len(pairs):  # a pair found near by another hash or rule is no look-alike
+        width = int(max(pairs[:, 1].max(), aside[:, 1].max())) + 1
+        aside = aside[~np.isin(aside[:, 0] * width + aside[:, 1], pairs[:, 0] * width + pairs[:, 1])]
+    return RowGroups(split, signature, counts, pairs, truncated, aside)
+
+
+def _low_detail_split(near: np.ndarray, signature: np.ndarray, low_detail: np.ndarray | None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """`near`'s pairs kept, and those set aside: a low-detail row's signature beyond LOW_DETAIL_BITS."""
+    if low_detail is None or not low_detail.any():
+        return near, near[:0]
+    low = np.zeros(int(signature.max(initial=-1)) + 1, dtype=bool)
+    low[signature[low_detail]] = True
+    far = (low[near[:, 0]] | low[near[:, 1]]) & (near[:, 2] > LOW_DETAIL_BITS)
+    return near[~far], near[far]
 
 
 def crosses(counts: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
