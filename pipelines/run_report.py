@@ -124,6 +124,8 @@ def _label_issues(metrics: dict[str, Any]) -> list[str]:
     issues = metrics.get("label_issues")
     if not issues:  # an evaluation written before the list existed
         return []
+    if "file" not in issues:  # not searched (a detector): its note says why
+        return [f"Likely label errors: not searched ({issues.get('note', 'no list')})", ""]
     named = "by CSV row" if issues.get("rows_named") else "by example position (the examples predate row provenance)"
     return [f"Likely label errors in split {metrics.get('split')}: {issues['count']} (ranked {named} in the "
             f"evaluation's {issues['file']}; the top 16 in {issues['sheet']})", ""]

@@ -2,7 +2,8 @@
 
 ExampleGen's own role detection on the index's header and first rows (`columns.index_roles`) and
 the Trainer's own target rule (`trainer.task.choose_target`) give the target column; a mask target
-means segmentation, any other classification. From the kind come the default blessing threshold and
+means segmentation, a box index's boxes (`box_schema.BOX_TARGET`, the seven features of role "boxes")
+detection, any other classification. From the kind come the default blessing threshold and
 a check that every threshold and regression names a metric of that kind: a mistake costs a second,
 not an ExampleGen, a Transform and a training first. (In pipelines/, "task" is KFP's word: a node of
 the compiled pipeline.)
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.box_schema import BOX_ROLE, BOX_TARGET
 from ..core.errors import ConfigError
 from ..evaluator.config import DEFAULT_THRESHOLDS, check_metric_names
 from ..example_gen.columns import index_roles
@@ -27,7 +29,7 @@ from .step_options import PIPELINE_PARAMETERS, RUN_FLAGS, check_step_options
 class ImpliedTarget:
     """What the index implies: the target column, its role, and the kind of model it asks for."""
 
-    kind: str  # classification | segmentation (the Trainer's task kind)
+    kind: str  # classification | segmentation | detection (the Trainer's task kind)
     column: str
     role: str
     # False with a user preprocessing_fn: its outputs, unknown before Transform runs, decide the target.
@@ -48,11 +50,12 @@ def implied_target(configs: dict[str, Any], labels: dict[str, str] = RUN_FLAGS) 
         target = choose_target(configs["train"].input.label, roles)
     except ConfigError as err:
         if custom:  # the preprocessing_fn may make the target: guess from the index, check nothing
-            kind = "segmentation" if "mask" in roles.values() else "classification"
-            return ImpliedTarget(kind, "", "", certain=False)
+            guessed = "mask" if "mask" in roles.values() else BOX_ROLE if BOX_ROLE in roles.values() else "label"
+            return ImpliedTarget(task_kind(guessed), "", "", certain=False)
         raise ConfigError(f"{labels['train']}: shardflow train: {err}; "
                           f"the index's columns: {_described(roles)}") from None
-    return ImpliedTarget(task_kind(roles[target]), target, roles[target], certain=not custom)
+    role = BOX_ROLE if target == BOX_TARGET else roles[target]  # the boxes' target names their seven features
+    return ImpliedTarget(task_kind(role), target, role, certain=not custom)
 
 
 def _described(roles: dict[str, str]) -> str:

@@ -62,7 +62,7 @@ def training(outputs: dict) -> str:
 
 def evaluation(outputs: dict) -> str:
     metrics = _metadata(outputs, "metrics")
-    shown = [f"{k} {metrics[k]:.3f}" for k in ("accuracy", "pixel_accuracy", "mean_iou") if k in metrics]
+    shown = [f"{k} {metrics[k]:.3f}" for k in ("accuracy", "pixel_accuracy", "mean_iou", "ap50", "ap") if k in metrics]
     blessed = outputs.get("blessed", metrics.get("blessed"))
     return ", ".join(shown + ([f"blessed: {'yes' if blessed else 'no'}"] if blessed is not None else []))
 

@@ -90,6 +90,28 @@ def near_duplicate_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     return Path(built["root"]), [tuple(pair) for pair in built["planted"]]  # type: ignore[misc]
 
 
+BOX_IMAGES = 300  # demo_boxes' shapes: 240 train and 60 eval images of 96 px, 0-5 boxes each
+
+
+def _box_examples(folder: Path) -> dict[str, Any]:
+    from shardflow.demo_boxes import write_boxes
+    from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
+
+    data = folder / "boxes"
+    write_boxes(data, count=BOX_IMAGES)
+    indexes = tuple(IndexSpec(str(data / f"{split}.csv"), split) for split in ("train", "eval"))
+    run(ExampleGenConfig(indexes=indexes, data_root=str(data), output=str(folder / "examples")), echo=lambda _: None)
+    return {"data": str(data), "examples": str(folder / "examples")}
+
+
+@pytest.fixture(scope="session")
+def box_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`demo_boxes.write_boxes` (BOX_IMAGES images, the AutoML CSV layout) through ExampleGen: the seven box
+    features of role "boxes" and the label map. Its data (JPEGs, train.csv, eval.csv) is `<examples>/../boxes`.
+    Read only."""
+    return Path(build_once(tmp_path_factory, "box-examples", _box_examples)["examples"])
+
+
 MASK_SIDE, MASK_TRAIN, MASK_EVAL = 128, 8, 96
 
 

@@ -1,4 +1,4 @@
-"""COCO detection metrics (pycocotools' COCOeval for bboxes, without crowds) over a stream of images.
+"""COCO detection metrics (pycocotools' COCOeval for bboxes, crowd regions included) over a stream of images.
 
 Boxes arrive as the TF Object Detection API stores them: normalised (ymin, xmin, ymax, xmax) with the
 image's (height, width) in pixels. `coco_boxes` turns them into COCO's [x, y, w, h] in pixels, and IoU,
@@ -10,7 +10,12 @@ per class, IoU threshold and area range, as `COCOeval.evaluateImg`) and keeps on
 and per ground-truth box, never the image: bytes grow with boxes, not with images or pixels.
 `summarize` is `COCOeval.accumulate` and `summarize` over those records (101-point interpolated
 precision, its monotone envelope, `searchsorted(side='left')`); `summarize(images=...)` recomputes for a
-subset or a bootstrap resample of image ids (a repeated id counts as another image).
+subset or a bootstrap resample of image ids (a repeated id counts as another image), and
+`resampled_stats` for many resamples at once. Both run the one arithmetic of core/detection_curves.py.
+
+Crowds follow pycocotools: a crowd ground truth is ignored in every area range (never a positive), its
+IoU with a detection is the intersection over the detection's area, it may absorb any number of
+detections, and a detection matched to it is neither a true nor a false positive.
 
 As pycocotools, `max_detections` keeps the top-scoring detections per image *and class*, and AR@1/@10
 count the top 1/10 per image and class.
@@ -27,19 +32,22 @@ count the top 1/10 per image and class.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from .detection_curves import RECALL_THRESHOLDS, MatchRecords, class_ap, coco_stats, weighted_curves
+
+__all__ = ["AREA_RANGES", "IOU_THRESHOLDS", "RECALL_THRESHOLDS", "STAT_NAMES", "DetectionAccumulator",
+           "DetectionMetrics", "box_iou", "coco_boxes", "match_greedy"]
+
 # pycocotools' Params.setDetParams, built the same way so thresholds compare bit for bit.
 IOU_THRESHOLDS = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1, endpoint=True)
-RECALL_THRESHOLDS = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
 AREA_RANGES = (("all", 0.0, 1e5 ** 2), ("small", 0.0, 32.0 ** 2), ("medium", 32.0 ** 2, 96.0 ** 2),
                ("large", 96.0 ** 2, 1e5 ** 2))
 # The 12 numbers of COCOeval.summarize, in its order.
 STAT_NAMES = ("AP", "AP50", "AP75", "AP_small", "AP_medium", "AP_large",
               "AR1", "AR10", "AR100", "AR_small", "AR_medium", "AR_large")
-_EPS = np.spacing(1)  # pycocotools' guard against 0/0 in precision
 
 
 def coco_boxes(boxes: np.ndarray, height: float, width: float) -> np.ndarray:
@@ -54,13 +62,17 @@ def coco_boxes(boxes: np.ndarray, height: float, width: float) -> np.ndarray:
     return np.stack([xmin, ymin, xmax - xmin, ymax - ymin], axis=1)
 
 
-def box_iou(detections: np.ndarray, truths: np.ndarray) -> np.ndarray:
-    """IoU [D, G] of COCO [x, y, w, h] boxes, operation for operation pycocotools' `bbIou` (no crowd)."""
+def box_iou(detections: np.ndarray, truths: np.ndarray, crowd: np.ndarray | None = None) -> np.ndarray:
+    """IoU [D, G] of COCO [x, y, w, h] boxes, operation for operation pycocotools' `bbIou`: against a crowd
+    ground truth (`crowd` [G] bool) the union is the detection's own area."""
     d, g = detections[:, None, :], truths[None, :, :]
     w = np.minimum(d[..., 2] + d[..., 0], g[..., 2] + g[..., 0]) - np.maximum(d[..., 0], g[..., 0])
     h = np.minimum(d[..., 3] + d[..., 1], g[..., 3] + g[..., 1]) - np.maximum(d[..., 1], g[..., 1])
     inter = w * h
-    union = d[..., 2] * d[..., 3] + g[..., 2] * g[..., 3] - inter
+    detection_area = d[..., 2] * d[..., 3]
+    union = detection_area + g[..., 2] * g[..., 3] - inter
+    if crowd is not None:
+        union = np.where(np.asarray(crowd, bool)[None, :], detection_area, union)
     overlaps = (w > 0) & (h > 0)  # bbIou leaves 0 where either side does not overlap
     return np.divide(inter, union, out=np.zeros(inter.shape), where=overlaps)
 
@@ -70,22 +82,25 @@ def _outside(areas: np.ndarray) -> np.ndarray:
     return np.stack([(areas < lo) | (areas > hi) for _, lo, hi in AREA_RANGES])
 
 
-def match_greedy(ious: np.ndarray, true_ignored: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def match_greedy(ious: np.ndarray, true_ignored: np.ndarray, thresholds: np.ndarray,
+                 crowd: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """`COCOeval.evaluateImg`'s matching for one image and class, all thresholds at once.
 
     `ious` [D, G] with detections by descending score and ground truth in its given order. Each
     detection takes the unmatched ground truth of highest IoU ≥ t (the last one on a tie), a regular one
-    before an ignored one. Returns (matched [T, D], matched to an ignored ground truth [T, D]).
+    before an ignored one; a crowd (`crowd` [G], also in `true_ignored`) stays matchable by any number of
+    detections. Returns (matched [T, D], matched to an ignored ground truth [T, D]).
     """
     order = np.argsort(true_ignored, kind="mergesort")  # pycocotools moves ignored ground truth last
     ious, ignored = ious[:, order], true_ignored[order]
+    reusable = np.zeros(len(order), bool) if crowd is None else np.asarray(crowd, bool)[order]
     count, (detections, truths) = len(thresholds), ious.shape
     matched, on_ignored = np.zeros((count, detections), bool), np.zeros((count, detections), bool)
     taken = np.zeros((count, truths), bool)
     limits = np.minimum(thresholds, 1 - 1e-10)[:, None]
     rows = np.arange(count)
     for d in range(detections if truths else 0):
-        fits = ~taken & (ious[d] >= limits)
+        fits = (~taken | reusable) & (ious[d] >= limits)
         regular = fits & ~ignored
         allowed = np.where(regular.any(axis=1, keepdims=True), regular, fits & ignored)
         values = np.where(allowed, ious[d], -np.inf)
@@ -160,17 +175,18 @@ class DetectionAccumulator:
         """Bytes of the kept records (no per-image state is kept)."""
         return self._detections.nbytes + self._truths.nbytes
 
-    def records(self) -> tuple[Any, Any]:
-        """(detections, truths): the kept per-detection and per-object columns, read only (a bootstrap that
-        resamples images computes from them: evaluator/detection_report.py)."""
-        return self._detections, self._truths
-
     def add_image(self, image_id: int, height: float, width: float, true_boxes: np.ndarray,
                   true_classes: np.ndarray, det_boxes: np.ndarray, det_scores: np.ndarray,
-                  det_classes: np.ndarray, num_true: int | None = None, num_detections: int | None = None) -> None:
-        """Matches one image; `num_true`/`num_detections` cut padded arrays to their valid rows."""
+                  det_classes: np.ndarray, num_true: int | None = None, num_detections: int | None = None,
+                  true_crowd: np.ndarray | None = None) -> None:
+        """Matches one image; `num_true`/`num_detections` cut padded arrays to their valid rows. `true_crowd`
+        flags COCO's crowd regions (`is_crowd`): never counted as objects, and a detection matched to one is
+        neither a true nor a false positive."""
         truths = coco_boxes(np.asarray(true_boxes)[:num_true], height, width)
         true_labels = self._labels(true_classes, num_true, len(truths))
+        crowd = np.zeros(len(truths), bool) if true_crowd is None else np.asarray(true_crowd, bool).ravel()[:num_true]
+        if len(crowd) != len(truths):
+            raise ValueError(f"image {image_id}: {len(truths)} true boxes but {len(crowd)} crowd flags")
         dets = coco_boxes(np.asarray(det_boxes)[:num_detections], height, width)
         det_labels = self._labels(det_classes, num_detections, len(dets))
         scores = np.asarray(det_scores, np.float64).reshape(-1)[:num_detections]
@@ -178,10 +194,11 @@ class DetectionAccumulator:
             raise ValueError(f"image {image_id}: {len(dets)} detection boxes but {len(scores)} scores")
         true_areas = truths[:, 2] * truths[:, 3]
         self._truths.extend(image=np.full(len(truths), image_id), label=true_labels,
-                            counted=~_outside(true_areas).T)
+                            counted=~_outside(true_areas).T & ~crowd[:, None])
         for label in np.unique(det_labels):
+            same = true_labels == label
             self._add_class(image_id, label, dets[det_labels == label], scores[det_labels == label],
-                            truths[true_labels == label])
+                            truths[same], crowd[same])
 
     def _labels(self, classes: np.ndarray, count: int | None, rows: int) -> np.ndarray:
         labels = np.asarray(classes, np.int64).reshape(-1)[:count]
@@ -190,88 +207,53 @@ class DetectionAccumulator:
         return labels
 
     def _add_class(self, image_id: int, label: int, dets: np.ndarray, scores: np.ndarray,
-                   truths: np.ndarray) -> None:
-        """One image's detections of one class: the top `max_detections` by score (stable), matched."""
+                   truths: np.ndarray, crowd: np.ndarray) -> None:
+        """One image's detections of one class: the top `max_detections` by score (stable), matched.
+        A crowd is ignored in every area range (pycocotools' `ignore` flag)."""
         order = np.argsort(-scores, kind="mergesort")[:self.max_detections]
         dets, scores = dets[order], scores[order]
-        ious = box_iou(dets, truths)
-        true_out, det_out = _outside(truths[:, 2] * truths[:, 3]), _outside(dets[:, 2] * dets[:, 3])
+        ious = box_iou(dets, truths, crowd)
+        true_out, det_out = _outside(truths[:, 2] * truths[:, 3]) | crowd, _outside(dets[:, 2] * dets[:, 3])
         matched = np.zeros((len(dets), len(AREA_RANGES), len(self.iou_thresholds)), bool)
         ignored = np.zeros_like(matched)
         for area in range(len(AREA_RANGES)):
-            hit, on_ignored = match_greedy(ious, true_out[area], self.iou_thresholds)
+            hit, on_ignored = match_greedy(ious, true_out[area], self.iou_thresholds, crowd)
             matched[:, area], ignored[:, area] = hit.T, (on_ignored | (~hit & det_out[area])).T
         self._detections.extend(image=np.full(len(dets), image_id), label=np.full(len(dets), label),
                                 rank=np.arange(len(dets)), score=scores, matched=matched, ignored=ignored)
 
+    def match_records(self) -> MatchRecords:
+        """The kept records as arrays: what the one precision/recall arithmetic (detection_curves.py) reads."""
+        dets, truths = self._detections, self._truths
+        return MatchRecords(dets["image"], dets["label"], dets["rank"], dets["score"],
+                            dets["matched"] & ~dets["ignored"], ~dets["ignored"],
+                            truths["image"], truths["label"], truths["counted"])
+
     def summarize(self, images: Sequence[int] | np.ndarray | None = None) -> DetectionMetrics:
         """COCOeval.accumulate + summarize over all images, or over `images` (ids; repeats count again)."""
-        rows, truth_weight = self._selection(images)
-        cuts = (1, 10, self.max_detections)
-        shape = (len(self.iou_thresholds), len(RECALL_THRESHOLDS), self.num_classes, len(AREA_RANGES), len(cuts))
-        precision, recall = -np.ones(shape), -np.ones(shape[:1] + shape[2:])
-        labels, ranks = self._detections["label"][rows], self._detections["rank"][rows]
-        positives = np.zeros((self.num_classes, len(AREA_RANGES)))
-        np.add.at(positives, self._truths["label"], self._truths["counted"] * truth_weight[:, None])
-        for k in range(self.num_classes):
-            for a in range(len(AREA_RANGES)):
-                if positives[k, a] == 0:  # pycocotools leaves -1 where no ground truth counts
-                    continue
-                for m, cut in enumerate(cuts):
-                    chosen = rows[(labels == k) & (ranks < cut)]
-                    precision[:, :, k, a, m], recall[:, k, a, m] = self._curve(chosen, a, positives[k, a])
-        return DetectionMetrics(_stats(precision, recall, self.iou_thresholds),
-                                _mean_valid(precision[:, :, :, 0, -1], axes=(0, 1)), precision, recall)
+        ids, weights = self._image_weights(images)
+        curves = weighted_curves(self.match_records(), self.num_classes, self.max_detections, ids, weights[None],
+                                 points=True)
+        undefined = curves.positives[0] == 0  # [K, A]: pycocotools' -1
+        precision = np.where(undefined[:, :, None, None, None], -1.0, curves.precision[0])
+        recall = np.where(undefined[:, :, None, None], -1.0, curves.recall[0])
+        stats, per_class = coco_stats(curves, self.iou_thresholds)[0], class_ap(curves)[0]
+        return DetectionMetrics(np.nan_to_num(stats, nan=-1.0), np.nan_to_num(per_class, nan=-1.0),
+                                precision.transpose(2, 3, 0, 1, 4), recall.transpose(2, 0, 1, 3))
 
-    def _selection(self, images: Sequence[int] | np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Detection rows in pycocotools' concatenation order (images by id, then by score within one),
-        repeated per occurrence of their image in `images`; and each ground-truth box's count."""
-        ids, rank = self._detections["image"], self._detections["rank"]
-        order = np.lexsort((rank, ids))
+    def resampled_stats(self, image_ids: Sequence[int] | np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """[b, 12] (STAT_NAMES) of the resamples drawing image_ids[i] (unique) counts[r, i] times: what
+        `summarize(images=...)` of each gives, NaN where it gives -1. Every resample of `counts` at once."""
+        ids = np.asarray(image_ids, np.int64).reshape(-1)
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError("image_ids must be unique")
+        curves = weighted_curves(self.match_records(), self.num_classes, self.max_detections, ids, counts)
+        return coco_stats(curves, self.iou_thresholds)
+
+    def _image_weights(self, images: Sequence[int] | np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(unique image ids, how many times each counts): every image with a record, or `images`."""
         if images is None:
-            return order, np.ones(self._truths.size)
-        wanted = np.sort(np.asarray(images, np.int64).reshape(-1))
-        starts, ends = np.searchsorted(ids[order], wanted, "left"), np.searchsorted(ids[order], wanted, "right")
-        lengths = ends - starts
-        offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        unique, counts = np.unique(wanted, return_counts=True)
-        truth_ids, weight = self._truths["image"], np.zeros(self._truths.size)
-        if len(unique):
-            at = np.minimum(np.searchsorted(unique, truth_ids), len(unique) - 1)
-            weight = np.where(unique[at] == truth_ids, counts[at], 0)
-        return order[np.arange(lengths.sum()) + offsets], weight
-
-    def _curve(self, rows: np.ndarray, area: int, positives: float) -> tuple[np.ndarray, np.ndarray]:
-        """Interpolated precision [T, R] and recall [T] of the given detections, as COCOeval.accumulate."""
-        rows = rows[np.argsort(-self._detections["score"][rows], kind="mergesort")]
-        matched = self._detections["matched"][rows, area].T
-        ignored = self._detections["ignored"][rows, area].T
-        tp = np.cumsum(matched & ~ignored, axis=1).astype(float)
-        fp = np.cumsum(~matched & ~ignored, axis=1).astype(float)
-        count = len(rows)
-        recall = tp / positives
-        precision = tp / (fp + tp + _EPS)
-        # The envelope: each precision raised to the best one at a higher recall.
-        envelope = np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]
-        curves = np.zeros((len(tp), len(RECALL_THRESHOLDS)))
-        for t in range(len(tp)):
-            at = np.searchsorted(recall[t], RECALL_THRESHOLDS, side="left")
-            reached = at < count  # past the last detection pycocotools leaves 0
-            curves[t, reached] = envelope[t, at[reached]]
-        return curves, (recall[:, -1] if count else np.zeros(len(tp)))
-
-
-def _mean_valid(values: np.ndarray, axes: tuple[int, ...] | None = None) -> np.ndarray:
-    """Mean over entries > -1, -1 where there is none (pycocotools' `np.mean(s[s > -1])`)."""
-    valid = values > -1
-    total, count = np.where(valid, values, 0).sum(axis=axes), valid.sum(axis=axes)
-    return np.where(count > 0, total / np.maximum(count, 1), -1.0)
-
-
-def _stats(precision: np.ndarray, recall: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """COCOeval.summarize's 12 numbers (its `_summarizeDets`), AP at the last detection cut."""
-    def at(iou: float) -> np.ndarray:
-        return precision[np.flatnonzero(np.isclose(thresholds, iou))][..., 0, -1]
-    ap = [precision[..., 0, -1], at(.5), at(.75)] + [precision[..., a, -1] for a in (1, 2, 3)]
-    ar = [recall[..., 0, m] for m in range(3)] + [recall[..., a, -1] for a in (1, 2, 3)]
-    return np.array([float(_mean_valid(values)) for values in ap + ar])
+            ids = np.union1d(self._detections["image"], self._truths["image"])
+            return ids, np.ones(len(ids))
+        ids, counts = np.unique(np.asarray(images, np.int64).reshape(-1), return_counts=True)
+        return ids, counts.astype(np.float64)

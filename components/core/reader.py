@@ -31,13 +31,19 @@ _ITEM_BYTES = {"uint8": 1, "uint16": 2, "int64": 8, "float32": 4, "string": 1}
 PER_RECORD_PIXELS = 128 * 128
 
 
-def feature_spec(manifest: Manifest, features: list[str] | None = None) -> dict[str, tf.io.FixedLenFeature]:
-    """The `tf.io.parse_example` spec: image/mask files are string scalars, values are scalars of their type."""
+def feature_spec(manifest: Manifest, features: list[str] | None = None
+                 ) -> dict[str, tf.io.FixedLenFeature | tf.io.RaggedFeature]:
+    """The `tf.io.parse_example` spec: image/mask files are string scalars, values are scalars of their type,
+    and a list of any length (shape [-1]: a detection example's boxes, core/box_schema.py) is a ragged row
+    (after `unbatch` one record's dense list), which a model step pads to a fixed size."""
     spec = {}
     for name in _selected(manifest, features):
         feature = manifest.features[name]
         dtype = tf.string if feature.is_file else TF_DTYPES[feature.dtype]
-        spec[name] = tf.io.FixedLenFeature([], dtype)
+        if list(feature.shape) == [-1]:
+            spec[name] = tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+        else:
+            spec[name] = tf.io.FixedLenFeature([], dtype)
     return spec
 
 

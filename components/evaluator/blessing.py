@@ -143,6 +143,8 @@ def check_regression(regression: Regression, candidate: dict[str, float], baseli
     if baseline is None:
         return replace(check, reason=f"no baseline: regression check {regression} skipped")
     reference = baseline[metric]
+    if math.isnan(value) and math.isnan(reference):  # a detector's AP_small on a set without small objects
+        return replace(check, reason=f"{metric} is undefined for both models: regression check {regression} skipped")
     worse = regression.worsening(value, reference)
     passed = regression_holds(regression, worse, check.delta_interval, rule)
     both = f"({_show(value)} vs {_show(reference)})"

@@ -25,6 +25,7 @@ from ..core.errors import ConfigError, ShardflowError
 from ..core.config_values import require_apart, require_positive
 from ..core.input_checks import check_examples, check_model
 from . import classification, segmentation
+from .detection_report import METRIC_NAMES as DETECTION_METRICS
 from .intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 MIN_RESAMPLES = 100  # fewer draws make the 2.5th and 97.5th percentiles a handful of values
@@ -39,6 +40,10 @@ RELIABILITY_PLOT = "reliability_diagram.png"  # classifiers only
 BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"  # the verdict: exactly one of them, written last
 CANARIES, CANARY_PREDICTIONS = "canaries.tfrecord", "canary_predictions.npy"  # what infra validation replays
 LABEL_ISSUES, LABEL_ISSUES_SHEET = "label_issues.jsonl", "label_issues.png"  # the split's likely label errors
+DETECTIONS_PLOT, PRECISION_RECALL_PLOT = "detections.png", "precision_recall.png"  # detectors only
+# A detector's canary_predictions.npy: float32 [N, MAX_DETECTIONS, 6], each served detection's columns (rows past
+# num_detections are zeros, as served): boxes normalised, the score, the class as a label map id (from 1).
+CANARY_DETECTION_COLUMNS = ("ymin", "xmin", "ymax", "xmax", "score", "class")
 # The key of metrics.json and blessing.json naming the baseline the verdict was gated against (a local one made
 # absolute), or NO_BASELINE: Push moves the serving pointer only while that is still what is served.
 GATED_AGAINST, NO_BASELINE = "gated_against", "none"
@@ -47,9 +52,11 @@ GATED_AGAINST, NO_BASELINE = "gated_against", "none"
 TASK_METRICS: dict[str, tuple[str, ...]] = {
     "classification": classification.OVERALL_METRICS + ("ece",),
     "segmentation": segmentation.OVERALL_METRICS,
+    "detection": DETECTION_METRICS,  # ap, ap50, ap75, ap_small, ..., ar1, ar10, ar100, ar_small, ...
 }
 # The blessing threshold of a run that names none (`shardflow run`, the IR default), per task.
-DEFAULT_THRESHOLDS: dict[str, str] = {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5"}
+DEFAULT_THRESHOLDS: dict[str, str] = {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5",
+                                      "detection": "ap50>=0.5"}
 # How a regression check (and, under `strict`, a threshold) decides (docs/evaluator.md, "The gate rules"):
 # `point` compares point estimates; `non-inferiority` needs the 95% interval of the paired difference to
 # exclude a worsening beyond the tolerance; `strict` is non-inferiority with thresholds on the interval's

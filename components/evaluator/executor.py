@@ -36,17 +36,23 @@ from ..core.config_record import recorded_options
 from ..core.output_dir import OutputDir
 from ..core.tfrecord import frame
 from .blessing import Blessing, bless
-from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, GATED_AGAINST, LABEL_ISSUES, LABEL_ISSUES_SHEET,
-                     METRICS, NO_BASELINE, NOT_BLESSED, PLOT, RELIABILITY_PLOT, EvaluatorConfig, check_metric_names)
+from ..core.box_schema import DETECTION_TASK
+from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, DETECTIONS_PLOT, GATED_AGAINST, LABEL_ISSUES,
+                     LABEL_ISSUES_SHEET, METRICS, NO_BASELINE, NOT_BLESSED, PLOT, PRECISION_RECALL_PLOT,
+                     RELIABILITY_PLOT, EvaluatorConfig, check_metric_names)
+from .detection_evaluation import detection_outcome
+from .detection_report import gate_values
+from .detection_scorer import score_detections
 from .intervals import bootstrap_intervals, slice_intervals
 from .label_list import SHEET_ISSUES, IssueOutputs, label_issue_outputs
 from .loaded_model import LoadedModel, check_same_labels, load_model
 from .plot import confusion_matrix_png, reliability_png
 from .report import deltas, json_safe, model_report
-from .scorer import ScoreResult, plan_scoring, score, size_scoring_batch
+from .scorer import ScoreResult, ScoringPlan, plan_scoring, score, size_scoring_batch
 from .slicing import Scores
 
-PUBLISHED = (METRICS, PLOT, RELIABILITY_PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS, LABEL_ISSUES, LABEL_ISSUES_SHEET)
+PUBLISHED = (METRICS, PLOT, RELIABILITY_PLOT, BLESSING, CANARIES, CANARY_PREDICTIONS, LABEL_ISSUES, LABEL_ISSUES_SHEET,
+             DETECTIONS_PLOT, PRECISION_RECALL_PLOT)
 # The canaries: the first examples scored, bounded in bytes whatever the split's size. The Evaluator runs on
 # a rerun whose served model changed, so they may be new bytes each time: 256 224-px JPEGs would be ~5 MB, 3 %
 # of a 2k-photo run.
@@ -93,6 +99,25 @@ def _intervals(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreRes
     return {**intervals, "seconds": round(time.perf_counter() - started, 3)}
 
 
+def _header(config: EvaluatorConfig, candidate: LoadedModel) -> dict[str, Any]:
+    """metrics.json's first keys, the same for every task."""
+    info = candidate.info
+    return {
+        "component": "evaluator", "shardflow_version": __version__, "task": info.task,
+        "options": recorded_options(config),
+        "model": config.model, "baseline_model": config.baseline, GATED_AGAINST: gated_against(config.baseline),
+        "examples": config.examples,
+        "split": config.split, "label": info.label, "class_names": info.label_classes,  # the confusion's ids
+    }
+
+
+def _timing(sizing: BatchSizing, seconds: float, examples: int, models: int, started: float,
+            **parts: float | None) -> dict[str, Any]:
+    return {"batch_size": sizing.batch_size, "scoring_seconds": round(seconds, 3),
+            "examples_per_second": round(examples / seconds, 1) if seconds else None,
+            "models": models, **parts, "total_seconds": round(time.time() - started, 3)}
+
+
 def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResult, sizing: BatchSizing,
              issues: IssueOutputs, started: float) -> dict[str, Any]:
     info = candidate.info
@@ -101,11 +126,7 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
                 if "baseline" in result.scores else None)
     intervals = _intervals(config, candidate, result)
     return {
-        "component": "evaluator", "shardflow_version": __version__, "task": info.task,
-        "options": recorded_options(config),
-        "model": config.model, "baseline_model": config.baseline, GATED_AGAINST: gated_against(config.baseline),
-        "examples": config.examples,
-        "split": config.split, "label": info.label, "class_names": info.label_classes,  # the confusion's ids
+        **_header(config, candidate),
         **report,
         "baseline": baseline,
         "deltas": deltas(report, baseline) if baseline else None,
@@ -113,11 +134,9 @@ def _metrics(config: EvaluatorConfig, candidate: LoadedModel, result: ScoreResul
         "label_issues": issues.summary,
         "gate": {"rule": config.gate, "regression_tolerance": config.regression_tolerance},
         "batching": sizing.to_json(),
-        "timing": {"batch_size": sizing.batch_size, "scoring_seconds": round(result.seconds, 3),
-                   "examples_per_second": round(result.examples / result.seconds, 1) if result.seconds else None,
-                   "models": len(result.scores), "intervals_seconds": intervals["seconds"] if intervals else None,
-                   "label_issues_seconds": issues.summary["seconds"],
-                   "total_seconds": round(time.time() - started, 3)},
+        "timing": _timing(sizing, result.seconds, result.examples, len(result.scores), started,
+                          intervals_seconds=intervals["seconds"] if intervals else None,
+                          label_issues_seconds=issues.summary["seconds"]),
     }
 
 
@@ -132,14 +151,16 @@ def gated_against(baseline: str | None) -> str:
 class _CanaryRecorder:
     """The candidate's signature, keeping the first examples it scores and its probabilities for them."""
 
-    def __init__(self, signature: Any) -> None:
+    def __init__(self, signature: Any, predictions: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.signature, self.limit, self.size = signature, CANARY_EXAMPLES, 0
+        # What is kept of the outputs per example: the probabilities, or a detector's `served_detections`.
+        self.predictions = predictions or (lambda out: out["probabilities"])
         self.records: list[bytes] = []
         self.probabilities: list[np.ndarray] = []
 
     def __call__(self, examples: Any) -> dict[str, Any]:
         out = self.signature(examples=examples)
-        probabilities = out["probabilities"]
+        probabilities = self.predictions(out)
         if not self.records:  # the first batch tells the size of one example's probabilities
             per_example = probabilities.dtype.size * max(1, int(np.prod(probabilities.shape[1:])))
             self.limit = max(1, min(CANARY_EXAMPLES, CANARY_PREDICTION_BYTES // per_example))
@@ -162,10 +183,16 @@ class _CanaryRecorder:
         storage.write_bytes(out.staged(CANARY_PREDICTIONS), buffer.getvalue())
 
 
-def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canaries: _CanaryRecorder,
-             issues: IssueOutputs) -> None:
-    # Not sorted: classes stay in class-id order and slices in value order.
-    storage.write_text(out.staged(METRICS), json.dumps(json_safe(metrics), indent=2) + "\n")
+def served_detections(out: dict[str, Any]) -> Any:
+    """A detector's canary predictions: [N, M, 6] (config.CANARY_DETECTION_COLUMNS) of its served outputs."""
+    import tensorflow as tf
+
+    columns = [out["detection_scores"][..., None], out["detection_classes"][..., None]]
+    return tf.concat([tf.cast(out["detection_boxes"], tf.float32)] + [tf.cast(c, tf.float32) for c in columns], -1)
+
+
+def _task_plots(metrics: dict[str, Any], issues: IssueOutputs) -> dict[str, bytes]:
+    """A classifier's or segmenter's plots and label issues, by output name."""
     overall = metrics["overall"]
     score_text = (f"accuracy {overall['accuracy']:.3f}" if metrics["task"] == "classification"
                   else f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}")
@@ -173,17 +200,25 @@ def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canarie
              f"{score_text}")
     shown = [i for i, name in enumerate(metrics["class_names"]) if name not in metrics["hidden_classes"]]
     confusion = np.asarray(metrics["confusion_matrix"])[np.ix_(shown, shown)]  # hidden rows/columns are all 0
-    png = confusion_matrix_png(confusion, [metrics["class_names"][i] for i in shown], title)
-    storage.write_bytes(out.staged(PLOT), png)
+    files = {PLOT: confusion_matrix_png(confusion, [metrics["class_names"][i] for i in shown], title),
+             LABEL_ISSUES: issues.lines, LABEL_ISSUES_SHEET: issues.sheet}
     if metrics.get("calibration"):
         ece = metrics["calibration"]["ece"]
-        storage.write_bytes(out.staged(RELIABILITY_PLOT), reliability_png(
+        files[RELIABILITY_PLOT] = reliability_png(
             metrics["calibration"]["bins"], f"{storage.basename(metrics['model'])} on {metrics['split']}: "
-                                            f"ECE {ece:.3f} ({len(metrics['calibration']['bins'])} bins)"))
+                                            f"ECE {ece:.3f} ({len(metrics['calibration']['bins'])} bins)")
+    return files
+
+
+def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canaries: _CanaryRecorder,
+             files: dict[str, bytes]) -> None:
+    """metrics.json, the task's `files`, blessing.json and the canaries; then the verdict marker, last."""
+    # Not sorted: classes stay in class-id order and slices in value order.
+    storage.write_text(out.staged(METRICS), json.dumps(json_safe(metrics), indent=2) + "\n")
+    for name, data in files.items():
+        storage.write_bytes(out.staged(name), data)
     storage.write_json(out.staged(BLESSING), {**verdict.to_json(), GATED_AGAINST: metrics[GATED_AGAINST]})
     canaries.write(out)
-    storage.write_bytes(out.staged(LABEL_ISSUES), issues.lines)
-    storage.write_bytes(out.staged(LABEL_ISSUES_SHEET), issues.sheet)
     out.publish(PUBLISHED)
     out.mark_complete(verdict.marker_text(), BLESSED if verdict.blessed else NOT_BLESSED)
 
@@ -219,6 +254,8 @@ def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Cal
     sizing = size_scoring_batch(plan, models, budget_bytes(config.memory_mb), config.batch_size)
     echo(f"evaluate: {plan.num_examples:,} examples of split {config.split!r} through {len(models)} model(s), "
          f"{sizing.describe()}")
+    if models["candidate"].info.task == DETECTION_TASK:
+        return _evaluate_detection(config, out, plan, models, sizing, started, echo)
     canaries = _CanaryRecorder(models["candidate"].signature)
     result = score(plan, {**models, "candidate": replace(models["candidate"], signature=canaries)},
                    sizing.batch_size, echo)
@@ -226,10 +263,35 @@ def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Cal
     metrics = _metrics(config, models["candidate"], result, sizing, issues, started)
     verdict = bless(config.thresholds, config.regressions(), metrics["overall"],
                     metrics["baseline"]["overall"] if metrics["baseline"] else None, metrics["intervals"], config.gate)
-    _publish(out, metrics, verdict, canaries, issues)
+    _publish(out, metrics, verdict, canaries, _task_plots(metrics, issues))
     echo(f"evaluate: {issues.summary['count']:,} likely label errors in split {config.split!r}, ranked by row in "
          f"{storage.join(out.root, LABEL_ISSUES)} (the top {SHEET_ISSUES}: {LABEL_ISSUES_SHEET})")
     echo(f"evaluate: {result.examples:,} examples in {result.seconds:.1f} s "
          f"({metrics['timing']['examples_per_second']:,.0f}/s); {config.gate} gate: "
          f"{'BLESSED' if verdict.blessed else 'NOT BLESSED'}: {'; '.join(verdict.reasons)}")
+    return Evaluation(metrics, verdict)
+
+
+def _evaluate_detection(config: EvaluatorConfig, out: OutputDir, plan: ScoringPlan, models: dict[str, LoadedModel],
+                        sizing: BatchSizing, started: float, echo: Callable[[str], None]) -> Evaluation:
+    """A detector: COCO metrics from the accumulators, the gate on them (undefined values fail thresholds)."""
+    canaries = _CanaryRecorder(models["candidate"].signature, served_detections)
+    result = score_detections(plan, {**models, "candidate": replace(models["candidate"], signature=canaries)},
+                              sizing.batch_size, echo)
+    sections, plots = detection_outcome(config, plan, result)
+    intervals = sections["intervals"]
+    metrics = {**_header(config, models["candidate"]), "class_names": list(plan.info.class_names), **sections,
+               "gate": {"rule": config.gate, "regression_tolerance": config.regression_tolerance},
+               "batching": sizing.to_json(),
+               "timing": _timing(sizing, result.seconds, result.examples, len(models), started,
+                                 intervals_seconds=intervals["seconds"] if intervals else None)}
+    baseline = metrics["baseline"]
+    verdict = bless(config.thresholds, config.regressions(), gate_values(metrics["overall"]),
+                    gate_values(baseline["overall"]) if baseline else None, intervals, config.gate)
+    _publish(out, metrics, verdict, canaries, plots)
+    overall = metrics["overall"]
+    shown = ", ".join(f"{name} {overall[name]:.3f}" for name in ("ap", "ap50", "ar100") if overall[name] is not None)
+    echo(f"evaluate: {result.examples:,} images, {result.boxes:,} boxes in {result.seconds:.1f} s: "
+         f"{shown or 'no true boxes'}; {config.gate} gate: {'BLESSED' if verdict.blessed else 'NOT BLESSED'}: "
+         f"{'; '.join(verdict.reasons)}")
     return Evaluation(metrics, verdict)

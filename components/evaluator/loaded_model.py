@@ -6,7 +6,8 @@
 
 Every problem is an `EvaluationError` naming the directory: no `shardflow_model.json`, no SavedModel,
 no `serving_default` signature, a signature that does not take `examples` or does not return
-`probabilities` and `class_ids`, output shapes that disagree with the model's classes.
+`probabilities` and `class_ids` (a detector: core/box_schema.py's `DETECTION_OUTPUTS`), output shapes that
+disagree with the model's classes.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
+from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, read_model_info
 from .config import EvaluationError
@@ -48,6 +50,8 @@ def _check_signature(path: str, role: str, signature: Any, info: ModelInfo) -> N
         raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} takes {sorted(inputs)}, "
                               f"the contract is one input {SERVING_INPUT!r} (serialized tf.Examples)")
     outputs = signature.structured_outputs
+    if info.task == DETECTION_TASK:
+        return _check_detection_outputs(path, role, outputs)
     missing = [name for name in OUTPUTS if name not in outputs]
     if missing:
         raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} lacks outputs {missing} "
@@ -60,6 +64,20 @@ def _check_signature(path: str, role: str, signature: Any, info: ModelInfo) -> N
     if outputs["class_ids"].shape.rank != rank - 1:
         raise EvaluationError(f"{role} {path}: class_ids have shape {outputs['class_ids'].shape}, "
                               f"expected rank {rank - 1}")
+
+
+def _check_detection_outputs(path: str, role: str, outputs: dict[str, Any]) -> None:
+    """A detector answers the OD API's outputs (core/box_schema.py): boxes [N, M, 4], the others [N, M] or [N]."""
+    missing = [name for name in DETECTION_OUTPUTS if name not in outputs]
+    if missing:
+        raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} lacks detection outputs {missing} "
+                              f"(returns {sorted(outputs)})")
+    boxes = outputs["detection_boxes"].shape
+    if boxes.rank != 3 or boxes[-1] not in (None, 4):
+        raise EvaluationError(f"{role} {path}: detection_boxes have shape {boxes}, expected [N, M, 4]")
+    for name, rank in (("detection_scores", 2), ("detection_classes", 2), ("num_detections", 1)):
+        if outputs[name].shape.rank != rank:
+            raise EvaluationError(f"{role} {path}: {name} have shape {outputs[name].shape}, expected rank {rank}")
 
 
 def load_model(path: str, role: str = "model") -> LoadedModel:

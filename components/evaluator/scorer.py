@@ -29,9 +29,10 @@ import numpy as np
 import tensorflow as tf
 
 from ..core.batch_memory import PROBE_EXAMPLES, BatchSizing, size_batch
+from ..core.box_schema import BOX_FEATURES, BOX_ROLE, DETECTION_TASK
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ConfigError
-from ..core.manifest import Manifest, read_manifest
+from ..core.manifest import FeatureSpec, Manifest, read_manifest
 from ..core.model_info import ModelInfo
 from ..core.input_stream import SERIALIZED, StreamOptions, build_stream
 from ..core.reader import shard_files
@@ -64,7 +65,23 @@ class ScoreResult:
     seconds: float  # first batch requested → last batch counted (pipeline start and first calls included)
 
 
+def image_feature(manifest: Manifest, examples: str) -> FeatureSpec:
+    """The examples' one image feature: a detector's boxes are normalised to it, its shape is every image's size."""
+    images = [feature for feature in manifest.features.values() if feature.role == "image"]
+    if len(images) != 1:
+        raise EvaluationError(f"detection needs exactly one image feature in {examples}, found "
+                              f"{[feature.name for feature in images]}")
+    return images[0]
+
+
 def _check_label(manifest: Manifest, info: ModelInfo, examples: str) -> None:
+    if info.task == DETECTION_TASK:  # the label is the seven box features (core/box_schema.py)
+        missing = [name for name in BOX_FEATURES if name not in manifest.features]
+        if missing:
+            raise EvaluationError(f"a detection model needs the box features of {examples}, which lacks {missing}: "
+                                  "is it a box index's ExampleGen output?")
+        image_feature(manifest, examples)
+        return
     feature = manifest.features.get(info.label)
     if feature is None:
         raise EvaluationError(f"the model's label {info.label!r} is not a feature of {examples} "
@@ -91,8 +108,8 @@ def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str
     _check_label(manifest, info, examples)
     for column in slice_by:
         feature = manifest.features.get(column)
-        if feature is None or feature.is_file:
-            values = sorted(n for n, f in manifest.features.items() if not f.is_file)
+        if feature is None or feature.is_file or feature.role == BOX_ROLE:  # a box list is no slice value
+            values = sorted(n for n, f in manifest.features.items() if not f.is_file and f.role != BOX_ROLE)
             raise ConfigError(f"slice_by {column!r} is not a value column of the examples (value columns: {values})")
     try:
         files = shard_files(examples, manifest, split)
@@ -117,11 +134,13 @@ def _label_ids_fn(plan: ScoringPlan) -> Callable[[tf.Tensor], tf.Tensor]:
     return lambda labels: table.lookup(labels if is_string else tf.strings.as_string(labels))
 
 
-def _stream(plan: ScoringPlan, batch_size: int,
+def split_stream(plan: ScoringPlan, batch_size: int,
             model_step: Callable[[dict], dict] | None = None) -> tf.data.Dataset:
     """The split in manifest order, each example's serialized bytes kept: the input stream with no shuffle."""
-    options = StreamOptions(batch_size=batch_size, features=(plan.info.label, *plan.slice_by), keep_serialized=True,
-                            decode=model_step is not None)
+    detection = plan.info.task == DETECTION_TASK  # boxes parsed from the serialized bytes, the image kept as stored
+    read = image_feature(plan.manifest, plan.examples).name if detection else plan.info.label
+    options = StreamOptions(batch_size=batch_size, features=(read, *plan.slice_by), keep_serialized=True,
+                            decode=model_step is not None and not detection)
     return build_stream(plan.examples, plan.split, options, model_step=model_step)
 
 
@@ -130,7 +149,7 @@ def size_scoring_batch(plan: ScoringPlan, models: dict[str, LoadedModel], budget
     """The scoring batch: every model measured on the split's first examples, fitted to the budget
     (or `requested` checked against it: a ConfigError before any example is scored)."""
     try:
-        first = next(iter(_stream(plan, PROBE_EXAMPLES)), None)
+        first = next(iter(split_stream(plan, PROBE_EXAMPLES)), None)
         records = [] if first is None else list(first[SERIALIZED].numpy())
     except tf.errors.OpError as err:
         raise EvaluationError(f"split {plan.split!r} of {plan.examples}: cannot read the examples: {err.message}") from err
@@ -149,7 +168,7 @@ def label_dataset(plan: ScoringPlan, batch_size: int) -> tf.data.Dataset:
         element = {"records": parsed[SERIALIZED], "labels": to_ids(parsed[plan.info.label])}
         return {**element, **{f"slice/{c}": parsed[c] for c in plan.slice_by}}
 
-    return _stream(plan, batch_size, labelled)
+    return split_stream(plan, batch_size, labelled)
 
 
 def _pixel_counts(labels: np.ndarray, predicted: np.ndarray, num_classes: int) -> np.ndarray:
@@ -202,7 +221,7 @@ def _check_label_range(labels: np.ndarray, plan: ScoringPlan, first: int) -> Non
                           f"{plan.info.label!r} has class id {value}, outside the model's {classes} classes")
 
 
-def _batches(dataset: tf.data.Dataset, plan: ScoringPlan) -> Iterator[dict[str, tf.Tensor]]:
+def batches(dataset: tf.data.Dataset, plan: ScoringPlan, count_key: str = "labels") -> Iterator[dict[str, tf.Tensor]]:
     """The dataset's elements; a record that cannot be read or parsed becomes an EvaluationError."""
     iterator, seen = iter(dataset), 0
     while True:
@@ -213,7 +232,7 @@ def _batches(dataset: tf.data.Dataset, plan: ScoringPlan) -> Iterator[dict[str, 
         except tf.errors.OpError as err:
             raise EvaluationError(f"split {plan.split!r} of {plan.examples}: cannot read or parse the examples "
                                   f"after example {seen}: {err.message}") from err
-        seen += int(element["labels"].shape[0])
+        seen += int(element[count_key].shape[0])
         yield element
 
 
@@ -223,7 +242,7 @@ def score(plan: ScoringPlan, models: dict[str, LoadedModel], batch_size: int,
     scores = {role: Scores(len(plan.info.label_classes), plan.slice_by) for role in models}
     seen, started = 0, time.perf_counter()
     next_report = started + PROGRESS_SECONDS
-    for element in _batches(label_dataset(plan, batch_size), plan):
+    for element in batches(label_dataset(plan, batch_size), plan):
         labels = element["labels"].numpy()
         _check_label_range(labels, plan, seen)
         groups = group_slices({c: element[f"slice/{c}"].numpy() for c in plan.slice_by})

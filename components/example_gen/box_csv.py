@@ -12,7 +12,7 @@ from typing import Iterator
 from ..core import storage
 from .box_groups import Group, ImageGroups
 from .box_types import COORDINATES, BadBox, Box, BoxIndex, BoxIndexOptions, checked_box
-from .columns import LABEL_NAMES, parse_value
+from .cell_values import IMAGE_EXTENSIONS, LABEL_NAMES, parse_value
 from .csv_cells import parse_record
 from .csv_index import IndexFileError, _Records  # the index dialect's one scanner: rows numbered alike
 
@@ -70,6 +70,26 @@ def _automl_columns(path: str, cells: list[str]) -> BoxColumns:
                              f"not the AutoML layout's [set,]path,label,x_min,y_min,,,x_max,y_max,,")
     s = len(cells) - 10  # 1 with the set column first
     return BoxColumns(s, s + 1, (s + 2, s + 3, s + 6, s + 7), 0 if s else None)
+
+
+def box_layout(path: str) -> str | None:
+    """"header" when the CSV's header names box columns, "automl" when its first record has the AutoML layout
+    (10 or 11 fields, an image file's path, numbers or nothing where the corners are), else None: how ExampleGen
+    tells a box index from its table of files without a flag. IndexFileError: a header naming box columns
+    without a path or label column."""
+    with storage.open_read(path) as stream:
+        first = next(iter(_Records(stream, file_start=True)), None)
+    try:
+        cells = parse_record(first[1]) if first is not None else []
+    except (csv.Error, UnicodeDecodeError):
+        return None
+    if box_columns(cells) is not None:
+        return "header"
+    if len(cells) not in (10, 11):
+        return None
+    columns = _automl_columns(path, cells)
+    corners_ok = all(not cells[p] or _number(cells[p]) is not None for p in columns.coordinates)
+    return "automl" if corners_ok and cells[columns.path].lower().endswith(IMAGE_EXTENSIONS) else None
 
 
 def _records(path: str) -> Iterator[tuple[list[str] | None, str, BoxColumns, int]]:

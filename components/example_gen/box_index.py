@@ -38,8 +38,18 @@ box_groups.py (the rule above), box_csv.py (the two CSV layouts) and box_coco.py
 from __future__ import annotations
 
 from .box_coco import read_coco
-from .box_csv import CORNERS, PATH_NAMES, SPLIT_NAMES, BoxColumns, box_columns, read_box_csv
+from .box_csv import CORNERS, PATH_NAMES, SPLIT_NAMES, BoxColumns, box_columns, box_layout, read_box_csv
 from .box_types import COORDINATES, UNITS, Box, BoxIndex, BoxIndexOptions, BoxReject, ImageBoxes
 
-__all__ = ["COORDINATES", "CORNERS", "PATH_NAMES", "SPLIT_NAMES", "UNITS", "Box", "BoxColumns", "BoxIndex",
-           "BoxIndexOptions", "BoxReject", "ImageBoxes", "box_columns", "read_box_csv", "read_coco"]
+__all__ = ["COORDINATES", "CORNERS", "IMAGE_COLUMN", "PATH_NAMES", "SPLIT_NAMES", "UNITS", "Box", "BoxColumns",
+           "BoxIndex", "BoxIndexOptions", "BoxReject", "ImageBoxes", "box_columns", "box_format", "read_box_csv",
+           "read_coco"]
+
+IMAGE_COLUMN = "image"  # an example's image feature: its column name, as a table of files would name it
+
+
+def box_format(path: str) -> str | None:
+    """"coco" (a .json file), "header" or "automl" (box_csv.box_layout) for a box index, None for any other
+    index: how ExampleGen tells a box index from a table of files without a flag, as it tells a mask column
+    by its name."""
+    return "coco" if path.lower().endswith(".json") else box_layout(path)

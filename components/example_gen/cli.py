@@ -8,7 +8,7 @@ import argparse
 import re
 
 from ..core.flag_parser import config_from_flags
-from .config import (DEFAULT_MAX_PIXELS, DEFAULT_NEAR_DUPLICATE_DISTANCE, NEAR_DUPLICATE_MODES, ConfigError,
+from .config import (BOX_UNITS, DEFAULT_MAX_PIXELS, DEFAULT_NEAR_DUPLICATE_DISTANCE, NEAR_DUPLICATE_MODES, ConfigError,
                      ExampleGenConfig, IndexSpec)
 
 _SIZE = re.compile(r"^(\d+)x(\d+)$")
@@ -62,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "default), fail the run (fail), or skip the hashing (off)")
     add("--near-duplicate-distance", type=int, default=DEFAULT_NEAR_DUPLICATE_DISTANCE, metavar="BITS",
         help=f"largest Hamming distance of two 64-bit hashes called near copies (default {DEFAULT_NEAR_DUPLICATE_DISTANCE})")
+
+    add("--box-units", choices=BOX_UNITS, default="auto",
+        help="a box index's coordinates: normalized (0-1), pixels, or auto (default: pixels when one is above 1)")
+    add("--max-boxes", type=int, default=100, metavar="K",
+        help="a box index's image with more boxes is rejected, every row of it (default 100)")
 
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> ExampleGenConfig:

@@ -6,6 +6,7 @@ which gives file features an empty placeholder value per example and patches the
 """
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from ..core import storage
@@ -19,6 +20,14 @@ def _list_array(values: list, value_type: pa.DataType) -> pa.ListArray:
     return pa.ListArray.from_arrays(offsets, pa.array(values, type=value_type))
 
 
+def _ragged_array(lists: list, value_type: pa.DataType) -> pa.ListArray:
+    """One list per example: numpy arrays of numbers, or lists of bytes."""
+    offsets = pa.array(np.cumsum([0] + [len(values) for values in lists]), type=pa.int32())
+    flat = [value for values in lists for value in values] if value_type == pa.binary() else \
+        np.concatenate([np.asarray(values) for values in lists]) if lists else []
+    return pa.ListArray.from_arrays(offsets, pa.array(flat, type=value_type))
+
+
 def write_column_file(path: str, columns: tuple[ColumnSpec, ...], values: dict[str, list]) -> None:
     """One batch: value columns as list arrays (TFDV's layout), file columns as int64 sizes."""
     arrays = []
@@ -26,6 +35,8 @@ def write_column_file(path: str, columns: tuple[ColumnSpec, ...], values: dict[s
         column_values = values[column.name]
         if column.is_file:
             arrays.append(pa.array(column_values, type=pa.int64()))
+        elif column.shape == (-1,):  # a list of any length per example (a box index's boxes)
+            arrays.append(_ragged_array(column_values, _VALUE_TYPES[column.dtype]))
         else:
             if column.dtype == "string":
                 column_values = [v.encode("utf-8") for v in column_values]

@@ -16,25 +16,21 @@ with an optional exponent, or nan/inf.
 """
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 
+from ..core.box_schema import BOX_FEATURES, BOX_ROLE
 from ..core.manifest import FeatureSpec
+from .box_index import IMAGE_COLUMN, box_format
+from .cell_values import IMAGE_EXTENSIONS, LABEL_NAMES, parse_value  # noqa: F401  (re-exported)
 from .config import ConfigError, ExampleGenConfig
 from .csv_index import read_head
 from .data_root import BadCell, DataRoot, RemoteDataRoot, open_data_root
 from .images import ImageRules, decode, sniff_format
 from .spans import resolve_spans
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
-LABEL_NAMES = ("y", "label", "labels", "class", "target", "category")
-FLOAT32_MAX = 3.4028234663852886e38
 _MASK_NAME = re.compile(r"(mask|msk|seg)", re.IGNORECASE)
-# Python's int()/float() also take "1_000", " 7", Unicode digits: a cell must be written as below.
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 # Formats named in the error for a column of files shardflow cannot decode.
 _OTHER_FORMATS = ((b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"), (b"GIF8", "GIF"), (b"BM", "BMP"),
                   (b"RIFF", "RIFF (WebP?)"), (b"%PDF", "PDF"), (b"\x00\x00\x00", "ISO media (HEIC/AVIF?)"))
@@ -82,25 +78,6 @@ def guess_value_dtype(cells: list[str]) -> str:
         if parsed * 10 >= len(values) * 9:
             return dtype
     return "string"
-
-
-def parse_value(cell: str, dtype: str) -> int | float | str:
-    """The cell as the column's type; ValueError names the value."""
-    if dtype == "int64":
-        if not _INT.fullmatch(cell):
-            raise ValueError(f"{cell!r} is not a plain decimal integer")
-        value = int(cell)
-        if not -(2**63) <= value < 2**63:
-            raise ValueError(f"{cell!r} is outside the int64 range")
-        return value
-    if dtype == "float32":
-        if not _FLOAT.fullmatch(cell):
-            raise ValueError(f"{cell!r} is not a decimal number")
-        value = float(cell)
-        if math.isfinite(value) and abs(value) > FLOAT32_MAX:
-            raise ValueError(f"{cell!r} is outside the float32 range")
-        return value
-    return cell
 
 
 def _looks_like_files(cells: list[str]) -> bool:
@@ -199,11 +176,14 @@ def detect_roles(header: list[str], samples: list[list[str]], config: ExampleGen
 
 def index_roles(config: ExampleGenConfig) -> dict[str, str]:
     """The roles ExampleGen will detect, known before it runs: from the first SAMPLE_ROWS rows of the first
-    index (of the newest span, with span patterns). Costs a read of the file's start, and a few file probes."""
+    index (of the newest span, with span patterns). Costs a read of the file's start, and a few file probes.
+    A box index (box_ingest.py): its examples' features, the image and the seven box features (role "boxes")."""
     indexes, data_root = config.indexes, config.data_root
     if config.uses_spans:
         newest = resolve_spans(config.indexes, config.data_root, 1)[-1]
         indexes, data_root = newest.indexes, newest.data_root
+    if box_format(indexes[0].path) is not None:
+        return {IMAGE_COLUMN: "image", **dict.fromkeys(BOX_FEATURES, BOX_ROLE)}
     header, samples = read_head(indexes[0].path, SAMPLE_ROWS)
     return detect_roles(header, samples, config, open_data_root(data_root))
 

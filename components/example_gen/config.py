@@ -13,6 +13,7 @@ from typing import Callable
 
 from ..core import storage, uri
 from ..core.errors import ConfigError  # noqa: F401  (re-exported: callers catch it from here too)
+from .box_index import IMAGE_COLUMN, box_format
 from .csv_index import read_header
 from .spans import has_span_pattern
 
@@ -22,6 +23,7 @@ COMPRESSIONS = ("", "GZIP")
 CHANNEL_MODES = ("gray", "rgb")
 ROLE_OVERRIDES = ("image", "mask", "label", "metadata")
 NEAR_DUPLICATE_MODES = ("off", "warn", "fail")
+BOX_UNITS = ("normalized", "pixels", "auto")  # box_types.UNITS, checked here to name the option
 DEFAULT_NEAR_DUPLICATE_DISTANCE = 10  # bits of 64: recall 0.99, 0.05 % false pairs (docs/near-duplicates.md)
 MAX_NEAR_DUPLICATE_DISTANCE = 20  # the search's cost grows steeply beyond
 DEFAULT_MAX_PIXELS = 89_478_485  # PIL's own decompression-bomb limit (1024 * 1024 * 1024 // 4 // 3)
@@ -69,6 +71,8 @@ class ExampleGenConfig:
     span_store: str | None = None  # where each span's output is kept and reused across runs
     near_duplicates: str = "warn"  # perceptual-hash pairs across splits: off | warn | fail
     near_duplicate_distance: int = DEFAULT_NEAR_DUPLICATE_DISTANCE  # Hamming bits of the 64-bit dct hash
+    box_units: str = "auto"  # a box index's coordinates: normalized | pixels | auto (decided per file)
+    max_boxes: int = 100  # a box index's image with more boxes is rejected (the TF OD API's default)
 
     @property
     def uses_spans(self) -> bool:
@@ -93,6 +97,13 @@ class ExampleGenConfig:
         if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
             raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
         self._check_near_duplicates()
+        self._check_boxes()
+
+    def _check_boxes(self) -> None:
+        if self.box_units not in BOX_UNITS:
+            raise ConfigError(f"box_units must be one of {BOX_UNITS}, got {self.box_units!r}")
+        if isinstance(self.max_boxes, bool) or not isinstance(self.max_boxes, int) or self.max_boxes < 1:
+            raise ConfigError(f"max_boxes must be an integer >= 1, got {self.max_boxes!r}")
 
     def _check_near_duplicates(self) -> None:
         if self.near_duplicates not in NEAR_DUPLICATE_MODES:
@@ -141,7 +152,8 @@ class ExampleGenConfig:
         if _contains(self.output, self.data_root):
             raise ConfigError(f"output {self.output!r} would contain or replace data_root {self.data_root!r}")
         for index in self.indexes:  # per-column options naming no column: refused before any work
-            self.check_column_names(read_header(index.path))
+            is_box = _probe(box_format, index.path) is not None  # a box index's examples have one column
+            self.check_column_names([IMAGE_COLUMN] if is_box else read_header(index.path))
 
     def _check_splits(self) -> None:
         names = [n for n, _ in self.split_weights]

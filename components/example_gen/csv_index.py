@@ -29,7 +29,7 @@ import io
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import Generator, Iterable, Iterator
+from typing import Any, Generator, Iterable, Iterator
 
 from ..core import storage
 from ..core.errors import ConfigError
@@ -59,6 +59,14 @@ class Chunk:
     num_rows: int
     num_fields: int  # fields of a well-formed record, unnamed columns included
     keep: tuple[int, ...] | None = None  # positions of the named columns, when some have no name
+    # A box index's chunk (box_ingest.py) holds its images, each an example of rows from anywhere in the file,
+    # and the rows the index reader rejected; `num_rows` counts both, `first_row` is unused (0).
+    images: tuple[Any, ...] | None = None  # box_types.ImageBoxes
+    rejects: tuple[Any, ...] = ()  # box_types.BoxReject
+
+    @property
+    def is_box(self) -> bool:
+        return self.images is not None
 
 
 @dataclass(frozen=True)

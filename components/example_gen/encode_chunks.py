@@ -25,14 +25,17 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..core import storage
+from ..core.box_schema import CLASS_TEXT
 from ..core.perceptual_hash import hashes_of
 from ..core.shard_plan import Part
 from ..core.shard_writer import PartWriter
+from .box_features import BoxFigures
+from .box_rows import add_figures, box_outcomes
 from .column_files import write_column_file
 from .columns import ColumnSpec
 from .csv_index import Chunk, read_chunk
 from .leakage import digest_table
-from .provenance import chunk_rows
+from .provenance import chunk_provenance
 from .rows import Encoded, Reject, RowEncoder
 from .splitting import SplitAssigner
 
@@ -52,6 +55,7 @@ class IngestPlan:
     split_weights: tuple[tuple[str, int], ...]
     split_key_positions: tuple[int, ...]
     perceptual_hashes: bool = False  # hash every image's pixels for the near-duplicate check
+    labels: tuple[tuple[str, int], ...] = ()  # a box index's label map (class name → id from 1)
 
     def phash_file(self, split: str, chunk: Chunk, kind: str) -> str:
         """The chunk's perceptual hashes of one kind ("dct", "tone" or "centre") for one split."""
@@ -83,6 +87,7 @@ class ChunkResult:
     reject_codes: Counter = field(default_factory=Counter)
     # split → (bitmap of the chunk's rows it accepted, gzip of their paths): see provenance.py
     provenance: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
+    box_figures: dict[str, BoxFigures] = field(default_factory=dict)  # split → a box index's figures
 
     @property
     def rejected(self) -> int:
@@ -95,7 +100,10 @@ class _SplitBuffer:
     def __init__(self, path: str, columns: tuple[ColumnSpec, ...]) -> None:
         self.writer = PartWriter(path)
         self.values: dict[str, list] = {c.name: [] for c in columns}
-        self.labels: dict[str, Counter] = {c.name: Counter() for c in columns if c.role == "label"}
+        # Label counts: of a label column, and of a box index's class names (a list per example)
+        self.labels: dict[str, Counter] = {c.name: Counter() for c in columns
+                                           if c.role == "label" or c.name == CLASS_TEXT}
+        self.figures = BoxFigures() if any(c.name == CLASS_TEXT for c in columns) else None
         self.digests: list[int] = []
         self.digest_rows: list[int] = []
         self.rows: list[int] = []  # accepted rows in write order, and their paths: the provenance
@@ -111,8 +119,12 @@ class _SplitBuffer:
         self.paths.append(encoded.path)
         for name, value in encoded.values.items():
             self.values[name].append(value)
-            if name in self.labels:
+            if name == CLASS_TEXT:
+                self.labels[name].update(text.decode("utf-8") for text in value)
+            elif name in self.labels:
                 self.labels[name][str(value)] += 1
+        if self.figures is not None:
+            add_figures(self.figures, encoded.values)
         for digest in encoded.digests:
             self.digests.append(digest)
             self.digest_rows.append(encoded.row)
@@ -154,17 +166,25 @@ class EncodeChunkFn:
             result = self._encode(chunk)
         yield result
 
+    def _outcomes(self, chunk: Chunk, fixed_split: str | None) -> Iterator[tuple[int, Encoded | Reject]]:
+        """(rows, outcome) of each example or reject: a CSV row, or a box index's image (box_rows.py)."""
+        if chunk.is_box:
+            yield from box_outcomes(self.encoder, chunk, dict(self.plan.labels))
+            return
+        for record in read_chunk(chunk):
+            yield 1, self.encoder.encode(record, fixed_split)
+
     def _encode(self, chunk: Chunk) -> ChunkResult:
         result = ChunkResult(chunk.index_id, chunk.chunk_no)
         buffers: dict[str, _SplitBuffer] = {}
         rejects: list[str] = []
         fixed_split = self.plan.index_splits[chunk.index_id]
         try:
-            for record in read_chunk(chunk):
-                result.rows += 1
-                outcome = self.encoder.encode(record, fixed_split)
+            for rows, outcome in self._outcomes(chunk, fixed_split):
+                result.rows += rows
                 if isinstance(outcome, Reject):
-                    result.reject_codes[outcome.code] += 1
+                    if rows:
+                        result.reject_codes[outcome.code] += rows
                     rejects.append(json.dumps(outcome.to_json(chunk.path), sort_keys=True))
                     continue
                 if outcome.split not in buffers:
@@ -181,7 +201,9 @@ class EncodeChunkFn:
         for split, buffer in sorted(buffers.items()):
             result.parts[split] = buffer.writer.close()
             result.label_counts[split] = buffer.labels
-            result.provenance[split] = chunk_rows(chunk.first_row, chunk.num_rows, buffer.rows, buffer.paths)
+            result.provenance[split] = chunk_provenance(chunk, buffer.rows, buffer.paths)
+            if buffer.figures is not None:
+                result.box_figures[split] = buffer.figures
             storage.write_bytes(self.plan.digest_file(split, chunk), digest_table(buffer.digests, buffer.digest_rows),
                                durable=False)
             write_column_file(self.plan.column_file(split, chunk), self.plan.columns, buffer.values)

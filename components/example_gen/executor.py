@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import pickle
 import shutil
@@ -23,9 +22,12 @@ from ..core.example_rows import PROVENANCE_DIR, PROVENANCE_KEY
 from ..core.manifest import Manifest, ShardInfo, SplitInfo
 from ..core.shard_writer import ShardSizing
 from ..core.output_dir import OutputDir
-from .columns import SAMPLE_ROWS, ColumnSpec, detect_columns
+from ..core.box_schema import BOXES_KEY
+from .box_features import BoxFigures
+from .box_ingest import BoxSource, read_boxes
+from .columns import ColumnSpec
 from .config import REJECTS_FILE, ConfigError, ExampleGenConfig, IndexSpec  # noqa: F401  (IndexSpec: doctest)
-from .csv_index import Chunk, count_rows, plan_chunks, read_chunk
+from .csv_index import Chunk
 from .encode_chunks import ChunkResult, IngestPlan
 from .leakage import find_leaks, locate_rows
 from .local_pool import describe_pool, run_on_pool
@@ -35,8 +37,8 @@ from .statistics_process import StatisticsProcess
 from ..core.progress import ProgressReporter
 from .report import ingest_ops, options_json, sha256_of, summary_text
 from ..core.statistics_io import write_schema
-from .data_root import open_data_root
-from .work_estimate import WorkEstimate, estimate_work
+from .index_plan import plan_boxes, plan_table
+from .work_estimate import WorkEstimate
 
 OWNED = ("Split-*", "statistics", PROVENANCE_DIR)  # schema.pbtxt is rewritten by every run
 # Written in place before the manifest, read without one when the run fails (too many rejects, or
@@ -48,50 +50,8 @@ class TooManyRejectsError(ShardflowError, RuntimeError):
     """More rows were rejected than `max_reject_fraction` allows; no manifest was written."""
 
 
-# Estimated single-core seconds of work per chunk at most: a worker that takes the last chunk keeps
-# the other cores idle for up to that long. 20k photos (~2.5 ms a row) made 10 chunks of 2,000 rows
-# (~5 s each) before; 28×28 PNGs (~70 µs a row) stay at the 2,000-row cap.
-CHUNK_WORK_SECONDS = 0.5
-
-
-def _rows_per_chunk(config: ExampleGenConfig, total_rows: int, row_seconds: float = 0.0) -> int:
-    """`--rows-per-chunk`, else at least 8 chunks of 64 to 2,000 rows, each ~CHUNK_WORK_SECONDS of work or less.
-
-    >>> config = ExampleGenConfig(indexes=(IndexSpec("i.csv", "train"),), data_root="d", output="o")
-    >>> [_rows_per_chunk(config, 20_000, s) for s in (0.0, 70e-6, 2.5e-3)]
-    [2000, 2000, 200]
-    """
-    if config.rows_per_chunk:
-        return config.rows_per_chunk
-    by_count = min(2000, max(64, math.ceil(total_rows / 8)))
-    return min(by_count, max(64, math.ceil(CHUNK_WORK_SECONDS / row_seconds))) if row_seconds > 0 else by_count
-
-
-def _plan_indexes(config: ExampleGenConfig, per_chunk: int | None = None) -> tuple[list[str], list[Chunk]]:
-    """The common header and the chunks of every index (`per_chunk` rows each, else from the row count)."""
-    if per_chunk is None:
-        per_chunk = _rows_per_chunk(config, sum(count_rows(i.path) for i in config.indexes))
-    header: list[str] | None = None
-    chunks: list[Chunk] = []
-    for index_id, index in enumerate(config.indexes):
-        index_header, index_chunks = plan_chunks(index.path, index_id, per_chunk)
-        if header is not None and index_header != header:
-            raise ConfigError(f"index {index.path!r} has header {index_header}, expected {header}")
-        header = header or index_header
-        chunks.extend(index_chunks)
-    return header or [], chunks
-
-
-def _sample(chunks: list[Chunk]) -> list[list[str]]:
-    samples: list[list[str]] = []
-    for chunk in chunks:
-        samples.extend(r.cells for r in read_chunk(chunk) if r.cells is not None)
-        if len(samples) >= SAMPLE_ROWS:
-            break
-    return samples[:SAMPLE_ROWS]
-
-
-def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[ColumnSpec], out: OutputDir) -> IngestPlan:
+def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[ColumnSpec], out: OutputDir,
+                 boxes: BoxSource | None = None) -> IngestPlan:
     if config.split_key is not None:
         if config.split_key not in header:
             raise ConfigError(f"--split-key {config.split_key!r} is not a column of the index ({header})")
@@ -107,6 +67,7 @@ def _ingest_plan(config: ExampleGenConfig, header: list[str], columns: list[Colu
         split_weights=config.split_weights,
         split_key_positions=key_positions,
         perceptual_hashes=config.near_duplicates != "off",
+        labels=tuple(boxes.labels.items()) if boxes is not None else (),
     )
 
 
@@ -159,9 +120,10 @@ def _merge_rejects(chunks: list[Chunk], plan: IngestPlan, root: str) -> str:
     return target
 
 
-def _splits(config: ExampleGenConfig, results: list[ChunkResult], shards: list[tuple[str, ShardInfo]]) -> dict[str, SplitInfo]:
+def _splits(split_names: tuple[str, ...], results: list[ChunkResult],
+            shards: list[tuple[str, ShardInfo]]) -> dict[str, SplitInfo]:
     splits = {}
-    for split in config.split_names:
+    for split in split_names:
         split_shards = sorted((s for name, s in shards if name == split), key=lambda s: s.path)
         expected = sum(r.parts[split].num_records for r in results if split in r.parts)
         if sum(s.num_examples for s in split_shards) != expected:
@@ -193,23 +155,18 @@ def run(config: ExampleGenConfig, echo: Callable[[str], None] = print) -> Manife
         return run_spans(config, run, echo)
     marks = {"started": time.time()}  # phase ends, for the manifest's `phase_seconds`
     with StatisticsProcess() as statistics:  # imports TFDV from now on, beside the plan and the rows
-        header, chunks = _plan_indexes(config)
-        samples = _sample(chunks)
-        columns = detect_columns(header, samples, config)
-        total_rows = sum(c.num_rows for c in chunks)
-        work = estimate_work(columns, samples, open_data_root(config.data_root), total_rows)
-        per_chunk = _rows_per_chunk(config, total_rows, work.seconds / max(total_rows, 1))
-        if per_chunk != _rows_per_chunk(config, total_rows):  # smaller chunks for costly rows: planned again
-            header, chunks = _plan_indexes(config, per_chunk)
+        boxes = read_boxes(config)  # None: the indexes are tables of files
+        header, chunks, columns, work = plan_table(config) if boxes is None else plan_boxes(config, boxes)
+        split_names = config.split_names if boxes is None else boxes.split_names
         out = output_location(config.output)
         with out.staged_run():
-            plan = _ingest_plan(config, header, columns, out)
-            statistics.prepare(list(config.split_names), tuple(columns), out.staged("statistics"),
-                               "train" if "train" in config.split_names else config.split_names[0])
+            plan = _ingest_plan(config, header, columns, out, boxes)
+            statistics.prepare(list(split_names), tuple(columns), out.staged("statistics"),
+                               "train" if "train" in split_names else split_names[0])
             marks["plan"] = time.time()
             result, runner = _execute(config, chunks, plan, work, echo)
             marks["rows_and_shards"] = time.time()
-            return _finish(config, chunks, columns, plan, result, runner, marks, statistics, echo)
+            return _finish(config, chunks, columns, plan, result, runner, marks, statistics, echo, boxes)
 
 
 def output_location(root: str) -> OutputDir:
@@ -219,7 +176,7 @@ def output_location(root: str) -> OutputDir:
 
 def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnSpec], plan: IngestPlan,
             result: dict[str, Any], runner: str, marks: dict[str, float], statistics: StatisticsProcess,
-            echo: Callable[[str], None]) -> Manifest:
+            echo: Callable[[str], None], boxes: BoxSource | None = None) -> Manifest:
     out = output_location(config.output)
     results: list[ChunkResult] = sorted(result["chunks"], key=lambda r: (r.index_id, r.chunk_no))
     rows = sum(r.rows for r in results)
@@ -234,7 +191,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
             f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
         )
-    splits = _splits(config, results, result["shards"])
+    splits = _splits(config.split_names if boxes is None else boxes.split_names, results, result["shards"])
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
     }
@@ -242,7 +199,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
     near_duplicates = near_duplicates_report(config, plan, chunks, results, columns, out.root)  # raises in "fail" mode
     provenance = write_provenance(list(splits), chunks, results, [i.path for i in config.indexes],
                                   out.staged(PROVENANCE_DIR))
-    _publish_with_statistics(config, statistics, out)
+    _publish_with_statistics(list(splits), statistics, out)
     marks["statistics"] = time.time()
     manifest = Manifest(
         features={c.name: c.feature_spec() for c in columns},
@@ -265,6 +222,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             "runner": runner,
             "seconds": round(time.time() - marks["started"], 3),
             "phase_seconds": _phase_seconds(marks),
+            **({BOXES_KEY: boxes.manifest_entry(_box_figures(results))} if boxes is not None else {}),
         },
     )
     out.mark_complete(manifest.to_json())
@@ -278,10 +236,19 @@ def _phase_seconds(marks: dict[str, float]) -> dict[str, float]:
     return {name: round(end - start, 3) for name, start, end in zip(names[1:] + ["finish"], times, times[1:])}
 
 
-def _publish_with_statistics(config: ExampleGenConfig, statistics: StatisticsProcess, out: OutputDir) -> None:
+def _box_figures(results: list[ChunkResult]) -> dict[str, BoxFigures]:
+    """Each split's box figures, merged over the chunks."""
+    figures: dict[str, BoxFigures] = {}
+    for result in results:
+        for split, found in result.box_figures.items():
+            figures[split] = figures[split].merge(found) if split in figures else found
+    return figures
+
+
+def _publish_with_statistics(split_names: list[str], statistics: StatisticsProcess, out: OutputDir) -> None:
     """The requested statistics awaited, the shards and statistics published, the schema written beside them."""
     schema = statistics.schema()
-    out.publish([f"Split-{s}" for s in config.split_names] + ["statistics", PROVENANCE_DIR])
+    out.publish([f"Split-{s}" for s in split_names] + ["statistics", PROVENANCE_DIR])
     schema_path = storage.join(out.root, "schema.pbtxt")
     storage.remove(schema_path)
     write_schema(schema, schema_path)

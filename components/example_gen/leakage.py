@@ -25,6 +25,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..core import storage
+from .box_ingest import first_row
 from .columns import ColumnSpec
 from .csv_index import Chunk, read_chunk
 
@@ -108,6 +109,10 @@ def row_paths(chunks: list[Chunk], columns: list[ColumnSpec], wanted: set[tuple[
     by_index = {index_id: np.sort(np.asarray(rows)) for index_id, rows in grouped.items()}
     paths: dict[tuple[int, int], str | None] = {}
     for chunk in chunks:
+        if chunk.is_box:  # a box index's chunk holds its images: an example's row is its image's first row
+            paths.update({key: image.path for image in chunk.images or ()
+                          if (key := (chunk.index_id, first_row(image))) in wanted})
+            continue
         rows = by_index.get(chunk.index_id)
         first = int(np.searchsorted(rows, chunk.first_row)) if rows is not None else 0
         if rows is None or first == len(rows) or rows[first] >= chunk.first_row + chunk.num_rows:

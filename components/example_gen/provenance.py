@@ -33,6 +33,19 @@ def rows_of(bits: bytes, first_row: int, num_rows: int) -> np.ndarray:
     return np.flatnonzero(np.unpackbits(np.frombuffer(bits, np.uint8), count=num_rows)) + first_row
 
 
+def chunk_provenance(chunk: Chunk, rows: Sequence[int], paths: Sequence[str]) -> tuple[bytes, bytes]:
+    """A chunk's provenance piece: `chunk_rows`, or for a box index's chunk (its rows from anywhere in the file,
+    one per image) the rows themselves, 8 bytes each."""
+    if chunk.is_box:
+        return np.asarray(rows, np.int64).tobytes(), gzip_paths(paths)
+    return chunk_rows(chunk.first_row, chunk.num_rows, rows, paths)
+
+
+def provenance_rows(chunk: Chunk, bits: bytes) -> np.ndarray:
+    """The rows of a chunk's provenance piece, in the order the worker wrote them."""
+    return np.frombuffer(bits, np.int64) if chunk.is_box else rows_of(bits, chunk.first_row, chunk.num_rows)
+
+
 def write_provenance(splits: Sequence[str], chunks: Sequence[Chunk], results: Sequence, indexes: Sequence[str],
                      folder: str) -> dict:
     """Writes `<folder>/<split>.npz` for every split; returns the manifest's provenance entry.
@@ -47,7 +60,7 @@ def write_provenance(splits: Sequence[str], chunks: Sequence[Chunk], results: Se
         ids, rows, paths = [], [], []
         for part_path, chunk, result in pieces:
             bits, packed = result.provenance[split]
-            chunk_rows_ = rows_of(bits, chunk.first_row, chunk.num_rows)
+            chunk_rows_ = provenance_rows(chunk, bits)
             if len(chunk_rows_) != result.parts[split].num_records:
                 raise RuntimeError(f"{part_path}: {result.parts[split].num_records} records, "
                                    f"{len(chunk_rows_)} rows recorded")

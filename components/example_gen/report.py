@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import storage
+from ..core.box_schema import BOXES_KEY
 from ..core.config_record import recorded_options
 from ..core.hashing import sha256_of  # noqa: F401  (re-exported)
 from ..core.manifest import Manifest
@@ -47,6 +48,7 @@ def summary_text(manifest: Manifest, elapsed: float, root: str = "") -> str:
         size = sum(s.bytes for s in split.shards)
         total_bytes += size
         lines.append(f"split {name}: {split.num_examples:,} examples in {len(split.shards)} shards, {size / 1e6:.1f} MB")
+    lines += box_lines(extra.get(BOXES_KEY))
     leakage = extra["leakage"]
     if leakage["count"]:
         lines.append(f"LEAKAGE: {leakage['count']} file contents appear in more than one split, e.g.:")
@@ -57,6 +59,18 @@ def summary_text(manifest: Manifest, elapsed: float, root: str = "") -> str:
     rate = extra["rows"] / elapsed if elapsed > 0 else 0.0
     lines.append(f"{total_bytes / 1e6:.1f} MB written in {elapsed:.1f} s ({rate:,.0f} records/s), runner {extra['runner']}")
     return "\n".join(lines)
+
+
+def box_lines(boxes: dict[str, Any] | None) -> list[str]:
+    """A box index's lines of the summary: its classes, and each split's boxes and images without any."""
+    if not boxes:
+        return []
+    lines = [f"boxes: {len(boxes['label_map'])} classes, {boxes['format']} index, {boxes['units']} units"]
+    for split, figures in sorted(boxes["figures"].items()):
+        empty = figures["boxes_per_image"].get("0", 0)
+        lines.append(f"  split {split}: {figures['boxes']:,} boxes on {figures['images']:,} images "
+                     f"({empty:,} without objects)")
+    return lines
 
 
 def near_duplicate_lines(report: dict[str, Any], root: str = "") -> list[str]:
@@ -76,4 +90,9 @@ def near_duplicate_lines(report: dict[str, Any], root: str = "") -> list[str]:
     within = {split: count for split, count in report["within_split"].items() if count}
     if within:
         lines.append("near-duplicate pairs within a split: " + ", ".join(f"{s} {c}" for s, c in sorted(within.items())))
+    low = report.get("low_detail") or {}  # absent from manifests written before small images were set aside
+    if low.get("set_aside_across_splits"):
+        lines.append(f"near-duplicates: {low['set_aside_across_splits']} look-alike pairs across splits not counted: "
+                     f"images under 32 px a side count as copies only within {low['bits']} bits (their hashes cannot "
+                     "tell a copy from a look-alike further apart; docs/near-duplicates.md)")
     return lines

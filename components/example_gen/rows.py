@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import google_crc32c
 import numpy as np
@@ -19,9 +19,6 @@ from .data_root import BadCell, open_data_root
 from .images import decode_sized, encode_image, image_layout
 from .reject import Reject
 from .splitting import SplitAssigner
-
-
-
 
 @dataclass
 class Encoded:
@@ -60,7 +57,11 @@ class RowEncoder:
         if self.primary is not None and any(c.role == "mask" and c.position < self.primary.position for c in columns):
             self.order = [self.primary] + [c for c in columns if c is not self.primary]
 
-    def encode(self, record: Record, fixed_split: str | None) -> Encoded | Reject:
+    def encode(self, record: Record, fixed_split: str | None,
+               add_features: Callable[[tuple[int, int]], dict[str, Any]] | None = None) -> Encoded | Reject:
+        """The row's example, or its reject. `add_features(size)`: more features of the example from its image's
+        (H, W) as the file is (a box index's boxes, box_rows.py), for columns read from no cell (position -1);
+        a BadCell it raises rejects the row."""
         split = fixed_split
         if record.cells is None:
             return Reject(record.row, split, None, None, "malformed_csv", record.error)
@@ -69,10 +70,12 @@ class RowEncoder:
         features: dict[str, Any] = {}
         values: dict[str, Any] = {}
         digests: list[int] = []
-        phashes: list[tuple[np.ndarray, np.ndarray]] = []
+        phashes: list[np.ndarray] = []
         payload = 0
         image_hw: tuple[int, int] | None = None  # the primary image's size as stored, EXIF orientation applied
         for column in self.order:
+            if column.position < 0:
+                continue  # given by add_features
             cell = record.cells[column.position]
             try:
                 if not cell:
@@ -92,7 +95,7 @@ class RowEncoder:
                     if column.role == "image":
                         digests.append(content_digest(data))
                         if self.perceptual_hashes:
-                            phashes.append(hash_input(image))
+                            phashes.append(hash_input(image, source_hw))
                 else:
                     value = self._parse(column, cell)
                     features[column.name] = [value]
@@ -101,6 +104,13 @@ class RowEncoder:
                 path = cell if column.is_file and cell else None
                 return Reject(record.row, split, column.name, path, err.code, err.reason)
         path = record.cells[self.primary.position] if self.primary is not None else ""
+        if add_features is not None:
+            try:
+                added = add_features(image_hw)  # type: ignore[arg-type]
+            except BadCell as err:
+                return Reject(record.row, split, None, path, err.code, err.reason)
+            features.update(added)
+            values.update(added)
         return Encoded(record.row, split, encode_example(features), payload, values, path, digests, phashes)
 
     def _check_mask(self, column: ColumnSpec, mask_hw: tuple[int, int], image_hw: tuple[int, int]) -> None:

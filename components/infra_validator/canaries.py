@@ -26,12 +26,18 @@ from .config import InfraValidationError
 @dataclass(frozen=True)
 class Canaries:
     records: list[bytes]  # serialized tf.Examples, in the order the Evaluator scored them
-    probabilities: np.ndarray  # the Evaluator's, one row (or [H, W, C] block) per record
+    probabilities: np.ndarray | None  # the Evaluator's, one row (or [H, W, C] block) per record; None: a detector's
 
 
-def read_canaries(evaluation: str) -> Canaries:
+def read_canaries(evaluation: str, with_probabilities: bool = True) -> Canaries:
+    """The canaries, and the Evaluator's probabilities for them unless `with_probabilities` is False (a detector
+    is judged against its own contract and its two signatures against each other, not against a stored answer)."""
     with storage.open_read(storage.join(evaluation, CANARIES)) as stream:
         records = list(iter_records(stream, storage.join(evaluation, CANARIES)))
+    if not with_probabilities:
+        if not records:
+            raise InfraValidationError(f"evaluation {evaluation}: no canary examples")
+        return Canaries(records, None)
     probabilities = np.load(io.BytesIO(storage.read_bytes(storage.join(evaluation, CANARY_PREDICTIONS))))
     if not records or len(records) != len(probabilities):
         raise InfraValidationError(f"evaluation {evaluation}: {len(records)} canary examples for "

@@ -15,10 +15,12 @@ import math
 from dataclasses import dataclass
 
 from ..core import storage
+from ..core.box_schema import DETECTION_TASK
 from ..core.batch_memory import DEFAULT_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
 from ..core.config_values import require_apart, require_locations, require_positive
 from ..core.input_checks import check_model
+from ..core.model_info import read_model_info
 from ..evaluator.config import BLESSED, CANARIES, CANARY_PREDICTIONS, NOT_BLESSED
 
 # The verdict markers (exactly one is written, last) and the report; the Pusher reads them.
@@ -98,7 +100,9 @@ class InfraValidatorConfig:
         if not any(storage.is_file(storage.join(self.evaluation, m)) for m in (BLESSED, NOT_BLESSED)):
             raise ConfigError(f"evaluation {self.evaluation!r} has no verdict (neither BLESSED nor NOT_BLESSED): "
                               "not a finished shardflow evaluate output")
-        missing = [n for n in (CANARIES, CANARY_PREDICTIONS) if not storage.is_file(storage.join(self.evaluation, n))]
+        # A detector's canaries are judged without the Evaluator's answers for them (executor.py).
+        needed = (CANARIES,) if read_model_info(self.model).task == DETECTION_TASK else (CANARIES, CANARY_PREDICTIONS)
+        missing = [n for n in needed if not storage.is_file(storage.join(self.evaluation, n))]
         if missing:
             raise ConfigError(f"evaluation {self.evaluation!r} has no {' or '.join(missing)}: "
                               "evaluate the model again with this version of shardflow")

@@ -9,7 +9,9 @@ started ahead that imported TensorFlow meanwhile: probe_process.py), importing
 TensorFlow only, as a TF Serving container has nothing of shardflow: it loads the SavedModel,
 calls every signature with the Evaluator's canaries, times each batch size and replays the warm-up
 file built here. This process judges: each signature's probabilities must equal the Evaluator's
-within `tolerance`. Outputs in `config.output` (an `OutputDir`): infra_validation.json, the warm-up
+within `tolerance`; a detector's (ModelInfo.task "detection") answers must keep the served contract of
+core/box_schema.py, and `serving_image` on the canaries' encoded images must find `serving_default`'s boxes
+within one pixel of the stored image (detection_checks.py). Outputs in `config.output` (an `OutputDir`): infra_validation.json, the warm-up
 file `assets.extra/tf_serving_warmup_requests` (the Pusher copies it into the pushed version) and,
 last, INFRA_BLESSED or INFRA_NOT_BLESSED (one reason per line). A probe that crashes, times out,
 cannot load the model or disagrees gives INFRA_NOT_BLESSED with a one-line reason.
@@ -31,12 +33,15 @@ from .. import __version__
 from ..core import storage
 from ..core.batch_memory import budget_bytes
 from ..core.config_record import recorded_options
-from ..core.model_info import SERVING_SIGNATURE
+from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK
+from ..core.manifest import FeatureSpec
+from ..core.model_info import IMAGE_SIGNATURE, SERVING_SIGNATURE, ModelInfo, read_model_info
 from ..core.output_dir import OutputDir
 from ..evaluator.config import METRICS
-from .canaries import Canaries, read_canaries, signature_inputs
+from .canaries import Canaries, image_feature, read_canaries, signature_inputs
 from .config import (INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_DIR, WARMUP_FILE, InfraValidationError,
                      InfraValidatorConfig)
+from .detection_checks import judge_detections
 from .probe_process import PROBE, run_probe
 from .warmup import warmup_file_bytes, warmup_records
 
@@ -80,11 +85,16 @@ def _local_model(model: str, scratch: str) -> str:
 def _validate(config: InfraValidatorConfig, out: OutputDir, scratch: str,
               echo: Callable[[str], None]) -> InfraValidation:
     started = time.perf_counter()
-    canaries = read_canaries(config.evaluation)
     model = _local_model(config.model, scratch)
-    fed, reasons = signature_inputs(model, canaries, _evaluated_examples(config.evaluation))
+    info = read_model_info(model)
+    detector = info.task == DETECTION_TASK
+    canaries = read_canaries(config.evaluation, with_probabilities=not detector)
+    examples = _evaluated_examples(config.evaluation)
+    fed, reasons = signature_inputs(model, canaries, examples)
     if SERVING_SIGNATURE not in fed:
         reasons.insert(0, f"the model has no {SERVING_SIGNATURE!r} signature taking serialized examples")
+    if detector and IMAGE_SIGNATURE not in fed and not reasons:
+        reasons.append(f"the detector has no {IMAGE_SIGNATURE!r} signature taking encoded images")
     warmup = os.path.join(scratch, "tf_serving_warmup_requests")
     if fed:
         records = warmup_records(fed, config.warmup_requests, config.batch_sizes)
@@ -92,14 +102,18 @@ def _validate(config: InfraValidatorConfig, out: OutputDir, scratch: str,
             file.write(warmup_file_bytes(records))
     probe: dict[str, Any] = {}
     deltas: dict[str, float] = {}
+    passed: list[str] = []
     if not reasons:
         echo(f"infra-validate: probing {config.model} in a TensorFlow-only process "
              f"({len(canaries.records)} canaries, signatures {sorted(fed)})")
-        probe, reasons = _run_probe(config, model, fed, warmup, scratch)
+        saved = list(DETECTION_OUTPUTS) if detector else ["probabilities"]
+        probe, reasons = _run_probe(config, model, fed, warmup, scratch, saved)
     if not reasons:
-        deltas, reasons = _compare(canaries, fed, os.path.join(scratch, "outputs"), config.tolerance)
+        deltas, reasons, passed = _judge(config, info, canaries, fed, probe, os.path.join(scratch, "outputs"),
+                                         image_feature(model, examples) if detector else None)
         reasons += _check_replay(probe, config.warmup_requests)
-    report = _report(config, canaries, fed, probe, deltas, reasons, time.perf_counter() - started)
+    report = _report(config, canaries, fed, probe, deltas, passed if not reasons else reasons,
+                     time.perf_counter() - started, blessed=not reasons)
     _publish(out, report, warmup if fed else None)
     result = InfraValidation(report["blessed"], report["reasons"], probe.get("load_seconds"), probe.get("latency", []),
                              deltas, config.output)
@@ -125,14 +139,14 @@ def _write_inputs(fed: Inputs, scratch: str) -> dict[str, dict[str, str]]:
     return inputs
 
 
-def _run_probe(config: InfraValidatorConfig, model: str, fed: Inputs, warmup: str,
-               scratch: str) -> tuple[dict[str, Any], list[str]]:
+def _run_probe(config: InfraValidatorConfig, model: str, fed: Inputs, warmup: str, scratch: str,
+               saved: list[str]) -> tuple[dict[str, Any], list[str]]:
     """The probe's result and [] when it succeeded; else what it got to and [a one-line reason]."""
     outputs, result_path = os.path.join(scratch, "outputs"), os.path.join(scratch, "result.json")
     os.makedirs(outputs, exist_ok=True)
     request = {"model": model, "inputs": _write_inputs(fed, scratch), "batch_sizes": list(config.batch_sizes),
                "memory_bytes": budget_bytes(config.memory_mb), "latency_calls": config.latency_calls,
-               "latency_seconds": config.latency_seconds, "warmup": warmup, "outputs": outputs, "result": result_path}
+               "latency_seconds": config.latency_seconds, "warmup": warmup, "outputs": outputs, "result": result_path, "saved_outputs": saved}
     request_path = os.path.join(scratch, "request.json")
     with open(request_path, "w", encoding="utf-8") as file:
         json.dump(request, file)
@@ -167,9 +181,9 @@ def _last_line(text: str) -> str:
 def _compare(canaries: Canaries, fed: Inputs, outputs: str, tolerance: float) -> tuple[dict[str, float], list[str]]:
     """max |probability − the Evaluator's| per signature, and a reason for each over `tolerance`."""
     deltas, reasons = {}, []
-    expected = canaries.probabilities.astype(np.float64)
+    expected = np.asarray(canaries.probabilities, np.float64)
     for name in sorted(fed):
-        served = np.load(os.path.join(outputs, f"{name}.npy")).astype(np.float64)
+        served = np.load(os.path.join(outputs, f"{name}.npz"))["probabilities"].astype(np.float64)
         if served.shape != expected.shape:
             reasons.append(f"{name}: probabilities of shape {served.shape}, the Evaluator's are {expected.shape}")
             continue
@@ -184,19 +198,31 @@ def _compare(canaries: Canaries, fed: Inputs, outputs: str, tolerance: float) ->
     return deltas, reasons
 
 
+def _judge(config: InfraValidatorConfig, info: ModelInfo, canaries: Canaries, fed: Inputs, probe: dict[str, Any],
+           outputs: str, feature: FeatureSpec | str | None) -> tuple[dict[str, float], list[str], list[str]]:
+    """The probe's answers judged: (max differences per signature, [reasons against], [what passed]).
+    A detector by its contract and its two signatures' agreement (`feature`: the canaries' image); any other
+    model by the Evaluator's probabilities."""
+    if info.task == DETECTION_TASK:
+        shape = list(feature.shape) if isinstance(feature, FeatureSpec) else None
+        return judge_detections(outputs, probe["checked"], info.num_classes, shape, len(canaries.records))
+    deltas, reasons = _compare(canaries, fed, outputs, config.tolerance)
+    passed = [f"{name}: max |Δ| {deltas[name]:.3g} from the Evaluator's probabilities on "
+              f"{len(canaries.records)} canaries (tolerance {config.tolerance:g})" for name in sorted(deltas)]
+    return deltas, reasons, passed
+
+
 def _check_replay(probe: dict[str, Any], expected: int) -> list[str]:
     replayed = (probe.get("warmup") or {}).get("records", 0)
     return [] if replayed == expected else [f"the warm-up file replayed {replayed} of {expected} records"]
 
 
 def _report(config: InfraValidatorConfig, canaries: Canaries, fed: Inputs, probe: dict[str, Any],
-            deltas: dict[str, float], reasons: list[str], seconds: float) -> dict[str, Any]:
-    blessed = not reasons
+            deltas: dict[str, float], reasons: list[str], seconds: float, blessed: bool) -> dict[str, Any]:
+    """`reasons`: why not blessed, or what passed (the load and warm-up lines are added here)."""
     if blessed:
-        reasons = [f"loads in a TensorFlow-only process in {probe['load_seconds']:.2f} s"]
-        reasons += [f"{name}: max |Δ| {deltas[name]:.3g} from the Evaluator's probabilities on "
-                    f"{len(canaries.records)} canaries (tolerance {config.tolerance:g})" for name in sorted(deltas)]
-        reasons.append(f"warm-up file: {probe['warmup']['records']} requests replayed")
+        reasons = [f"loads in a TensorFlow-only process in {probe['load_seconds']:.2f} s", *reasons,
+                   f"warm-up file: {probe['warmup']['records']} requests replayed"]
     evaluated = storage.join(config.evaluation, METRICS)
     return {
         "component": "infra_validator", "shardflow_version": __version__, "options": recorded_options(config),

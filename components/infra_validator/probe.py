@@ -19,7 +19,9 @@ Memory is counted in bytes before any batch is timed: an example's activations a
 VmHWM reset between calls; that module cannot be imported here, so its few lines are repeated),
 and a batch size whose activations would exceed `memory_bytes` fails the probe in one line instead
 of being run. The canaries' own probabilities are computed in batches that fit.
-Each signature's `probabilities` for every input, in input order, go to `<outputs>/<signature>.npy`.
+Each signature's outputs named in `request["saved_outputs"]` (`probabilities` when not given; a detector's four
+`detection_*` outputs) for every input, in input order, go to `<outputs>/<signature>.npz`, and the names, dtypes
+and shapes of everything its first call returned to the result's `checked[signature]["returned"]`.
 Exit status 0 when ok, 1 otherwise; judging the numbers is the caller's business.
 """
 from __future__ import annotations
@@ -115,15 +117,23 @@ def _call(tf: Any, function: Any, name: str, values: list[bytes]) -> dict[str, A
     return function(**{name: tf.constant(values, tf.string)})
 
 
-def _predict_all(tf: Any, np: Any, function: Any, name: str, values: list[bytes], batch: int) -> Any:
-    """The signature's probabilities for every value, in batches of `batch`."""
-    parts = []
+def _predict_all(tf: Any, np: Any, function: Any, name: str, values: list[bytes], batch: int,
+                 saved: list[str]) -> dict[str, Any]:
+    """The signature's `saved` outputs for every value, in batches of `batch`."""
+    parts: dict[str, list[Any]] = {output: [] for output in saved}
     for start in range(0, len(values), batch):
         out = _call(tf, function, name, values[start:start + batch])
-        if OUTPUT not in out:
-            raise ProbeError(f"returns no {OUTPUT!r} (returns {sorted(out)})")
-        parts.append(out[OUTPUT].numpy())
-    return np.concatenate(parts)
+        missing = [output for output in saved if output not in out]
+        if missing:
+            raise ProbeError(f"returns no {missing[0]!r} (returns {sorted(out)})")
+        for output in saved:
+            parts[output].append(out[output].numpy())
+    return {output: np.concatenate(arrays) for output, arrays in parts.items()}
+
+
+def _returned(out: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a call returned, as the judge checks it: each output's dtype and shape."""
+    return {key: {"dtype": value.dtype.name, "shape": [int(d) for d in value.shape]} for key, value in out.items()}
 
 
 def _latency(tf: Any, np: Any, function: Any, name: str, values: list[bytes], sizes: list[int],
@@ -153,26 +163,27 @@ def _check_signature(function: Any, signature: str, name: str) -> None:
 
 def _signature(tf: Any, np: Any, model: Any, signature: str, spec: dict[str, Any],
                request: dict[str, Any]) -> dict[str, Any]:
-    """One signature: its probabilities for every canary (saved), the first call's time, the latency table."""
+    """One signature: its outputs for every canary (saved), the first call's time and outputs, the latency table."""
     function, name = model.signatures[signature], spec["input"]
     _check_signature(function, signature, name)
     values = _records(tf, spec["file"])
     if not values:
         raise ProbeError(f"no canary inputs for signature {signature!r}")
     started = time.perf_counter()
-    _stage(f"calling {signature!r}", lambda: _call(tf, function, name, values[:1]))
+    first = _stage(f"calling {signature!r}", lambda: _call(tf, function, name, values[:1]))
     first_ms = (time.perf_counter() - started) * 1000.0
     example = _stage(f"measuring {signature!r}", lambda: _example_bytes(tf, function, name, values))
     budget = request.get("memory_bytes")
     _check_memory(signature, request["batch_sizes"], example, budget)
     batch = max(request["batch_sizes"])
-    probabilities = _stage(f"calling {signature!r}", lambda: _predict_all(tf, np, function, name, values, batch))
-    np.save(os.path.join(request["outputs"], f"{signature}.npy"), probabilities)
+    saved = request.get("saved_outputs") or [OUTPUT]
+    answers = _stage(f"calling {signature!r}", lambda: _predict_all(tf, np, function, name, values, batch, saved))
+    np.savez(os.path.join(request["outputs"], f"{signature}.npz"), **answers)
     rows = _stage(f"timing {signature!r}", lambda: _latency(tf, np, function, name, values,
                                                             request["batch_sizes"], request["latency_calls"],
                                                             request["latency_seconds"]))
     return {"input": name, "canaries": len(values), "first_call_ms": round(first_ms, 3), "example_bytes": example,
-            "latency": [{"signature": signature, **row} for row in rows]}
+            "returned": _returned(first), "latency": [{"signature": signature, **row} for row in rows]}
 
 
 def _replay_warmup(tf: Any, model: Any, path: str) -> dict[str, Any]:

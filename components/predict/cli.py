@@ -1,7 +1,7 @@
 """`shardflow predict`: translates command-line flags into a PredictConfig. Nothing else.
 
     shardflow predict --model runs/serving --index new.csv --data-root photos --output preds \
-        [--format csv|parquet] [--top-k 3] [--prediction-log] [--memory-mb 1024 | --batch-size N] [Beam options]
+        [--format csv|parquet] [--top-k 3] [--min-score 0.5] [--prediction-log] [--memory-mb 1024 | --batch-size N] [Beam options]
     shardflow predict --model runs/train/model --examples runs/examples --split eval --output preds
 
 Exit 0 when every row was predicted or rejected (rejects are in OUTPUT/rejects.jsonl); 1 when the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from ..core.batch_memory import DEFAULT_BUDGET_MB
-from .config import DEFAULT_BATCH, FORMATS, PredictConfig
+from .config import DEFAULT_BATCH, DEFAULT_MIN_SCORE, FORMATS, PredictConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--output", required=True, help="output directory: predictions/, rejects.jsonl, masks/, predict.json")
     add("--format", choices=FORMATS, default="csv", help="prediction table format (default csv)")
     add("--top-k", type=int, default=3, help="classes listed per row, best first (default 3)")
+    add("--min-score", type=float, default=DEFAULT_MIN_SCORE,
+        help=f"a detector's boxes scoring less are not written (default {DEFAULT_MIN_SCORE:g}: even odds, the boxes "
+             "a person would keep; 0 writes every box)")
     add("--prediction-log", action="store_true", help="also write TFX-style PredictionLog TFRecords")
     add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
         help=f"activations budget of one model call, in MB (default {DEFAULT_BUDGET_MB}): a call holds as many "
@@ -43,4 +46,5 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> PredictConfi
                          examples=args.examples, split=args.split, format=args.format, top_k=args.top_k,
                          prediction_log=args.prediction_log, batch_size=args.batch_size,
                          max_batch_mb=args.max_batch_mb, memory_mb=args.memory_mb, rows_per_chunk=args.rows_per_chunk,
+                         min_score=args.min_score,
                          beam_args=tuple(extra))

@@ -24,6 +24,10 @@ from ..pusher.executor import SERVING_POINTER, read_pointer
 MARKER = "predict.json"  # the completion marker: rows, predicted, rejected, the model
 FORMATS = ("csv", "parquet")
 DEFAULT_BATCH = 64  # examples a batch holds at most when --batch-size is not given (fewer when memory_mb needs)
+# A detector's boxes scoring less are not written. A detector answers up to 100 boxes an image, most of them
+# near zero: the rows are for a person correcting them in a labelling tool, where a box the model thinks more
+# likely wrong than right costs a deletion, so the floor is even odds. 0 writes every box (e.g. to score them).
+DEFAULT_MIN_SCORE = 0.5
 
 
 class PredictionError(ShardflowError, RuntimeError):
@@ -52,6 +56,7 @@ class PredictConfig:
     max_batch_mb: float = 64.0
     memory_mb: float = DEFAULT_BUDGET_MB
     rows_per_chunk: int | None = None  # None: chosen from the row count, as ExampleGen does
+    min_score: float = DEFAULT_MIN_SCORE  # a detector's: boxes scoring less are not written
     beam_args: tuple[str, ...] = ()
     # With examples: only these folds of the split (core/folds.py); `shardflow find-label-issues` sets it, no flag.
     folds: FoldSelection | None = None
@@ -76,6 +81,9 @@ class PredictConfig:
         if self.folds is not None and (self.examples is None or not isinstance(self.folds, FoldSelection)):
             raise ConfigError(f"folds selects examples of a split: give examples and a FoldSelection, "
                               f"got {self.folds!r}")
+        if isinstance(self.min_score, bool) or not isinstance(self.min_score, (int, float)) or not (
+                0.0 <= self.min_score <= 1.0):
+            raise ConfigError(f"min_score must be a number from 0 to 1 (a detector's box score), got {self.min_score!r}")
         if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
             raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
 

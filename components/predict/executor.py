@@ -4,8 +4,10 @@
     summary["predicted"], summary["rejected_by_reason"]
 
 The output directory (an `OutputDir`: a killed run leaves no `predict.json`, a rerun starts clean):
-`predictions/part-*.csv|parquet`, `rejects.jsonl`, `masks/*.png` (segmentation),
-`prediction_log/part-*.tfrecord` (with `prediction_log`), and `predict.json`, written last.
+`predictions/part-*.csv|parquet` (a detector's: `part-*.jsonl`, one JSON line per row with its boxes, and
+`boxes.csv`, every row's boxes in ExampleGen's AutoML box layout: detections.py), `rejects.jsonl`,
+`masks/*.png` (segmentation), `prediction_log/part-*.tfrecord` (with `prediction_log`), and `predict.json`,
+written last.
 """
 from __future__ import annotations
 
@@ -18,15 +20,19 @@ from .. import __version__
 from ..core import storage
 from ..core.batch_memory import budget_bytes
 from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
+from ..core.box_schema import DETECTION_TASK
+from ..core.errors import ConfigError
+from ..core.manifest import read_manifest
 from ..core.model_info import ModelInfo, read_model_info
 from ..core.output_dir import OutputDir
 from ..core.progress import ProgressReporter
 from .config import MARKER, PredictConfig, PredictionError
 from .plan import Inputs, first_examples, plan_examples, plan_index
 from .pipeline import PredictTransform
-from .writers import SUFFIX, OutputSpec, PartInfo, list_parts
+from .writers import AUTOML_SUFFIX, SUFFIX, OutputSpec, PartInfo, list_parts
 
-OWNED = ("predictions", "masks", "prediction_log", "rejects.jsonl")
+BOXES_CSV = "boxes.csv"
+OWNED = ("predictions", "masks", "prediction_log", "rejects.jsonl", BOXES_CSV)
 
 
 def output_location(root: str) -> OutputDir:
@@ -39,11 +45,17 @@ def run(config: PredictConfig, echo: Callable[[str], None] = print) -> dict[str,
     model_dir = config.check_inputs()
     started = time.time()
     info = read_model_info(model_dir)
+    detector = info.task == DETECTION_TASK
+    if detector and config.format != "csv":
+        raise ConfigError(f"format {config.format!r}: a detector's predictions are JSON lines and an AutoML box CSV "
+                          "(the default format, csv)")
     out = output_location(config.output)
     with out.staged_run() as staging:
         inputs = plan_index(config, info, staging) if config.index is not None else plan_examples(config)
-        spec = OutputSpec(info.task, tuple(info.class_names), min(config.top_k, info.num_classes), config.format,
-                          staging, out.staged("masks"), inputs.sources, config.prediction_log, model_dir)
+        spec = OutputSpec(info.task, tuple(info.class_names), min(config.top_k, info.num_classes),
+                          "jsonl" if detector else config.format, staging, out.staged("masks"), inputs.sources,
+                          config.prediction_log, model_dir, config.min_score,
+                          stored_image_size(str(config.examples), info) if detector and config.examples else None)
         runner, parts = _execute(config, model_dir, inputs, spec, echo)
         summary = _finish(config, out, inputs, parts, spec, info)
         summary.update({"model": model_dir, "model_reference": config.model, "runner": runner,
@@ -84,10 +96,23 @@ def _publish_parts(parts: list[PartInfo], spec: OutputSpec, out: OutputDir) -> l
             storage.move(storage.join(spec.staging_dir, "logs", part.name + ".tfrecord"),
                          storage.join(out.staged("prediction_log"), f"part-{number:05d}.tfrecord"))
         names.append(f"predictions/{name}")
+    if spec.task == DETECTION_TASK:  # one box CSV for a labelling tool, its rows in the input's order
+        _concatenate([storage.join(spec.staging_dir, "parts", part.name + AUTOML_SUFFIX) for part in parts],
+                     out.staged(BOXES_CSV))
     return names
 
 
-def _merge_rejects(files: list[str], target: str) -> None:
+def stored_image_size(examples: str, info: ModelInfo) -> tuple[int, int]:
+    """(H, W) of the model's input image as the examples store it (one size for all): a record's pixel boxes."""
+    features = read_manifest(examples).features
+    name = info.extra.get("input") or next((n for n, f in features.items() if f.role == "image"), None)
+    if name not in features or len(features[name].shape) < 2:
+        raise ConfigError(f"examples {examples!r} have no image feature {name!r} of a known size")
+    height, width = features[name].shape[:2]
+    return int(height), int(width)
+
+
+def _concatenate(files: list[str], target: str) -> None:
     with storage.open_write(target) as stream:
         for path in files:
             with storage.open_read(path) as source:
@@ -106,9 +131,10 @@ def _finish(config: PredictConfig, out: OutputDir, inputs: Inputs, parts: list[P
     if prepared != inputs.rows or predicted + rejected != inputs.rows:
         raise PredictionError(f"rows do not reconcile: {predicted:,} predicted + {rejected:,} rejected, "
                               f"{prepared:,} prepared, but the input has {inputs.rows:,} rows (counted independently)")
-    _merge_rejects(inputs.reject_files, out.staged("rejects.jsonl"))
+    _concatenate(inputs.reject_files, out.staged("rejects.jsonl"))
     tables = _publish_parts(parts, spec, out)
     names = ["predictions", "rejects.jsonl"] + (["masks"] if info.task == "segmentation" else [])
+    names += [BOXES_CSV] if info.task == DETECTION_TASK else []
     out.publish(names + (["prediction_log"] if config.prediction_log else []))
     return {"component": "predict", "shardflow_version": __version__, "task": info.task, "input": inputs.describe,
             "rows": inputs.rows, "predicted": predicted, "rejected": rejected,
@@ -116,4 +142,6 @@ def _finish(config: PredictConfig, out: OutputDir, inputs: Inputs, parts: list[P
             "format": config.format, "tables": tables, "top_k": spec.top_k,
             "masks": "masks/" if info.task == "segmentation" else None,
             "prediction_log": "prediction_log/" if config.prediction_log else None,
-            "class_names": list(info.class_names)}
+            "class_names": list(info.class_names),
+            **({"boxes": sum(p.boxes for p in parts), "min_score": config.min_score, "boxes_csv": BOXES_CSV}
+               if info.task == DETECTION_TASK else {})}

@@ -2,7 +2,8 @@
 
 The handler loads the model with the Evaluator's contract checks (`evaluator.loaded_model`): a
 SavedModel whose `serving_default` takes `examples` (serialized tf.Examples in ExampleGen's raw
-format) and returns `probabilities` and `class_ids`. Each batch of serialized examples is one
+format) and returns `probabilities` and `class_ids` (a detector: core/box_schema.py's `detection_*` outputs,
+kept per example up to its `num_detections`). Each batch of serialized examples is one
 batch comes bounded by count and bytes from the sources (`sources.batched`), so a batch of large
 photos stays bounded in memory whatever the row count. Each worker sizes its model calls in bytes
 (`core.batch_memory`) on the first batch it gets: a batch is cut into calls of as many examples as
@@ -18,6 +19,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from apache_beam.ml.inference.base import KeyedModelHandler, PredictionResult
 from apache_beam.ml.inference.tensorflow_inference import TFModelHandlerTensor
+
+from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK
 
 OUTPUTS = ("probabilities", "class_ids")
 
@@ -50,18 +53,29 @@ def serving_default_inference(model: SizedModel, batch: Sequence[bytes], inferen
     """`serving_default` calls of the sized number of examples; per example, its probabilities and
     class ids (views of each call's own arrays: a batch's outputs are never concatenated into a copy)."""
     size = model.size_calls(batch)
+    per_example = _detections if model.loaded.info.task == DETECTION_TASK else _class_outputs
     results: list[PredictionResult] = []
     for start in range(0, len(batch), size):
         examples = batch[start:start + size]
-        outputs = model.loaded.call(examples, **inference_args)
-        probabilities, class_ids = outputs["probabilities"].numpy(), outputs["class_ids"].numpy()
-        if len(probabilities) != len(examples):
+        answers = per_example(model.loaded.call(examples, **inference_args))
+        if len(answers) != len(examples):
             from .config import PredictionError
 
-            raise PredictionError(f"model {model_id}: {len(probabilities)} predictions for a call of {len(examples)}")
-        results += [PredictionResult(example, {"probabilities": np.asarray(p, np.float32), "class_ids": c}, model_id)
-                    for example, p, c in zip(examples, probabilities, class_ids)]
+            raise PredictionError(f"model {model_id}: {len(answers)} predictions for a call of {len(examples)}")
+        results += [PredictionResult(example, answer, model_id) for example, answer in zip(examples, answers)]
     return results
+
+
+def _class_outputs(outputs: dict[str, Any]) -> list[dict[str, Any]]:
+    probabilities, class_ids = outputs["probabilities"].numpy(), outputs["class_ids"].numpy()
+    return [{"probabilities": np.asarray(p, np.float32), "class_ids": c} for p, c in zip(probabilities, class_ids)]
+
+
+def _detections(outputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per example, its `num_detections` rows of the served outputs (core/box_schema.py), best first."""
+    boxes, scores, classes, counts = (outputs[name].numpy() for name in DETECTION_OUTPUTS)
+    return [{"boxes": b[:int(n)], "scores": s[:int(n)], "classes": c[:int(n)]}
+            for b, s, c, n in zip(boxes, scores, classes, counts)]
 
 
 class ServingModelHandler(TFModelHandlerTensor):

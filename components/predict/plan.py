@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ..core import storage
 from ..core.errors import ConfigError
+from ..core.example_rows import NoProvenanceError, read_example_rows
 from ..core.manifest import IncompleteOutputError, Manifest, read_manifest
 from ..core.model_info import ModelInfo
 from ..example_gen.columns import SAMPLE_ROWS
@@ -104,8 +105,10 @@ def plan_examples(config: PredictConfig) -> Inputs:
     paths = manifest.shard_paths(examples, split)
     keep = None if config.folds is None else config.folds.mask(info.num_examples)
     starts = [sum(s.num_examples for s in info.shards[:i]) for i in range(len(info.shards))]
+    files = _record_files(examples, manifest, split)
     shards = [Shard(i, path, manifest.compression, batching(config),
-                    None if keep is None else keep[start:start + shard.num_examples])
+                    None if keep is None else keep[start:start + shard.num_examples],
+                    None if files is None else tuple(files[start:start + shard.num_examples]))
               for i, (path, start, shard) in enumerate(zip(paths, starts, info.shards))]
     shards = [shard for shard in shards if shard.keep is None or shard.keep.any()]
     rows = int(info.num_examples if keep is None else keep.sum())
@@ -113,6 +116,15 @@ def plan_examples(config: PredictConfig) -> Inputs:
                 **({} if config.folds is None else {"folds": config.folds.to_json()})}
     return Inputs(shards, read_shard, rows, tuple(s.path for s in info.shards), describe,
                   counts=lambda: [{"rows": rows, "rejected": {}}])
+
+
+def _record_files(examples: str, manifest: Manifest, split: str) -> list[str] | None:
+    """Each record's file path in reading order (ExampleGen's provenance), so a row names its image; None for
+    an output that records none."""
+    try:
+        return list(read_example_rows(examples, manifest, split).paths)
+    except NoProvenanceError:
+        return None
 
 
 def first_examples(inputs: Inputs) -> list[bytes]:

@@ -1,8 +1,9 @@
 """Predict's inputs as Beam DoFns: chunks of CSV rows (prepared by ExampleGen's own code) or example shards.
 
-Both emit batches of `(key, serialized tf.Example)` pairs with key `(source id, row, path)`: the
+Both emit batches of `(key, serialized tf.Example)` pairs with key `(source id, row, path, size)`: the
 source id is the index file (or shard) position in the plan, the row its 1-based data-row (or
-record) number. A batch holds at most `batch_size` examples and about `max_batch_bytes`; batches
+record) number, the size the (height, width) of a CSV row's image as the file is (a detector's boxes
+are told in its pixels too), None for a shard's record. A batch holds at most `batch_size` examples and about `max_batch_bytes`; batches
 never span two work units, and are emitted from `process` (not `finish_bundle`, which the
 DaskRunner ignores), one at a time: memory holds a batch, not a chunk.
 A CSV chunk's rejects (ExampleGen's `Reject`s, same codes and reasons) and its row count go to
@@ -26,7 +27,7 @@ from ..example_gen.csv_index import Chunk, read_chunk
 from ..example_gen.rows import Reject, RowEncoder
 from ..example_gen.splitting import SplitAssigner
 
-Key = tuple[int, int, str]  # (source id, row, path)
+Key = tuple[int, int, str, "tuple[int, int] | None"]  # (source id, row, path, image size)
 Batch = list[tuple[Key, bytes]]
 SPLIT = "predict"  # the split name ExampleGen's encoder is given (rejects carry it)
 
@@ -40,9 +41,9 @@ class Batching:
 def batched(pairs: Iterable[tuple[Key, bytes]], batching: Batching) -> Iterator[Batch]:
     """Consecutive pairs grouped into batches of at most `batch_size` and about `max_batch_bytes`.
 
-    >>> [len(b) for b in batched((((0, i, ""), b"x" * 10) for i in range(5)), Batching(2, 1000))]
+    >>> [len(b) for b in batched((((0, i, "", None), b"x" * 10) for i in range(5)), Batching(2, 1000))]
     [2, 2, 1]
-    >>> [len(b) for b in batched((((0, i, ""), b"x" * 10) for i in range(5)), Batching(9, 25))]
+    >>> [len(b) for b in batched((((0, i, "", None), b"x" * 10) for i in range(5)), Batching(9, 25))]
     [3, 2]
     """
     batch: Batch = []
@@ -82,6 +83,18 @@ def read_counts(plan: RowsPlan, chunk: Chunk) -> dict:
     return json.loads(storage.read_text(plan.counts_path(chunk)))
 
 
+class _SizeSeen:
+    """RowEncoder's `add_features` hook, adding nothing: it keeps the row's image size as the file is (EXIF
+    orientation applied, before any resize), which the encoder learns when it decodes the image."""
+
+    def __init__(self) -> None:
+        self.size: tuple[int, int] | None = None
+
+    def __call__(self, size: tuple[int, int] | None) -> dict:
+        self.size = None if size is None else (int(size[0]), int(size[1]))
+        return {}
+
+
 class EncodeRowsFn(beam.DoFn):
     """A chunk of CSV rows → (key, example) for each accepted row; rejects and counts to staging."""
 
@@ -103,12 +116,14 @@ class EncodeRowsFn(beam.DoFn):
         rows = 0
         for record in read_chunk(chunk):
             rows += 1
-            outcome = self.encoder.encode(record, SPLIT)
+            seen = _SizeSeen()
+            outcome = self.encoder.encode(record, SPLIT, add_features=seen)
             if isinstance(outcome, Reject):
                 codes[outcome.code] += 1
                 rejects.append(json.dumps(outcome.to_json(chunk.path), sort_keys=True))
                 continue
-            yield (chunk.index_id, record.row, record.cells[self.path_position]), outcome.example  # type: ignore[index]
+            yield ((chunk.index_id, record.row, record.cells[self.path_position], seen.size),  # type: ignore[index]
+                   outcome.example)
         # Staging files: no fsync (a crash discards the staging area). Whole or absent, so a chunk
         # computed twice (Dask) writes the same bytes twice.
         storage.write_bytes(self.plan.rejects_path(chunk), "".join(r + "\n" for r in rejects).encode(), durable=False)
@@ -125,12 +140,16 @@ class Shard:
     compression: str  # "" or "GZIP"
     batching: Batching
     keep: np.ndarray | None = field(default=None, compare=False)  # bool per record: a fold selection's
+    paths: tuple[str, ...] | None = None  # per record, the file its example came from (provenance), when recorded
 
 
 def read_shard(shard: Shard) -> Iterator[Batch]:
-    """The records of one ExampleGen shard (those `keep` marks) in batches, keyed by (shard id, record number, "")."""
+    """The records of one ExampleGen shard (those `keep` marks) in batches, keyed by (shard id, record number,
+    its file's path or "", None)."""
     with storage.open_read(shard.path) as raw:
         stream = gzip.GzipFile(fileobj=raw) if shard.compression == "GZIP" else raw
         records = enumerate(iter_records(stream, shard.path), 1)  # type: ignore[arg-type]
         kept = (pair for pair in records if shard.keep is None or shard.keep[pair[0] - 1])
-        yield from batched((((shard.source_id, number, ""), record) for number, record in kept), shard.batching)
+        paths = shard.paths
+        yield from batched((((shard.source_id, number, paths[number - 1] if paths else "", None), record)
+                            for number, record in kept), shard.batching)

@@ -1,4 +1,5 @@
-"""The DoFn after RunInference: each bundle's predictions into one part file; masks one PNG per row.
+"""The DoFn after RunInference: each bundle's predictions into one part file (a detector's: JSON lines and
+its AutoML CSV rows, detections.py); masks one PNG per row.
 
 A part goes to the staging area, named by the key of its bundle's first row; when it is whole, a
 small `<name>.json` beside it (rows, first key) records it, last. The driver publishes the parts
@@ -17,11 +18,14 @@ from typing import Any, Iterator
 import apache_beam as beam
 
 from ..core import storage
+from ..core.box_schema import DETECTION_TASK
+from .detections import DetectionPart, detection_row
 from .sources import Key
 from .tables import (CLASSIFICATION_SCHEMA, SEGMENTATION_SCHEMA, TablePart, classification_row, log_part, mask_name,
                      mask_png, prediction_log, segmentation_row)
 
-SUFFIX = {"csv": ".csv", "parquet": ".parquet"}
+SUFFIX = {"csv": ".csv", "parquet": ".parquet", "jsonl": ".jsonl"}  # jsonl: a detector's parts (detections.py)
+AUTOML_SUFFIX = ".automl.csv"  # beside a detector's part: its rows in the AutoML box CSV layout
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class OutputSpec:
     sources: tuple[str, ...]  # source id → the index file or shard named in each row
     prediction_log: bool
     model_path: str
+    min_score: float = 0.0  # a detector's boxes scoring less are not written
+    stored_size: tuple[int, int] | None = None  # (H, W) of the examples' stored images: a shard record's size
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class PartInfo:
     name: str  # file name under <staging>/parts (and <staging>/logs when logging), without suffix
     rows: int
     first_key: tuple[int, int]
+    boxes: int = 0  # a detector's boxes written
 
 
 def list_parts(staging_dir: str) -> list[PartInfo]:
@@ -51,7 +58,8 @@ def list_parts(staging_dir: str) -> list[PartInfo]:
     folder = storage.join(staging_dir, "parts")
     names = [n for n in storage.list_names(folder) if n.endswith(".json")] if storage.is_dir(folder) else []
     records = [storage.read_json(storage.join(folder, n)) for n in names]
-    parts = [PartInfo(n[:-len(".json")], r["rows"], tuple(r["first_key"])) for n, r in zip(names, records)]
+    parts = [PartInfo(n[:-len(".json")], r["rows"], tuple(r["first_key"]), r.get("boxes", 0))
+             for n, r in zip(names, records)]
     return sorted(parts, key=lambda p: p.first_key)
 
 
@@ -61,16 +69,19 @@ class WritePredictionsFn(beam.DoFn):
         self.predicted_counter = beam.metrics.Metrics.counter("predict", "predicted")
 
     def start_bundle(self) -> None:
-        self.table: TablePart | None = None
+        self.table: TablePart | DetectionPart | None = None
         self.log: Any = None
         self.first_key: tuple[int, int] = (0, 0)
 
     def _open(self, key: Key) -> None:
         spec = self.spec
         self.name = f"{key[0]:04d}-{key[1]:09d}"
-        schema = CLASSIFICATION_SCHEMA if spec.task == "classification" else SEGMENTATION_SCHEMA
-        self.table = TablePart(storage.join(spec.staging_dir, "parts", self.name + SUFFIX[spec.format]),
-                               spec.format, schema)
+        stem = storage.join(spec.staging_dir, "parts", self.name)
+        if spec.task == DETECTION_TASK:
+            self.table = DetectionPart(stem)
+        else:
+            schema = CLASSIFICATION_SCHEMA if spec.task == "classification" else SEGMENTATION_SCHEMA
+            self.table = TablePart(stem + SUFFIX[spec.format], spec.format, schema)
         if spec.prediction_log:
             self.log = log_part(storage.join(spec.staging_dir, "logs", self.name + ".tfrecord"))
         self.first_key = (key[0], key[1])
@@ -79,9 +90,12 @@ class WritePredictionsFn(beam.DoFn):
         key, result = element
         if self.table is None:
             self._open(key)
-        source_id, row, path = key
+        source_id, row, path, size = key
         index, outputs, spec = self.spec.sources[source_id], result.inference, self.spec
-        if spec.task == "classification":
+        if spec.task == DETECTION_TASK:
+            record = detection_row(index, row, path, size or spec.stored_size or (1, 1), outputs,
+                                   spec.class_names, spec.min_score)
+        elif spec.task == "classification":
             record = classification_row(index, row, path, outputs["probabilities"], list(spec.class_names), spec.top_k)
         else:
             name = mask_name(source_id, row)
@@ -97,10 +111,11 @@ class WritePredictionsFn(beam.DoFn):
     def finish_bundle(self) -> None:
         if self.table is None:
             return
+        boxes = getattr(self.table, "boxes", 0)
         rows = self.table.close()
         if self.log is not None:
             self.log.close()
         self.table = None
-        record = {"rows": rows, "first_key": list(self.first_key)}
+        record = {"rows": rows, "first_key": list(self.first_key), "boxes": boxes}
         storage.write_text(storage.join(self.spec.staging_dir, "parts", self.name + ".json"), json.dumps(record),
                            durable=False)  # last: the part is whole

@@ -38,6 +38,12 @@ NAMED = {"mobilenet_v2": "MobileNetV2", "efficientnet_b0": "EfficientNetB0", "re
 MOBILENET_V2_SKIPS = ("block_1_expand_relu", "block_3_expand_relu", "block_6_expand_relu", "block_13_expand_relu")
 MOBILENET_V2_BOTTOM = "block_16_project"
 SEGMENTATION_BACKBONES = {"unet_mobilenet_v2": "MobileNetV2"}
+# A detector's feature map (detector.py) by stride: the expansion of the first block of the next stage, as the
+# U-Net's skips are cut. Stride 8 from DETECTION_STRIDE_8_FROM pixels on (a 28 x 28 grid at 224 px), stride 4
+# below (small images keep a fine grid: 24 x 24 at 96 px, as the tiny backbone's).
+DETECTION_CUTS = {"MobileNetV2": {4: "block_3_expand_relu", 8: "block_6_expand_relu"},
+                  "EfficientNetB0": {4: "block3a_expand_activation", 8: "block4a_expand_activation"}}
+DETECTION_STRIDE_8_FROM = 192
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,24 @@ def classifier(spec: BackboneSpec, input_name: str, shape: tuple[int, int, int],
     x = SeededDropout(dropout, name="dropout")(x)
     outputs = keras.layers.Dense(num_classes, activation="softmax", dtype="float32", name="probabilities")(x)
     return keras.Model(inputs, outputs, name=f"{spec.name}_classifier")
+
+
+def detection_features(spec: BackboneSpec, shape: tuple[int, int, int], weights: str,
+                       alpha: float = 1.0) -> keras.Model:
+    """The backbone cut at its stride-4 or stride-8 feature map (`DETECTION_CUTS`), named BACKBONE, frozen at first:
+    what detector.build_detector puts its heads on (with BackbonePreprocess before it)."""
+    cuts = DETECTION_CUTS.get(spec.constructor)
+    if cuts is None:
+        raise ConfigError(f"model {spec.name!r} has no detection feature map; detect with auto (the tiny backbone), "
+                          f"{', '.join(n for n, c in NAMED.items() if c in DETECTION_CUTS)}")
+    if shape[2] != 3:
+        raise ConfigError(f"a pretrained detector takes RGB images, not {shape[2]} channel(s) (ingest with --channels rgb)")
+    stride = 8 if min(shape[0], shape[1]) >= DETECTION_STRIDE_8_FROM else 4
+    base = spec.build(shape, alpha)
+    load_weights(base, weights, spec, alpha)
+    backbone = keras.Model(base.input, base.get_layer(cuts[stride]).output, name=BACKBONE)
+    backbone.trainable = False
+    return backbone
 
 
 def unet_on_backbone(spec: BackboneSpec, input_name: str, shape: tuple[int, int, int], num_classes: int,

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--transform", help="Transform output whose graph is applied on the fly to raw --examples")
     add("--output", required=True, help="model directory: model/, history.json, curves.png, input_report.json")
     add("--model", default="auto", help="lenet, unet, or path/to/file.py:function / package.module:function "
-                                        "(default auto: unet for a mask target, lenet for a label)")
+                                        "(default auto: unet for a mask target, a CenterNet detector for boxes, lenet for a label)")
     steps = parser.add_mutually_exclusive_group(required=True)
     steps.add_argument("--epochs", type=int, help="epochs of ceil(train examples / global batch) steps")
     steps.add_argument("--steps", type=int, help="exact number of optimizer steps")
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--xla", action="store_true", help="compile the training step with XLA")
     add("--learning-rate", type=float, default=1e-3)
     add("--checkpoint-every", type=int, default=100, help="steps between checkpoints (and at every epoch end)")
-    add("--label", help="target feature (default: the mask, else the only label)")
+    add("--label", help="target feature, image/object for boxes (default: the mask, else the boxes, else the only label)")
     add("--num-classes", type=int, help="number of classes (default: from the manifests)")
     add("--input-probe-batches", type=int, default=50, help="at most this many batches (and 2 s) read to time the input pipeline alone")
     backbone = parser.add_argument_group("pretrained backbones (--model mobilenet_v2, efficientnet_b0, resnet50, "

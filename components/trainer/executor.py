@@ -29,6 +29,7 @@ import tf_keras as keras
 from .. import __version__
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.box_schema import DETECTION_TASK
 from ..core.errors import ConfigError
 from ..core.folds import FoldSelection
 from ..core.model_info import ModelInfo
@@ -42,7 +43,8 @@ from .input_pipeline import Streams, build_streams, check_enough_shards, corrupt
 from .record_order import RecordOrderWriter
 from .resume import StreamOrder, StreamRecord, resumed_record, run_global_batch
 from .hyperparameters import apply_hyperparameters
-from .model_builder import build_model
+from .box_stream import check_detection_ops
+from .model_builder import build_model, detector_grid
 from .outputs import CHECKPOINTS, CURVES, HISTORY_NAME, MODEL, SUMMARY_NAME, TENSORBOARD
 from .training_loop import fit_phases
 from .progress import StepProgress
@@ -71,6 +73,7 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
 
 def _run(config: TrainerConfig, started: float, echo: Callable[[str], None]) -> dict:
     task = resolve_task(config.input)
+    check_task_options(config, task)
     if config.input.eval_split is not None:
         check_enough_shards(task, config.input.eval_split, cluster_from_env()[0])  # before workers connect
     out = output_dir(config.export.output)
@@ -88,15 +91,28 @@ def _run(config: TrainerConfig, started: float, echo: Callable[[str], None]) -> 
                           "(TF_CONFIG): train on one worker with the GPUs of its node")
     to_model = RawToModel(task, _tft_layer(task), raw_pixels=config.model.is_backbone)
     order = _record_order(config, task, placement, global_batch, fresh=not resuming)
-    streams = build_streams(task, config.input, global_batch, placement.num_workers, to_model, placement.strategy,
-                            order, echo)
-    resume_state = StreamRecord(checkpoints, stream_order, global_batch, streams.steps_per_epoch,
-                                write=placement.is_chief, order_file=order)
     with precision_policy(config.model.mixed_precision):
         with placement.strategy.scope():
             model = build_model(task, config)  # warm-started before the output is touched: it may be this output's
+        grid = detector_grid(model) if task.kind == DETECTION_TASK else None  # a detector's targets fit its grid
+        streams = build_streams(task, config.input, global_batch, placement.num_workers, to_model, placement.strategy,
+                                order, echo, grid=grid)
+        resume_state = StreamRecord(checkpoints, stream_order, global_batch, streams.steps_per_epoch,
+                                    write=placement.is_chief, order_file=order)
         with _chief_run(out, placement):
             return _train(config, task, placement, out, model, to_model, streams, resume_state, started, echo)
+
+
+def check_task_options(config: TrainerConfig, task: TrainingTask) -> None:
+    """Options that do not fit the task, refused in one line before anything is built."""
+    if task.kind != DETECTION_TASK:
+        return
+    check_detection_ops(config.input.augment)
+    if config.input.class_weight is not None:
+        raise ConfigError("class_weight applies to labels and masks; a detector's loss weighs its boxes itself")
+    if config.input.augment_on_device:
+        raise ConfigError("augment_on_device cannot move boxes with the pixels; augment detection in the input "
+                          "pipeline (the default)")
 
 
 @contextlib.contextmanager
@@ -213,12 +229,25 @@ def _model_info(config: TrainerConfig, task: TrainingTask, placement: Placement,
                          "train_time_augmentation": list(config.input.augment),
                          "ingest_ops": task.raw_manifest.extra.get("ingest_ops"),
                          "optimizer_steps": steps, "strategy": placement.kind, "workers": placement.num_workers,
-                         "replicas": placement.replicas, "options": options})
+                         "replicas": placement.replicas, "options": options,
+                         **_detection_extra(task)})
+
+
+def _detection_extra(task: TrainingTask) -> dict:
+    """A detector's label map ({name: served class id, from 1}) and box limit, as ExampleGen recorded them."""
+    if task.kind != DETECTION_TASK:
+        return {}
+    return {"label_map": task.label_map, "max_boxes": task.max_boxes}
 
 
 def weights_digest(model: keras.Model) -> str:
-    """SHA-256 of every weight in order: equal digests mean equal models (workers stay in sync)."""
+    """SHA-256 of every weight in order: equal digests mean equal models (workers stay in sync).
+
+    A metric's running totals are not the model: a detector tracks its loss parts on itself (detector.py), so
+    they are among its weights, and a run resumed mid-epoch counts them from the resumed step only."""
+    metric_variables = {id(variable) for metric in model.metrics for variable in metric.variables}
     digest = hashlib.sha256()
-    for weight in model.get_weights():
-        digest.update(np.ascontiguousarray(weight).tobytes())
+    for variable in model.weights:
+        if id(variable) not in metric_variables:
+            digest.update(np.ascontiguousarray(variable.numpy()).tobytes())
     return digest.hexdigest()

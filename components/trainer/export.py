@@ -17,6 +17,11 @@ place when published; on an object store the final `MOUT/model/` prefix itself, 
     export_model(model, to_model, task, info, out.staged("model"), is_chief=True)
     served = tf.saved_model.load("MOUT/model").signatures["serving_default"]
     served(examples=tf.constant([record_bytes]))["class_ids"]
+
+A detector (task "detection") answers both signatures with the TF OD API's outputs instead
+(`box_schema.DETECTION_OUTPUTS`, `served_detections`): the top MAX_DETECTIONS heat-map peaks, boxes
+normalised to the image the request carried (`serving_image` stretches a photo of any size to the stored
+size, as ExampleGen's --resize does, so normalised boxes are the original's), classes as label map ids.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ import tf_keras as keras
 
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK, MAX_DETECTIONS, served_class_id
 from ..core.errors import ConfigError
 from ..core.image_decode import CODED
 from ..core.model_info import IMAGE_INPUT, IMAGE_SIGNATURE, SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, write_model_info
@@ -52,6 +58,8 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
     any_size = to_model.serves_any_size and stored.encoding in CODED  # raw bytes carry no size to read
 
     def predict(image: tf.Tensor) -> dict[str, tf.Tensor]:
+        if task.kind == DETECTION_TASK:
+            return served_detections(model({name: image}, training=False))
         softmax = tf.cast(model({name: image}, training=False), tf.float32)
         probabilities = served_probabilities(softmax, task.num_classes)
         outputs = {"probabilities": probabilities, "class_ids": tf.argmax(probabilities, axis=-1)}
@@ -74,6 +82,18 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
 
         signatures[IMAGE_SIGNATURE] = serve_image.get_concrete_function()
     return signatures
+
+
+def served_detections(maps: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The OD API's outputs of a detector's maps: float32 boxes [N, M, 4], scores and label map ids [N, M] (0
+    past `num_detections`), num_detections [N]; M = MAX_DETECTIONS."""
+    from .detector import HEATMAP, OFFSET, SIZE, decode_detections
+
+    found = decode_detections(*(tf.cast(maps[key], tf.float32) for key in (HEATMAP, SIZE, OFFSET)),
+                              max_detections=MAX_DETECTIONS)
+    real = tf.range(MAX_DETECTIONS)[None, :] < tf.cast(found["num_detections"], tf.int32)[:, None]
+    found["detection_classes"] = tf.where(real, served_class_id(found["detection_classes"]), 0.0)
+    return {name: found[name] for name in DETECTION_OUTPUTS}
 
 
 def served_probabilities(softmax: tf.Tensor, num_classes: int) -> tf.Tensor:

@@ -17,16 +17,21 @@ it on a chunk of records, or on one record as a batch of one.
 
     to_model = RawToModel(task, tft_layer=None)
     image, target = to_model.training_pair(batch)   # float32 [B, H, W, C], int32 [B]
+
+A detection task's target is its padded boxes (box_stream.padded_boxes), read from the examples as they are
+(the box features are never transformed); its image goes the classifier's way.
 """
 from __future__ import annotations
 
 import tensorflow as tf
 
+from ..core.box_schema import DETECTION_TASK
 from ..core.errors import ConfigError
 from ..core.image_decode import CODED
 from ..core.manifest import Manifest
 from ..core.reader import decode_batch
 from ..core.serving_image import at_stored_layout, canonical_pixels, stored_bytes
+from .box_stream import padded_boxes
 from .task import TrainingTask
 
 _PIXEL_MAX = {"uint8": 255.0, "uint16": 65535.0}
@@ -41,7 +46,7 @@ class RawToModel(tf.Module):
         self.tft_layer = tft_layer
         self.raw_pixels = raw_pixels and tft_layer is not None  # without a graph the pixels are raw anyway
         self.vocabulary_table = _vocabulary_table(task.label_vocabulary) if tft_layer is None else None
-        names = [task.input_name, task.target]
+        names = [n for n in (task.input_name, task.target) if n in task.raw_manifest.features]  # boxes: no feature
         self._raw_subset = Manifest({n: task.raw_manifest.features[n] for n in names}, {}, "")
         at_read = task.train_manifest.extra.get("applied_at_read", []) if task.materialized else [task.input_name]
         # The image reaches the model through the graph: raw examples, or Transform's compact output.
@@ -64,6 +69,8 @@ class RawToModel(tf.Module):
     def training_pair(self, batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
         """(image, class ids) from a batch the reader decoded as `reader_decodes` says."""
         name, target, kind = self.task.input_name, self.task.target, self.task.kind
+        if kind == DETECTION_TASK:
+            return self._detection_pair(batch)
         if self.tft_layer is None:
             image = tf.cast(batch[name], tf.float32) / _PIXEL_MAX[self.task.raw_input_spec.dtype]
             raw_target = batch[target]
@@ -79,6 +86,17 @@ class RawToModel(tf.Module):
             image = self.image(batch) if self.image_through_graph else tf.cast(batch[name], tf.float32)
             return image, class_ids(batch[target], kind)
         return self.inputs_and_target(batch)
+
+    def _detection_pair(self, batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """(image, padded boxes): the image as a classifier's, the boxes as stored (label map ids made 0-based)."""
+        name = self.task.input_name
+        if self.tft_layer is None or self.raw_pixels:
+            image = self._scaled(batch[name])
+        elif self.image_through_graph:
+            image = self.image(batch)
+        else:
+            image = tf.cast(batch[name], tf.float32)
+        return image, padded_boxes(batch, self.task.max_boxes)
 
     def image(self, parsed: dict[str, tf.Tensor]) -> tf.Tensor:
         """float32 [B, H, W, C] model input from the raw image bytes alone (serving has no labels)."""

@@ -14,6 +14,9 @@ pipelines do) instead of decoding the whole image and warping it; see `fused_cro
 
     streams = build_streams(task, config.input, global_batch=64, num_workers=1, to_model=RawToModel(task, None))
     model.fit(streams.train, steps_per_epoch=streams.steps_per_epoch, validation_data=streams.eval)
+
+A detection task's streams (training, evaluation and probe alike) end their batch stage with the CenterNet
+targets on the model's heat-map `grid` (box_stream.DetectionBatches), after the box-aware ops in training.
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import tensorflow as tf
 
-from ..core.errors import ShardflowError
+from ..core.box_schema import DETECTION_TASK
+from ..core.errors import ConfigError, ShardflowError
 from ..core import storage
 from ..core.input_stream import DecodeCrop, StreamOptions, build_stream, stream_start
 from ..core.stream_read import RepeatedStart
@@ -36,6 +40,7 @@ from ..core.stream_options import ServiceJob, ServiceLog
 from ..core.stream_position import WorkerSlice
 from ..core.tfrecord import CorruptRecordError, iter_records
 from .augment import Rows, augment_batch, crop_windows
+from .box_stream import DetectionBatches
 from .class_weights import task_class_weights
 from .config import InputOptions
 from .features import RawToModel
@@ -79,9 +84,12 @@ class Streams:
 def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, num_workers: int,
                   to_model: RawToModel, strategy: tf.distribute.Strategy | None = None,
                   record_order: Callable[[np.ndarray, np.ndarray], Any] | None = None,
-                  echo: Callable[[str], None] = print) -> Streams:
+                  echo: Callable[[str], None] = print, grid: tuple[int, int] | None = None) -> Streams:
     """The streams of a run whose steps take `global_batch` examples; `strategy` with `num_workers` > 1
-    distributes the training stream as each worker's slice of every global batch."""
+    distributes the training stream as each worker's slice of every global batch. `grid`: a detector's
+    heat-map (rows, columns), which a detection task's targets are made for."""
+    if task.kind == DETECTION_TASK and grid is None:
+        raise ConfigError("a detection task's streams need the detector's grid")
     train_files = checked_files(task, inputs.train_split)
     if inputs.eval_split is not None:
         check_enough_shards(task, inputs.eval_split, num_workers)
@@ -93,7 +101,7 @@ def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, n
         def stream(batch: int, cut: WorkerSlice | None) -> tf.data.Dataset:
             return _stream(task, inputs, inputs.train_split, batch, to_model, training=True, weights=weights,
                            start=step * global_batch, worker_slice=cut, global_batch=global_batch,
-                           record_order=record_order, service_log=log)
+                           record_order=record_order, service_log=log, grid=grid)
 
         if num_workers == 1 or strategy is None:
             return stream(global_batch, None)
@@ -105,12 +113,12 @@ def build_streams(task: TrainingTask, inputs: InputOptions, global_batch: int, n
     if inputs.eval_split is not None:
         eval_files = checked_files(task, inputs.eval_split)
         eval_examples = task.train_manifest.splits[inputs.eval_split].num_examples
-        eval_stream = _stream(task, inputs, inputs.eval_split, global_batch, to_model, training=False)
+        eval_stream = _stream(task, inputs, inputs.eval_split, global_batch, to_model, training=False, grid=grid)
     steps = max(1, math.ceil(train_examples / global_batch))
     # The same reading, decoding and model-side steps, with no window of records held in memory: a
     # probe of the shuffled stream would time batches cut from a window already read.
     probe = _stream(task, inputs, inputs.train_split, global_batch, to_model, training=True, shuffle=False,
-                    weights=weights)
+                    weights=weights, grid=grid)
     def start_of(step: int) -> RepeatedStart:
         options = StreamOptions(batch_size=global_batch, shuffle_mb=inputs.shuffle_buffer_mb, seed=inputs.seed,
                                 repeat=True, folds=inputs.train_folds, start=step * global_batch)
@@ -155,7 +163,8 @@ def _service_job(inputs: InputOptions, start: int, log: ServiceLog | None) -> Se
 def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to_model: RawToModel,
             training: bool, shuffle: bool = True, weights: list[float] | None = None, start: int = 0,
             worker_slice: WorkerSlice | None = None, global_batch: int | None = None,
-            record_order: Callable | None = None, service_log: ServiceLog | None = None) -> tf.data.Dataset:
+            record_order: Callable | None = None, service_log: ServiceLog | None = None,
+            grid: tuple[int, int] | None = None) -> tf.data.Dataset:
     """One of the Trainer's streams: its options, its model step, its augmentation (training only).
 
     `batch` is this stream's (a replica's); `global_batch` a step's, which the crop windows are drawn for."""
@@ -164,11 +173,14 @@ def _stream(task: TrainingTask, inputs: InputOptions, split: str, batch: int, to
     options = StreamOptions(
         batch_size=batch, shuffle_mb=inputs.shuffle_buffer_mb if training and shuffle else 0.0, seed=inputs.seed,
         deterministic=inputs.deterministic or not training, repeat=training, drop_remainder=training,
-        features=(task.input_name, task.target), decode=tuple(to_model.reader_decodes),
+        features=task.stream_features, decode=tuple(to_model.reader_decodes),
         folds=inputs.train_folds if split == inputs.train_split else None,
         class_weights=tuple(weights) if training and weights is not None else None, input_name=task.input_name,
         start=start, worker_slice=worker_slice, service=_service_job(inputs, start, service_log))
     augment = _augmentation(inputs, task.kind == "segmentation", fused, global_batch or batch) if augmenting else None
+    if task.kind == DETECTION_TASK and grid is not None:  # targets in every stream, the ops in training only
+        augment = DetectionBatches(grid, task.num_classes, inputs.augment if augmenting else (), inputs.seed,
+                                   global_batch or batch)
     crop = DecodeCrop(task.input_name, _crop_windows(task, inputs, global_batch or batch)) if fused else None
     return build_stream(task.train_dir, split, options, model_step=to_model.training_pair, augment=augment, crop=crop,
                         record_order=record_order if training and shuffle else None)

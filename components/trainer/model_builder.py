@@ -3,7 +3,9 @@
 A user hook is called as `build_model(features, num_classes, task)` with `features` the manifest's
 FeatureSpecs of what the model receives (the image is the input, named like the feature) and
 `task` "classification" or "segmentation"; it returns a tf-keras Model taking a dict
-`{input_name: float32 [B, H, W, C]}` and giving softmax probabilities. `num_classes` counts softmax
+`{input_name: float32 [B, H, W, C]}` and giving softmax probabilities. For "detection" (boxes) it returns
+detector.py's maps (a CenterNetModel: heat-map, size, offset); `auto` builds detector.py's CenterNet on its tiny
+backbone, a pretrained backbone puts the same heads on its stride-4 or stride-8 features. `num_classes` counts softmax
 units (`task.num_outputs`): a string label's classes plus its OOV id, which the export does not serve.
 It may compile the model itself; an uncompiled model gets Adam and sparse categorical cross-entropy.
 
@@ -15,6 +17,7 @@ from typing import Callable
 
 import tf_keras as keras
 
+from ..core.box_schema import DETECTION_TASK
 from ..core.errors import ConfigError
 from .augment import AugmentLayer
 from .config import BACKBONE_CLASSIFIERS, BACKBONE_SEGMENTERS, TrainerConfig
@@ -22,6 +25,8 @@ from .export import warm_start
 from .metrics import training_metrics
 from .models import lenet, unet
 from .task import TrainingTask
+
+BUILTIN_DETECTORS = ("auto",)  # the names that build detector.py's CenterNet on a detection task
 
 
 def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
@@ -63,7 +68,10 @@ def trace_without_autograph(model: keras.Model) -> None:
 
 def compile_model(model: keras.Model, task: TrainingTask, config: TrainerConfig, learning_rate: float) -> None:
     """Adam, sparse categorical cross-entropy and the task's metrics (under mixed precision Keras wraps
-    the optimizer in a LossScaleOptimizer itself)."""
+    the optimizer in a LossScaleOptimizer itself). A detector's loss and its parts are its own (detector.py)."""
+    if task.kind == DETECTION_TASK:
+        model.compile(optimizer=keras.optimizers.Adam(learning_rate), jit_compile=config.model.xla)
+        return
     model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=keras.losses.SparseCategoricalCrossentropy(),
                   metrics=training_metrics(task.kind, task.num_outputs), jit_compile=config.model.xla)
 
@@ -71,6 +79,11 @@ def compile_model(model: keras.Model, task: TrainingTask, config: TrainerConfig,
 def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     shape = tuple(task.input_spec.shape)
     name = config.model.name
+    if task.kind == DETECTION_TASK and (name in BUILTIN_DETECTORS or config.model.is_backbone):
+        return _detector(task, config)
+    if name in ("lenet", "unet") and task.kind == DETECTION_TASK:
+        raise ConfigError(f"model {name!r} does not detect boxes; use auto (a CenterNet detector) or "
+                          "mobilenet_v2 / efficientnet_b0")
     if name == "auto":
         name = "unet" if task.kind == "segmentation" else "lenet"
     if config.model.is_backbone:
@@ -88,6 +101,21 @@ def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
         raise ConfigError(f"model hook {name!r} returned {type(model).__name__}, not a tf_keras.Model "
                           "(use `import tf_keras as keras`, not Keras 3)")
     return model
+
+
+def _detector(task: TrainingTask, config: TrainerConfig) -> keras.Model:
+    """CenterNet heads (detector.py) on the tiny backbone (`auto`) or on a pretrained backbone's feature map."""
+    from .detector import build_detector, tiny_backbone
+
+    shape = tuple(task.input_spec.shape)
+    if not config.model.is_backbone:
+        return build_detector(tiny_backbone(shape), task.num_classes, task.input_name)
+    from . import backbones  # tf_keras.applications: only for these models
+
+    spec = backbones.backbone_spec(config.model.name)
+    features = backbones.detection_features(spec, shape, config.model.weights or "imagenet", config.model.backbone_alpha)
+    preprocess = backbones.BackbonePreprocess(spec.module, name="backbone_preprocess")
+    return build_detector(features, task.num_classes, task.input_name, preprocess=preprocess)
 
 
 def _backbone_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
@@ -120,3 +148,17 @@ def _with_augment_layer(model: keras.Model, task: TrainingTask, config: TrainerC
     inputs = keras.Input(shape=tuple(task.input_spec.shape), name=task.input_name, dtype="float32")
     augmented = AugmentLayer(config.input.augment, config.input.seed, name="augment")(inputs)
     return keras.Model(inputs, model(augmented), name=f"{model.name}_augmented")
+
+
+def detector_grid(model: keras.Model) -> tuple[int, int]:
+    """(rows, columns) of a detector's heat-map: the grid its stream's targets are made for."""
+    from .detector import HEATMAP
+
+    try:
+        shape = model.get_layer(HEATMAP).output_shape
+    except ValueError:
+        raise ConfigError(f"a detection model must output a {HEATMAP!r} map (detector.py's heads); "
+                          f"{model.name!r} has no layer of that name") from None
+    if len(shape) != 4 or None in shape[1:3]:
+        raise ConfigError(f"the detector's {HEATMAP!r} map must be [B, rows, columns, classes], got {shape}")
+    return int(shape[1]), int(shape[2])

@@ -9,6 +9,9 @@ Three inputs are possible:
     task = resolve_task(config.input)
     task.kind, task.input_name, task.target, task.num_classes   # 'classification', 'x', 'y', 10
 
+A detection target (`box_schema.BOX_TARGET`, the seven features of role "boxes") has the label map's classes,
+in id order (ids from 1 in the data, 0-based in training), and at most `max_boxes` boxes an example.
+
 A string label's model has one softmax unit more than it has classes (`num_outputs`): the OOV id
 that Transform (or the vocabulary table, without Transform) gives a label unseen in the vocabulary.
 The export serves the `num_classes` trained classes only (`export.served_probabilities`).
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..core import storage
+from ..core.box_schema import BBOX, BOX_ROLE, BOX_TARGET, BOXES_KEY, CLASS_LABEL, DETECTION_TASK
 from ..core.errors import ConfigError
 from ..core.manifest import FeatureSpec, Manifest, read_manifest
 from ..core.model_info import OOV_CLASS
@@ -29,7 +33,7 @@ from .config import InputOptions
 class TrainingTask:
     """Everything about the data the model and the export need."""
 
-    kind: str  # "classification" | "segmentation"
+    kind: str  # "classification" | "segmentation" | "detection"
     input_name: str
     target: str
     num_classes: int  # the classes trained and served (a string label's vocabulary)
@@ -42,6 +46,15 @@ class TrainingTask:
     train_manifest: Manifest
     transform_graph: str | None  # a tft.TFTransformOutput directory, or None
     materialized: bool  # the train_dir shards are already transformed
+    label_map: dict[str, int] | None = None  # detection: {class name: id from 1}
+    max_boxes: int = 0  # detection: the most boxes an example has (the padded stream's K)
+
+    @property
+    def stream_features(self) -> tuple[str, ...]:
+        """The features the input stream parses: the image and the target (a detection target's boxes and ids)."""
+        if self.kind == DETECTION_TASK:
+            return (self.input_name, *BBOX, CLASS_LABEL)
+        return (self.input_name, self.target)
 
     @property
     def output_names(self) -> list[str]:
@@ -84,10 +97,12 @@ def _task(inputs: InputOptions, model_side: Manifest, raw: Manifest, raw_dir: st
         raise ConfigError(f"{raw_dir}: no image feature to train on (features {sorted(model_side.features)})")
     input_name = images[0]
     target = choose_target(inputs.label, {name: f.role for name, f in model_side.features.items()})
-    kind = task_kind(model_side.features[target].role)
     if input_name not in raw.features:
         raise ConfigError(f"the model input {input_name!r} is not a raw feature of {raw_dir}: "
                           "a custom preprocessing_fn must keep the image feature's name")
+    if target == BOX_TARGET:
+        return _detection_task(inputs, model_side, raw, raw_dir, graph, materialized, input_name)
+    kind = task_kind(model_side.features[target].role)
     vocabulary = _vocabulary(model_side, target, graph) if graph else _raw_vocabulary(raw, target, inputs)
     num_outputs = inputs.num_classes or _num_classes(model_side, raw, target, vocabulary, kind, inputs)
     names = _class_names(target, vocabulary, num_outputs)
@@ -96,17 +111,24 @@ def _task(inputs: InputOptions, model_side: Manifest, raw: Manifest, raw_dir: st
 
 
 def choose_target(label: str | None, roles: Mapping[str, str]) -> str:
-    """The feature to predict (`roles`: feature → role): `label` if given, else the first mask, else the only label.
+    """The feature to predict (`roles`: feature → role): `label` if given, else the first mask, else the boxes
+    (`BOX_TARGET`, which names the features of role "boxes" together), else the only label.
 
     Also used before a pipeline runs, on the roles ExampleGen will detect in the index.
     """
+    boxes = BOX_ROLE in roles.values()
     if label is not None:
-        if label not in roles:
-            raise ConfigError(f"label {label!r} is not a feature (has {sorted(roles)})")
+        if label == BOX_TARGET and boxes:
+            return BOX_TARGET
+        if label not in roles or roles[label] == BOX_ROLE:
+            known = sorted(n for n, role in roles.items() if role != BOX_ROLE) + ([BOX_TARGET] if boxes else [])
+            raise ConfigError(f"label {label!r} is not a target of the examples (has {known})")
         return label
     masks = [name for name, role in roles.items() if role == "mask"]
     if masks:
         return masks[0]
+    if boxes:
+        return BOX_TARGET
     labels = [name for name, role in roles.items() if role == "label"]
     if len(labels) != 1:
         raise ConfigError(f"cannot choose the target: label features {labels}, no mask; pass --label")
@@ -114,8 +136,43 @@ def choose_target(label: str | None, roles: Mapping[str, str]) -> str:
 
 
 def task_kind(target_role: str) -> str:
-    """A mask target is segmentation; any other target is classification."""
-    return "segmentation" if target_role == "mask" else "classification"
+    """A mask target is segmentation, boxes are detection; any other target is classification."""
+    return {"mask": "segmentation", BOX_ROLE: DETECTION_TASK}.get(target_role, "classification")
+
+
+def _detection_task(inputs: InputOptions, model_side: Manifest, raw: Manifest, raw_dir: str, graph: str | None,
+                    materialized: bool, input_name: str) -> TrainingTask:
+    """The boxes' task: classes from the label map ExampleGen recorded, in id order; K from its figures."""
+    missing = [name for name in (*BBOX, CLASS_LABEL) if name not in model_side.features]
+    if missing:
+        raise ConfigError(f"{inputs.examples}: boxes without the features {missing}: a custom preprocessing_fn must "
+                          "pass the box features through unchanged")
+    boxes = raw.extra.get(BOXES_KEY) or model_side.extra.get(BOXES_KEY) or {}
+    label_map = {str(name): int(i) for name, i in (boxes.get("label_map") or {}).items()}
+    if not label_map:
+        raise ConfigError(f"{raw_dir}: the manifest records no label map of its boxes ({BOXES_KEY}.label_map)")
+    names = sorted(label_map, key=label_map.__getitem__)
+    if [label_map[n] for n in names] != list(range(1, len(names) + 1)):
+        raise ConfigError(f"{raw_dir}: the label map's ids must be 1..{len(names)}, got {label_map}")
+    if inputs.num_classes is not None and inputs.num_classes != len(names):
+        raise ConfigError(f"--num-classes {inputs.num_classes} differs from the label map's {len(names)} classes; "
+                          "drop --num-classes for boxes")
+    return TrainingTask(DETECTION_TASK, input_name, BOX_TARGET, len(names), len(names), names, None,
+                        inputs.examples, raw_dir, raw, model_side if materialized else raw, graph, materialized,
+                        label_map, _box_slots(boxes, raw, raw_dir))
+
+
+def _box_slots(boxes: dict, raw: Manifest, raw_dir: str) -> int:
+    """K, the boxes an example's padded rows hold: the most any image of any split has (ExampleGen's figures of
+    every split), else the limit ExampleGen enforced (`max_boxes`, 100 by default: 20x what the demo set needs)."""
+    figures = boxes.get("figures") or {}
+    counts = [int(count) for split in raw.splits for count in (figures.get(split) or {}).get("boxes_per_image", {})]
+    if counts and all(split in figures for split in raw.splits):
+        return max(max(counts), 1)
+    limit = int(boxes.get("max_boxes") or 0)
+    if limit < 1:
+        raise ConfigError(f"{raw_dir}: the manifest records no max_boxes of its boxes ({BOXES_KEY}.max_boxes)")
+    return limit
 
 
 def _vocabulary(manifest: Manifest, target: str, graph: str) -> list[str] | None:

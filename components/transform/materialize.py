@@ -74,6 +74,10 @@ def stored_values(batch: pa.RecordBatch, spec: FeatureSpec, domain: tuple[int, i
 
     `applied_at_read`: the input's stored bytes, passed through the transform unchanged.
     """
+    if applied_at_read and list(spec.shape) == [-1]:  # a list of any length carried through (boxes)
+        column = batch.column(batch.schema.get_field_index(stored_name(spec.name))).to_pylist()
+        kind = object if spec.dtype == "string" else np.dtype(spec.dtype)
+        return [np.asarray(values or [], dtype=kind) for values in column]
     if applied_at_read:
         payloads = _flat(batch, stored_name(spec.name), 1).to_pylist()
         if spec.role == "mask" and domain is not None:  # ids kept as stored: checked on the stored pixels

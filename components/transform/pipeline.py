@@ -28,7 +28,8 @@ from ..core.manifest import FeatureSpec, Manifest, ShardInfo
 from ..core.shard_writer import ShardSizing, WriteShards
 from .materialize import BatchResult, WritePartsFn
 from .output_features import applied_at_read_names, int_domains, output_features
-from .raw_input import POSITION, ReadRecordBatches, plan_ranges, raw_schema, stored_name, tensor_adapter_config
+from .raw_input import (POSITION, ReadRecordBatches, carried_names, plan_ranges, raw_schema, stored_name,
+                        tensor_adapter_config)
 from .statistics import SplitStatistics
 
 RESULT_NAME = "result.pickle"
@@ -69,11 +70,12 @@ def _transform_split(pipeline: beam.Pipeline, plan: TransformPlan, split: str, t
     """Reads, transforms, writes part files and statistics of one split; returns its BatchResults.
 
     Outputs applied at read are not computed here (`exclude_outputs`): their stored bytes pass
-    through instead, so Transform does no per-pixel work on them.
+    through instead, so Transform does no per-pixel work on them. Carried features (boxes) pass through too.
     """
-    adapter = tensor_adapter_config(raw_schema(plan.source), at_read)
-    raw = pipeline | f"Read[{split}]" >> plan.read(split, at_read)
-    if set(features) <= set(at_read):
+    carried = carried_names(plan.source)
+    adapter = tensor_adapter_config(raw_schema(plan.source), at_read + carried, carried)
+    raw = pipeline | f"Read[{split}]" >> plan.read(split, at_read + carried)
+    if set(features) <= set(at_read + carried):
         batches = raw  # nothing left for the graph to compute (TFT refuses to produce no output)
     else:
         transformed, _ = ((raw, adapter), transform_fn) | f"Transform[{split}]" >> tft_beam.TransformDataset(
@@ -82,7 +84,7 @@ def _transform_split(pipeline: beam.Pipeline, plan: TransformPlan, split: str, t
     statistics = storage.join(plan.publish_dir, "statistics", f"{split}.pb")
     _ = batches | f"Statistics[{split}]" >> SplitStatistics(statistics, dropped=at_read)
     return batches | f"WriteParts[{split}]" >> beam.ParDo(
-        WritePartsFn(split, plan.scratch_dir, tuple(features.values()), at_read),
+        WritePartsFn(split, plan.scratch_dir, tuple(features.values()), at_read + carried),
         domains=beam.pvalue.AsSingleton(domains))
 
 
@@ -90,7 +92,8 @@ def build_transform(pipeline: beam.Pipeline, plan: TransformPlan,
                     preprocessing_fn: Callable) -> tuple[dict[str, FeatureSpec], tuple[str, ...]]:
     """Adds the whole Transform graph to `pipeline`; returns the output's manifest features and
     the names of the outputs applied at read (stored as their input's bytes)."""
-    adapter = tensor_adapter_config(raw_schema(plan.source))
+    carried = carried_names(plan.source)
+    adapter = tensor_adapter_config(raw_schema(plan.source), carried=carried)
     temp_dir = storage.join(plan.scratch_dir, "tft_tmp")
     enable_tensorflow_filesystems([temp_dir, plan.publish_dir])  # TFT writes its files with tf.io.gfile
     analyze_input = pipeline | f"ReadToAnalyze[{plan.analyze_split}]" >> plan.read(plan.analyze_split)
@@ -98,11 +101,12 @@ def build_transform(pipeline: beam.Pipeline, plan: TransformPlan,
         transform_fn = (analyze_input, adapter) | "Analyze" >> tft_beam.AnalyzeDataset(preprocessing_fn)
     schema = transform_fn[1].dataset_metadata.schema
     at_read = tuple(applied_at_read_names(schema, plan.source.features)) if plan.compact_images else ()
-    passthrough = {POSITION, *(stored_name(name) for name in at_read)}
+    passthrough = {POSITION, *(stored_name(name) for name in at_read + carried)}
     with tft_beam.Context(temp_dir=temp_dir, passthrough_keys=passthrough):
         _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(
             storage.join(plan.publish_dir, TRANSFORM_GRAPH))
-        features = output_features(schema, plan.source.features, at_read)
+        features = {**output_features(schema, plan.source.features, at_read),
+                    **{name: plan.source.features[name] for name in carried}}  # written as they were read
         domains = transform_fn[1].deferred_metadata | "IntDomains" >> beam.Map(lambda m: int_domains(m.schema))
         per_split = [_transform_split(pipeline, plan, s, transform_fn, features, at_read, domains)
                      for s in plan.splits]

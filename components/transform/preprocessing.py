@@ -14,6 +14,8 @@
   OOV bucket: a label unseen in train gets id = vocabulary size. Transform counts those per split
   and reports them (or fails, `unseen_labels="fail"`); they never pass unnoticed.
 - integer and float labels, and metadata of any type: carried through unchanged (for slicing).
+- boxes (role "boxes", lists of any length): not inputs of the graph; Transform writes them unchanged
+  beside its outputs (raw_input.carried_names), and the Trainer reads them as ExampleGen wrote them.
 
     fn = make_preprocessing_fn(read_manifest("runs/examples").features, {"mask": 3})
     # then: tft_beam.AnalyzeDataset(fn)
@@ -25,6 +27,7 @@ from typing import Callable, Mapping
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from ..core.box_schema import BOX_ROLE
 from ..core.manifest import FeatureSpec, Manifest
 from ..core.reader import decode_batch
 from ..core.errors import ConfigError
@@ -91,6 +94,8 @@ def make_preprocessing_fn(features: Mapping[str, FeatureSpec], mask_classes: Map
     def preprocessing_fn(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         outputs = {}
         for name, spec in specs.items():
+            if spec.role == BOX_ROLE:  # carried outside the graph
+                continue
             if spec.role == "image":
                 outputs[name] = standardize_per_channel(decode_pixels(inputs[name], spec), spec.shape[2])
             elif spec.role == "mask":

@@ -5,7 +5,9 @@ records themselves through `storage` (local, s3://, gs://: no TensorFlow, no Bea
 decode a batch at a time with tfx_bsl's C++ decoder. Each batch carries a pass-through column
 with the split-wide position of every record, so the transformed output can be written back in
 the input's order (and a record is never confused with another), and, for outputs kept compact, a
-pass-through copy of the stored image bytes (`stored_name`).
+pass-through copy of the stored image bytes (`stored_name`). Lists of any length (a detection example's
+boxes, `carried_names`) are never handed to the preprocessing_fn: they pass through as stored columns too,
+and are written unchanged.
 
     ranges = plan_ranges("s3://bucket/runs/examples", manifest, "train", batch_size=1024)
     batches = pipeline | ReadRecordBatches(ranges, schema, batch_size=1024)
@@ -21,6 +23,7 @@ from typing import BinaryIO, Iterator
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tensorflow_transform.tf_metadata import schema_utils
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
@@ -54,8 +57,16 @@ class RecordRange:
 
 
 def raw_schema(manifest: Manifest) -> schema_pb2.Schema:
-    """The TFT input schema: every feature a fixed-shape scalar (files as their stored bytes)."""
-    return schema_utils.schema_from_feature_spec(feature_spec(manifest))
+    """The TFT input schema: every feature a fixed-shape scalar (files as their stored bytes), lists of any
+    length (the reader's ragged rows) as variable-length features, which the Arrow decoder reads as lists."""
+    spec = {name: tf.io.VarLenFeature(value.dtype) if isinstance(value, tf.io.RaggedFeature) else value
+            for name, value in feature_spec(manifest).items()}
+    return schema_utils.schema_from_feature_spec(spec)
+
+
+def carried_names(manifest: Manifest) -> tuple[str, ...]:
+    """The features Transform carries through unchanged, outside the graph: lists of any length (boxes)."""
+    return tuple(name for name, spec in manifest.features.items() if list(spec.shape) == [-1])
 
 
 def stored_name(feature: str) -> str:
@@ -63,13 +74,16 @@ def stored_name(feature: str) -> str:
     return f"{STORED_PREFIX}{feature}"
 
 
-def tensor_adapter_config(schema: schema_pb2.Schema, stored: tuple[str, ...] = ()) -> tfxio.TensorAdapterConfig:
-    """What TFT needs to turn the batches into tensors; the position and stored-bytes columns are not tensors."""
+def tensor_adapter_config(schema: schema_pb2.Schema, stored: tuple[str, ...] = (),
+                          carried: tuple[str, ...] = ()) -> tfxio.TensorAdapterConfig:
+    """What TFT needs to turn the batches into tensors; the position and stored-bytes columns are not tensors,
+    nor are the `carried` features (the preprocessing_fn never sees them)."""
     base = tfxio.TFExampleBeamRecord(physical_format="tfrecord", schema=schema).TensorAdapterConfig()
     arrow_schema = base.arrow_schema.append(pa.field(POSITION, pa.large_list(pa.int64())))
     for name in stored:
         arrow_schema = arrow_schema.append(pa.field(stored_name(name), base.arrow_schema.field(name).type))
-    return tfxio.TensorAdapterConfig(arrow_schema, base.tensor_representations)
+    tensors = {name: value for name, value in base.tensor_representations.items() if name not in carried}
+    return tfxio.TensorAdapterConfig(arrow_schema, tensors)
 
 
 def default_batch_size(manifest: Manifest) -> int:

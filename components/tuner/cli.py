@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--algorithm", choices=ALGORITHMS, default="random", help="random search or Hyperband (default random)")
     add("--max-trials", type=int, default=8, help="random search's trial budget (default 8)")
     add("--trial-epochs", type=int, default=2, help="epochs per trial; Hyperband's largest (default 2)")
-    add("--objective", help="the metric to optimize (default val_accuracy; val_mean_iou for masks; *loss: minimized)")
+    add("--objective", help="the metric to optimize (default val_accuracy; val_mean_iou for masks, val_loss for boxes; "
+                                 "*loss: minimized)")
     add("--hyperband-factor", type=int, default=3)
     add("--seed", type=int, default=0)
     add("--train-args", default="", help="`shardflow train` flags every trial uses, one string")

@@ -29,7 +29,7 @@ class TunerConfig:
     space: tuple[str, ...] = DEFAULT_SPACE
     algorithm: str = "random"
     max_trials: int = 8  # random search's trial budget (Hyperband derives its own from the epochs)
-    objective: str | None = None  # a Keras history metric; default val_accuracy, or val_mean_iou for masks
+    objective: str | None = None  # a Keras history metric; default val_accuracy, val_mean_iou for masks, val_loss for boxes
     hyperband_factor: int = 3
     seed: int = 0
 

@@ -67,7 +67,9 @@ def run(config: TunerConfig, echo: Callable[[str], None] = print) -> dict[str, A
 
 
 def _default_objective(config: TunerConfig) -> str:
-    return "val_mean_iou" if resolve_task(config.base.input).kind == "segmentation" else "val_accuracy"
+    """val_mean_iou for masks, val_loss (minimized) for boxes: a detector logs no accuracy; else val_accuracy."""
+    return {"segmentation": "val_mean_iou", "detection": "val_loss"}.get(resolve_task(config.base.input).kind,
+                                                                          "val_accuracy")
 
 
 def _tuner(kt: Any, config: TunerConfig, dimensions: tuple[Dimension, ...], objective: str,

@@ -63,6 +63,15 @@ def test_training_on_the_service_ends_with_the_local_runs_weights(service: str, 
     assert served["optimizer_steps"] == local["optimizer_steps"]
 
 
+def test_a_detector_on_the_service_ends_with_the_local_runs_weights(service: str, box_examples: Path,
+                                                                   tmp_path: Path) -> None:
+    """Boxes padded in the workers' part, moved by flip and crop, CenterNet targets made there: the same weights."""
+    local = _train(box_examples, tmp_path / "local", "--augment", "flip,crop")
+    served = _train(box_examples, tmp_path / "served", "--augment", "flip,crop", "--data-service", service)
+    assert served["weights_sha256"] == local["weights_sha256"]
+    assert served["data_service"]["batches_served"] > 0 and served["data_service"]["examples_lost"] == 0
+
+
 @pytest.mark.parametrize(("extra", "says"), [
     (["--data-service", "localhost:5050"], "data_service must be grpc://HOST:PORT (a dispatcher), got "
                                            "'localhost:5050'"),

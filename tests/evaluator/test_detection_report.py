@@ -16,7 +16,6 @@ from shardflow.core.detection_metrics import STAT_NAMES, DetectionAccumulator
 from shardflow.evaluator.detection_plots import plot_detections, plot_precision_recall
 from shardflow.evaluator.detection_report import (
     METRIC_NAMES, detection_intervals, detection_metrics_report, gate_values, paired_detection_intervals,
-    resampled_detection_stats,
 )
 from shardflow.evaluator.intervals import bootstrap_intervals, draw_counts, resample_indices
 
@@ -131,7 +130,7 @@ def test_each_resample_scores_as_summarize_scores_it(decimals: int | None) -> No
     indices = next(resample_indices(len(ids), 25, seed=11))
     counts = draw_counts(indices, len(ids))
     assert counts.max() >= 3
-    found = resampled_detection_stats(accumulator, ids, counts)
+    found = accumulator.resampled_stats(ids, counts)
     expected = np.array([accumulator.summarize(images=ids[row]).stats for row in indices])
     assert np.array_equal(np.isnan(found), expected == -1)
     assert np.allclose(found[expected != -1], expected[expected != -1], rtol=0, atol=1e-12)

@@ -76,3 +76,11 @@ def test_the_report_counts_the_likely_label_errors_and_names_their_files(tmp_pat
                                                              "sheet": "label_issues.png", "rows_named": True})
     assert ("Likely label errors in split eval: 7 (ranked by CSV row in the evaluation's label_issues.jsonl; "
             "the top 16 in label_issues.png)") in run_report(examples, {}, evaluation)
+
+
+def test_the_report_of_a_detector_says_label_errors_were_not_searched(tmp_path: Path) -> None:
+    evaluation = _evaluation(0.95, None)
+    note = "label issues are found for classification and segmentation, not for boxes"
+    evaluation["metrics"].update(split="eval", label_issues={"count": None, "note": note})
+    report = run_report(str(_examples(tmp_path, missing=0)), {}, evaluation)
+    assert f"Likely label errors: not searched ({note})" in report

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from shardflow.core.errors import ConfigError
+from shardflow.demo_boxes import write_boxes
 from shardflow.evaluator.config import DEFAULT_THRESHOLDS
 from shardflow.example_gen.csv_index import read_head
 from shardflow.pipelines.local_run import LocalRunConfig
@@ -56,7 +57,19 @@ def test_a_mask_index_without_threshold_gets_the_segmentation_default(masks: Pat
     assert LocalRunConfig.eval_thresholds is None  # the dataclass default: "the target kind's", not accuracy
     assert _prepared(masks, tmp_path / "out")["eval_thresholds"] == ["mean_iou>=0.5"]
     assert _prepared(labels, tmp_path / "out")["eval_thresholds"] == ["accuracy>=0.9"]
-    assert DEFAULT_THRESHOLDS == {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5"}
+    assert DEFAULT_THRESHOLDS == {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5",
+                                  "detection": "ap50>=0.5"}
+
+
+def test_a_box_index_is_a_detection_run_with_the_detection_default_and_metrics(tmp_path: Path) -> None:
+    """The demo's box index (the AutoML layout, no header): its boxes are the target before any step runs."""
+    write_boxes(tmp_path / "boxes", count=12)
+    index = tmp_path / "boxes" / "train.csv"
+    assert _prepared(index, tmp_path / "out")["eval_thresholds"] == [DEFAULT_THRESHOLDS["detection"]]
+    assert _prepared(index, tmp_path / "out", eval_thresholds=("ap75>=0.2",))["eval_thresholds"] == ["ap75>=0.2"]
+    with pytest.raises(ConfigError, match=r"'accuracy' is not a detection metric.*target 'image/object' is a "
+                                          r"boxes column"):
+        _prepared(index, tmp_path / "out", eval_thresholds=("accuracy>=0.5",))
 
 
 def test_the_target_is_the_trainers_and_comes_from_the_newest_spans(masks: Path, tmp_path: Path) -> None:
@@ -99,7 +112,7 @@ def test_a_valid_run_is_not_refused(masks: Path, labels: Path, tmp_path: Path) -
     (["--example-gen-args", "--resise 8x8"], ["--example-gen-args", "unknown option --resise", "--resize?"]),
     (["--transform-args", "--mask-classes mask=0"],
      ["--transform-args", "mask_classes of 'mask' must be an integer >= 1, got 0"]),
-    (["--train-args", "--epochs 1 --label nope"], ["--train-args", "label 'nope' is not a feature"]),
+    (["--train-args", "--epochs 1 --label nope"], ["--train-args", "label 'nope' is not a target of the examples"]),
     (["--example-gen-args", "--resize imgae=8x8"],  # per-column options meet the index's header up front too
      ["--index/--example-gen-args", "--resize names columns ['imgae']"]),
     (["--validate-args", "--no-drfit site"],

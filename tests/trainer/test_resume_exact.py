@@ -150,3 +150,17 @@ def test_photos_with_augmentation_resume_to_the_same_weights(photos: Path, tmp_p
     _finish(_single(command))
     assert _summary(out)["resumed_from_step"] > 24
     assert _summary(out)["weights_sha256"] == _summary(whole)["weights_sha256"]
+
+
+def test_a_detector_killed_and_resumed_ends_with_the_uninterrupted_weights(box_examples: Path, tmp_path: Path) -> None:
+    extra = ("--epochs", "2", "--batch-size", "16", "--augment", "flip,crop", "--shuffle-buffer-mb", "0.5")
+    whole = tmp_path / "whole"
+    _finish(_single(_command(box_examples, whole, *extra)))
+    out = tmp_path / "killed"
+    command = _command(box_examples, out, *extra)
+    _kill_after(_single(command), out, 20)  # mid-epoch 2 (240 images: 15 steps an epoch)
+    _finish(_single(command))
+    assert 15 < _summary(out)["resumed_from_step"] < 30
+    assert _summary(out)["weights_sha256"] == _summary(whole)["weights_sha256"]
+    total = _summary(whole)["optimizer_steps"]
+    assert steps_of(tmp_path / "killed.order.jsonl", total) == steps_of(tmp_path / "whole.order.jsonl", total)

@@ -1,0 +1,78 @@
+"""A box index's chunk encoded in a worker: each image one Example (its image as ExampleGen stores an image
+column, plus the box features of core/box_schema.py), or a reject on every row of it.
+
+An image that does not decode rejects each of its rows with the decode's code and reason; a pixel box that
+reaches past the decoded image rejects its own row (`box_past_image`) and the image's other rows as
+`image_rejected`, naming it (box_index.py's rule: an image is kept whole or not at all). Rows are the index's
+own numbers, so rejects.jsonl names the rows of the file as the index reader's rejects do.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..core.box_schema import BBOX, CLASS_TEXT
+from .box_features import BoxFigures, BoxPastImage, box_features
+from .box_index import Box, ImageBoxes
+from .box_ingest import first_row
+from .csv_index import Chunk, Record
+from .data_root import BadCell
+from .reject import Reject
+from .rows import Encoded, RowEncoder
+
+BOX_PAST_IMAGE = "box_past_image"
+
+
+def box_outcomes(encoder: RowEncoder, chunk: Chunk, labels: dict[str, int]) -> Iterator[tuple[int, Encoded | Reject]]:
+    """(rows it stands for, outcome) of every row of a box chunk: the reader's rejects, then each image's example
+    or rejects. A COCO image without annotations stands for no row: its reject is listed with row 0."""
+    for reject in chunk.rejects:
+        yield 1, reject
+    for image in chunk.images or ():
+        outcome = encode_image_boxes(encoder, image, labels)
+        if isinstance(outcome, Encoded):
+            yield len(image.rows), outcome
+        else:
+            yield from ((1 if reject.row else 0, reject) for reject in outcome)
+
+
+def encode_image_boxes(encoder: RowEncoder, image: ImageBoxes, labels: dict[str, int]) -> Encoded | list[Reject]:
+    """The image's example, or one reject per row of it."""
+    past: dict[int, str] = {}
+
+    def add(size: tuple[int, int]) -> dict[str, Any]:
+        try:
+            return box_features(image, size, labels)
+        except BoxPastImage:
+            past.update(_boxes_past(image, size))
+            raise BadCell(BOX_PAST_IMAGE, next(iter(past.values()))) from None
+
+    outcome = encoder.encode(Record(first_row(image), [image.path]), image.split, add)
+    if isinstance(outcome, Encoded):
+        return outcome
+    rows = image.rows or (0,)
+    if not past:
+        return [Reject(row, image.split, outcome.column, image.path, outcome.code, outcome.reason) for row in rows]
+    first = min(past)
+    return [Reject(row, image.split, None, image.path, BOX_PAST_IMAGE, past[row]) if row in past else
+            Reject(row, image.split, None, image.path, "image_rejected",
+                   f"row {first} of the same image was rejected ({BOX_PAST_IMAGE})") for row in rows]
+
+
+def _boxes_past(image: ImageBoxes, size: tuple[int, int]) -> dict[int, str]:
+    """Row → reason of each pixel box past the image. A kept image's rows are its boxes' rows, in box order."""
+    found = {}
+    for row, box in zip(image.rows, image.boxes):
+        try:
+            box.normalize(*size)
+        except ValueError as error:
+            found[row] = f"{error} (the image as decoded, EXIF orientation applied)"
+    return found
+
+
+def add_figures(figures: BoxFigures, values: dict[str, Any]) -> None:
+    """An encoded example's boxes (its values, normalised) counted into its split's figures."""
+    corners = [np.asarray(values[name], np.float64) for name in BBOX]
+    boxes = [Box(*map(float, corner)) for corner in zip(*corners)]
+    figures.add(boxes, tuple(name.decode("utf-8") for name in values[CLASS_TEXT]))
