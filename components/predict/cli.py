@@ -1,7 +1,7 @@
 """`shardflow predict`: translates command-line flags into a PredictConfig. Nothing else.
 
     shardflow predict --model runs/serving --index new.csv --data-root photos --output preds \
-        [--format csv|parquet] [--top-k 3] [--min-score 0.5] [--prediction-log] [--memory-mb 1024 | --batch-size N] [Beam options]
+        [--format csv|parquet] [--top-k 3] [--min-score 0.3] [--prediction-log] [--memory-mb 1024 | --batch-size N] [Beam options]
     shardflow predict --model runs/train/model --examples runs/examples --split eval --output preds
 
 Exit 0 when every row was predicted or rejected (rejects are in OUTPUT/rejects.jsonl); 1 when the

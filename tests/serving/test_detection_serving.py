@@ -28,6 +28,7 @@ from shardflow.demo_boxes import write_boxes
 from shardflow.evaluator import EvaluatorConfig
 from shardflow.evaluator import run as evaluate
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
+from shardflow.predict.config import DEFAULT_MIN_SCORE
 from shardflow.example_gen import run as example_gen
 from shardflow.example_gen.box_index import read_box_csv
 from shardflow.infra_validator import InfraValidatorConfig
@@ -159,18 +160,19 @@ def test_predict_writes_each_examples_boxes_and_a_box_csv_that_example_gen_reads
         np.testing.assert_allclose([b["pixels"] for b in line["boxes"]] or np.zeros((0, 4)), boxes * STORED,
                                    atol=0.01)
     summary = json.loads((output / "predict.json").read_text())
-    assert summary["boxes"] == sum(len(line["boxes"]) for line in lines) and summary["min_score"] == 0.5
+    assert summary["boxes"] == sum(len(line["boxes"]) for line in lines)
+    assert summary["min_score"] == DEFAULT_MIN_SCORE == 0.3
     assert _index_boxes(output / "boxes.csv") == _index_boxes(box_set["data"] / "eval.csv")
 
 
 class _FixedBoxes(tf.Module):
-    """A detector answering two boxes for any example: one at 0.9 and one at 0.3 (under predict's floor)."""
+    """A detector answering two boxes for any example: one at 0.9 and one at 0.2 (under predict's floor)."""
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve(self, examples: tf.Tensor) -> dict[str, tf.Tensor]:
         count = tf.shape(examples)[0]
         rows = tf.constant([[0.25, 0.125, 0.75, 0.5], [0.1, 0.1, 0.2, 0.3]] + [[0.0] * 4] * (MAX_DETECTIONS - 2))
-        scores = tf.constant([0.9, 0.3] + [0.0] * (MAX_DETECTIONS - 2))
+        scores = tf.constant([0.9, 0.2] + [0.0] * (MAX_DETECTIONS - 2))
         classes = tf.constant([1.0, 2.0] + [0.0] * (MAX_DETECTIONS - 2))
         return {"detection_boxes": tf.tile(rows[None], [count, 1, 1]),
                 "detection_scores": tf.tile(scores[None], [count, 1]),
