@@ -62,6 +62,7 @@ TITLES = {
     "predict": "Batch prediction: `shardflow predict` against hand-written SavedModel loops",
     "scoring_memory": "Scoring memory: `shardflow evaluate` and `predict` on masks, against the Trainer's peak",
     "gate": "The regression gate: false refusals and missed regressions of each rule, simulated",
+    "detection": "Object detection: `shardflow run` on demo boxes, and boxes against labels alone",
     "label_issues": "Label issues: the Evaluator's and find-label-issues' lists against cleanlab, on flipped photo labels",
 }
 

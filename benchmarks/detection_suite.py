@@ -1,0 +1,164 @@
+"""Object detection: a whole `shardflow run` on the demo boxes, and what boxes cost against labels alone.
+
+    python -m benchmarks.run_all --only detection                         # 2,000 images; eval memory at 100 and 1k
+    python -m benchmarks.run_all --only detection --detection-images 600 --detection-eval 100 300   # a quick run
+
+Data: `demo_boxes.write_boxes` (shapes of three classes on 96-px crops of scikit-learn's sample photos, 0-5
+objects an image, the AutoML CSV layout), the same images also listed in a labels-only index (`path,label`:
+the image's first box's class, or `none`), so both sides read, decode and write the same JPEGs.
+
+- **run**: `shardflow run` on the box index, `--threshold "ap50>=0.7"`, the Trainer's defaults; wall, CPU
+  and peak RSS of the whole tree, the Evaluator's AP figures and whether the model was pushed.
+- **ingest**: `shardflow example-gen` on the box index against the labels-only index: rows per second.
+- **train**: `shardflow train` for `--detection-epochs` on each output (the detector against the default
+  classifier, on the same images): the steady training rate (`input_report.json`, epochs after the first).
+- **eval memory**: `shardflow evaluate` of the run's model on an ExampleGen output of N eval images, for each
+  `--detection-eval` N: peak RSS of the tree.
+
+Targets (issue 54): AP50 >= 0.7 and the run within 300 s of wall on this machine; evaluation's peak RSS flat
+(at most 50 MB more) from the smallest to the largest eval size.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .monitor import Watch, child_env, run_monitored
+from .suites import parse_size
+
+NAME = "detection"
+AP50_TARGET, RUN_SECONDS, GROWTH_MB = 0.7, 300.0, 50
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("detection")
+    group.add_argument("--detection-images", type=parse_size, default=2_000, help="demo box images (default 2k)")
+    group.add_argument("--detection-eval", nargs="+", type=parse_size, default=[100, 1_000],
+                       help="eval images for the memory figure (default 100 1k)")
+    group.add_argument("--detection-epochs", type=int, default=3, help="epochs of the training-speed runs (default 3)")
+
+
+def _shardflow(args: list[str], log: Path) -> dict[str, Any]:
+    measured = run_monitored([sys.executable, "-m", "shardflow", *args], log, Watch(), env=child_env())
+    if measured.returncode != 0:
+        raise RuntimeError(f"shardflow {args[0]} failed (exit {measured.returncode}); see {log}.err")
+    return {"wall_s": round(measured.wall_s, 1), "cpu_s": round(measured.cpu_s, 1),
+            "peak_rss_mb": round(measured.peak_rss_mb), "load_before": measured.load_before}
+
+
+def _data(root: Path, images: int, evals: list[int]) -> dict[str, Path]:
+    """The demo boxes, their labels-only twin, and eval-N.csv box indexes of the first N eval images."""
+    from shardflow.demo_boxes import write_boxes
+
+    if not (root / "train.csv").is_file():
+        write_boxes(root, count=images + max(evals), eval_fraction=max(evals) / (images + max(evals)))
+    indexes = {"train": root / "train.csv", "eval": root / "eval.csv"}
+    for split in ("train", "eval"):
+        with open(indexes[split], newline="") as stream:
+            rows = list(csv.reader(stream))
+        first: dict[str, str] = {}
+        for row in rows:
+            first.setdefault(row[0], row[1] or "none")
+        with open(root / f"{split}-labels.csv", "w", newline="") as out:
+            csv.writer(out).writerows([["image", "label"], *first.items()])
+        indexes[f"{split}-labels"] = root / f"{split}-labels.csv"
+        if split == "eval":
+            for n in evals:
+                kept = set(list(first)[:n])
+                with open(root / f"eval-{n}.csv", "w", newline="") as out:
+                    csv.writer(out).writerows(row for row in rows if row[0] in kept)
+                indexes[f"eval-{n}"] = root / f"eval-{n}.csv"
+    return indexes
+
+
+def _examples_per_second(output: Path) -> float | None:
+    """The Trainer's steady training rate (input_report.json: the epochs after the first, which traces)."""
+    report = output / "input_report.json"
+    return json.loads(report.read_text()).get("training_examples_per_second") if report.is_file() else None
+
+
+def _run_figures(root: Path, indexes: dict[str, Path], logs: Path) -> dict[str, Any]:
+    out = root / "run"
+    figures = _shardflow(["run", "--index", f"train={indexes['train']}", "--index", f"eval={indexes['eval']}",
+                          "--data-root", str(root), "--output", str(out), "--threshold",
+                          f"ap50>={AP50_TARGET}"], logs / "run")
+    run_root = next((out / "pipeline_root").iterdir())
+    metrics = json.loads(next(run_root.glob("evaluate*/**/metrics.json")).read_text())
+    overall = metrics.get("overall", metrics)
+    figures.update({name: overall.get(name) for name in ("ap", "ap50", "ap75", "ar100")})
+    figures["model"] = str(next(run_root.glob("train*/**/model/saved_model.pb")).parent)
+    figures["pushed"] = (out / "serving" / "CURRENT.json").is_file()
+    return figures
+
+
+def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:
+    del sizes
+    evals = sorted(args.detection_eval)
+    root, logs = work / NAME / "boxes", work / "logs" / NAME
+    indexes = _data(root, args.detection_images, evals)
+    print(f"[{NAME}] shardflow run on {args.detection_images:,} box images ...", file=sys.stderr, flush=True)
+    result: dict[str, Any] = {"images": args.detection_images, "run": _run_figures(root, indexes, logs)}
+    ingest, train = {}, {}
+    for kind, suffix in (("boxes", ""), ("labels", "-labels")):
+        output = root / f"examples-{kind}"
+        ingest[kind] = _shardflow(["example-gen", "--index", f"train={indexes['train' + suffix]}", "--index",
+                                   f"eval={indexes['eval' + suffix]}", "--data-root", str(root), "--output",
+                                   str(output)], logs / f"example-gen-{kind}")
+        ingest[kind]["rows_per_s"] = round(_rows(output) / ingest[kind]["wall_s"], 1)
+        trained = root / f"train-{kind}"
+        train[kind] = _shardflow(["train", "--examples", str(output), "--output", str(trained), "--epochs",
+                                  str(args.detection_epochs)], logs / f"train-{kind}")
+        train[kind]["examples_per_s"] = _examples_per_second(trained)
+    result.update(ingest=ingest, train=train, eval_memory=_eval_memory(root, indexes, evals, result["run"]["model"],
+                                                                        logs))
+    result["met"] = _targets(result)
+    result["failed"] = not all(result["met"].values())
+    return result
+
+
+def _rows(output: Path) -> int:
+    return sum(info["num_examples"] for info in json.loads((output / "manifest.json").read_text())["splits"].values())
+
+
+def _eval_memory(root: Path, indexes: dict[str, Path], evals: list[int], model: str, logs: Path) -> list[dict]:
+    rows = []
+    for n in evals:
+        examples = root / f"examples-eval-{n}"
+        if not (examples / "manifest.json").is_file():
+            _shardflow(["example-gen", "--index", f"train={indexes['train']}", "--index", f"eval={indexes[f'eval-{n}']}",
+                        "--data-root", str(root), "--output", str(examples)], logs / f"example-gen-eval-{n}")
+        figures = _shardflow(["evaluate", "--model", model, "--examples", str(examples), "--output",
+                              str(root / f"evaluate-{n}")], logs / f"evaluate-{n}")
+        rows.append({"eval_images": n, **figures})
+    return rows
+
+
+def _targets(result: dict[str, Any]) -> dict[str, bool]:
+    run_figures, memory = result["run"], result["eval_memory"]
+    return {f"AP50 >= {AP50_TARGET}": (run_figures["ap50"] or 0.0) >= AP50_TARGET,
+            f"run <= {RUN_SECONDS:g} s": run_figures["wall_s"] <= RUN_SECONDS,
+            f"evaluate's peak RSS grows <= {GROWTH_MB} MB": memory[-1]["peak_rss_mb"] - memory[0]["peak_rss_mb"]
+            <= GROWTH_MB}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    run_figures = result["run"]
+    lines = [f"`shardflow run` on {result['images']:,} demo box images: {run_figures['wall_s']} s wall, "
+             f"{run_figures['cpu_s']} CPU-s, peak RSS {run_figures['peak_rss_mb']:,} MB; AP {run_figures['ap']}, "
+             f"AP50 {run_figures['ap50']}, AP75 {run_figures['ap75']}, AR@100 {run_figures['ar100']}; "
+             f"pushed: {run_figures['pushed']}.", "",
+             "| step | boxes | labels only | boxes / labels |", "|---|---:|---:|---:|"]
+    ingest, train = result["ingest"], result["train"]
+    lines.append(f"| ExampleGen rows/s | {ingest['boxes']['rows_per_s']} | {ingest['labels']['rows_per_s']} | "
+                 f"{ingest['boxes']['rows_per_s'] / ingest['labels']['rows_per_s']:.2f}× |")
+    speeds = [train[kind]["examples_per_s"] for kind in ("boxes", "labels")]
+    ratio = f"{speeds[0] / speeds[1]:.2f}×" if all(speeds) else "–"
+    lines.append(f"| Trainer examples/s (epochs) | {speeds[0]} | {speeds[1]} | {ratio} |")
+    lines += ["", "| eval images | evaluate peak RSS MB | wall s |", "|---:|---:|---:|"]
+    lines += [f"| {row['eval_images']:,} | {row['peak_rss_mb']:,} | {row['wall_s']} |" for row in result["eval_memory"]]
+    lines += ["", "Targets: " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in result["met"].items())]
+    return "\n".join(lines)
