@@ -2,7 +2,7 @@
 
     shardflow infra-validate --model runs/train/model --evaluation runs/eval --output runs/infra \
         [--batch-sizes 1,8,32] [--tolerance 1e-4] [--warmup-requests 256] [--timeout 600] \
-        [--latency-calls 30] [--latency-seconds 3]
+        [--latency-calls 10] [--latency-seconds 0.5]
 
 Exit 0 whether the model is INFRA_BLESSED or not (the verdict is in OUTPUT/INFRA_BLESSED or
 OUTPUT/INFRA_NOT_BLESSED, as the Evaluator's); 1 when the validation itself fails; 2 for a bad option.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from ..core.batch_memory import DEFAULT_BUDGET_MB
-from .config import InfraValidatorConfig, parse_batch_sizes
+from .config import DEFAULT_LATENCY_CALLS, DEFAULT_LATENCY_SECONDS, InfraValidatorConfig, parse_batch_sizes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,9 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"activations budget of one call, in MB (default {DEFAULT_BUDGET_MB}): a batch size over it fails the "
              "validation before it is run")
     add("--timeout", type=float, default=600.0, help="seconds the probe process may take (default 600)")
-    add("--latency-calls", type=int, default=30, help="timed calls per signature and batch size (default 30)")
-    add("--latency-seconds", type=float, default=3.0,
-        help="fewer timed calls (at least 3) once this many seconds went to one batch size (default 3)")
+    add("--latency-calls", type=int, default=DEFAULT_LATENCY_CALLS,
+        help=f"timed calls per signature and batch size (default {DEFAULT_LATENCY_CALLS})")
+    add("--latency-seconds", type=float, default=DEFAULT_LATENCY_SECONDS,
+        help=f"fewer timed calls (at least 3) once this many seconds went to one batch size "
+             f"(default {DEFAULT_LATENCY_SECONDS:g})")
 
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> InfraValidatorConfig:

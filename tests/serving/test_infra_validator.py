@@ -39,6 +39,7 @@ from shardflow.example_gen import run as example_gen
 from shardflow.infra_validator import InfraValidatorConfig
 from shardflow.infra_validator import run as infra_validate
 from shardflow.infra_validator.probe_process import STANDBY_ENV, start_standby
+from shardflow.infra_validator.config import DEFAULT_LATENCY_CALLS
 from shardflow.pusher import PusherConfig, read_pointer
 from shardflow.pusher import run as push
 from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig
@@ -173,7 +174,7 @@ def test_a_trained_model_is_infra_blessed_in_a_tensorflow_only_process(good_infr
     assert report["load_seconds"] > 0
     rows = {(row["signature"], row["batch_size"]): row for row in report["latency"]}
     assert set(rows) == {(s, b) for s in report["signatures"] for b in (1, 8, 32)}
-    assert all(row["calls"] == 30 and 0 < row["p50_ms"] <= row["p99_ms"] for row in rows.values())
+    assert all(row["calls"] == DEFAULT_LATENCY_CALLS and 0 < row["p50_ms"] <= row["p99_ms"] for row in rows.values())
     assert report["warmup"] == {"file": WARMUP, "requests": 256, "replayed": 256}
     # This process runs shardflow with tensorflow_io and tf_keras loaded; the probe had neither.
     assert {"tensorflow_io", "tf_keras"} <= set(sys.modules) and os.environ.get("TF_USE_LEGACY_KERAS") == "1"
