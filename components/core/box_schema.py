@@ -30,8 +30,30 @@ BOX_ROLE = "boxes"
 BOX_TARGET = "image/object"  # the name a detection target goes by (--label, ModelInfo.label)
 BOXES_KEY = "boxes"  # manifest.extra's key
 DETECTION_TASK = "detection"
-DETECTION_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
+# Each served output's dimensions: "N" the request's examples, "M" MAX_DETECTIONS, a number that size. The one
+# table of the outputs' shapes: the Evaluator holds a signature's declared ones to it (loaded_model.py), the infra
+# check the arrays a signature returns (detection_checks.py).
+DETECTION_OUTPUT_SHAPES: dict[str, tuple[str | int, ...]] = {
+    "detection_boxes": ("N", "M", 4), "detection_scores": ("N", "M"), "detection_classes": ("N", "M"),
+    "num_detections": ("N",)}
+DETECTION_OUTPUTS = tuple(DETECTION_OUTPUT_SHAPES)
 MAX_DETECTIONS = 100  # the OD API's max_total_detections and COCO's AR@100
+
+
+def detection_output_shape(name: str, examples: int | None, detections: int | None = MAX_DETECTIONS
+                           ) -> tuple[int | None, ...]:
+    """Output `name`'s shape for `examples` in the request and `detections` per example (None: any number).
+
+    >>> detection_output_shape("detection_boxes", 8), detection_output_shape("detection_scores", None, None)
+    ((8, 100, 4), (None, None))
+    """
+    sizes = {"N": examples, "M": detections}
+    return tuple(sizes[dim] if isinstance(dim, str) else dim for dim in DETECTION_OUTPUT_SHAPES[name])
+
+
+def detection_shape_text(name: str) -> str:
+    """Output `name`'s shape as the contract writes it: "[N, M, 4]"."""
+    return "[" + ", ".join(map(str, DETECTION_OUTPUT_SHAPES[name])) + "]"
 
 
 def served_class_id(training_id: int) -> int:

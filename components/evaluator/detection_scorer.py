@@ -5,10 +5,10 @@
 
 The split is read in manifest order by the one input stream, each example's serialized bytes kept; the
 serialized batch goes to each model's `serving_default` (core/box_schema.py's outputs), and the true boxes are
-parsed from the same bytes (the box features, `parse_true_boxes`). Both sides' classes are label map ids from 1
-(what ExampleGen stores and the model serves), turned into the accumulator's 0-based ids by the one rule
-`box_schema.training_class_id`. Image i of the split is image id i; its height and width in pixels (COCO's
-area ranges) are the manifest's image shape: ExampleGen stores every image at one size.
+parsed from the same bytes with the reader's parse spec (the box features, `true_box_parser`). Both sides'
+classes are label map ids from 1 (what ExampleGen stores and the model serves), turned into the accumulator's
+0-based ids by the one rule `box_schema.training_class_id`. Image i of the split is image id i; its height and
+width in pixels (COCO's area ranges) are the manifest's image shape: ExampleGen stores every image at one size.
 
 Memory: each image is matched as it comes and only its per-detection and per-box records are kept
 (`DetectionAccumulator`), plus each example's slice value ids: bytes grow with boxes, never with pixels. The
@@ -29,7 +29,8 @@ import tensorflow as tf
 from ..core.box_schema import BBOX, CLASS_LABEL, DETECTION_OUTPUTS, IS_CROWD, MAX_DETECTIONS, training_class_id
 from ..core.detection_metrics import DetectionAccumulator
 from ..core.input_stream import SERIALIZED
-from ..core.manifest import FeatureSpec
+from ..core.manifest import FeatureSpec, Manifest
+from ..core.reader import feature_spec
 from .config import EvaluationError
 from .loaded_model import LoadedModel
 from .scorer import PROGRESS_SECONDS, ScoringPlan, batches, image_feature, split_stream
@@ -37,23 +38,32 @@ from .slicing import slice_key
 
 PLOT_IMAGES = 16  # images drawn with their boxes (detection_plots' grid)
 PLOT_BYTES = 16 << 20  # and at most this many bytes of their stored images
+TRUE_BOX_FEATURES = (*BBOX, CLASS_LABEL, IS_CROWD)  # what scoring reads of an example's true boxes
+TrueBoxes = tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]  # per example: boxes, label ids, crowd
 
 
-@tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-def _parsed_boxes(records: tf.Tensor) -> tuple[tf.Tensor, ...]:
-    spec = {name: tf.io.RaggedFeature(tf.float32) for name in BBOX}
-    spec[CLASS_LABEL] = tf.io.RaggedFeature(tf.int64)
-    spec[IS_CROWD] = tf.io.RaggedFeature(tf.int64)
-    parsed = tf.io.parse_example(records, spec)
-    corners = tf.stack([parsed[name].flat_values for name in BBOX], axis=-1)
-    return (corners, parsed[CLASS_LABEL].flat_values, parsed[CLASS_LABEL].row_lengths(),
-            parsed[IS_CROWD].flat_values, parsed[IS_CROWD].row_lengths())
+def true_box_parser(manifest: Manifest) -> Callable[[tf.Tensor], TrueBoxes]:
+    """Serialized examples of `manifest`'s output → per example its normalised (ymin, xmin, ymax, xmax) boxes
+    [K, 4], label map ids [K] and crowd flags [K] (bool; all False where its `is_crowd` list is empty). The box
+    features are parsed with the reader's spec (core/reader.py's `feature_spec`: a list is a ragged row)."""
+    spec = feature_spec(manifest, list(TRUE_BOX_FEATURES))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def parsed_boxes(records: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        parsed = tf.io.parse_example(records, spec)
+        corners = tf.stack([parsed[name].flat_values for name in BBOX], axis=-1)
+        return (corners, parsed[CLASS_LABEL].flat_values, parsed[CLASS_LABEL].row_lengths(),
+                parsed[IS_CROWD].flat_values, parsed[IS_CROWD].row_lengths())
+
+    def parse(records: tf.Tensor) -> TrueBoxes:
+        return _per_example(*(value.numpy() for value in parsed_boxes(records)))
+
+    return parse
 
 
-def parse_true_boxes(records: tf.Tensor) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-    """Per serialized example: its normalised (ymin, xmin, ymax, xmax) boxes [K, 4], label map ids [K] and
-    crowd flags [K] (bool; all False where the example's `is_crowd` list is empty)."""
-    corners, labels, lengths, crowd, crowd_lengths = (value.numpy() for value in _parsed_boxes(records))
+def _per_example(corners: np.ndarray, labels: np.ndarray, lengths: np.ndarray, crowd: np.ndarray,
+                 crowd_lengths: np.ndarray) -> TrueBoxes:
+    """A batch's flat box values cut into each example's, its crowd flags checked against its boxes."""
     if len(corners) != len(labels):
         raise ValueError(f"{len(corners)} boxes for {len(labels)} class labels")
     ends = np.cumsum(lengths)[:-1]
@@ -117,12 +127,13 @@ class _Batcher:
         self.height, self.width = image.shape[0], image.shape[1]
         self.classes = plan.info.num_classes
         self.accumulators = {role: DetectionAccumulator(self.classes, MAX_DETECTIONS) for role in models}
+        self.parse_true_boxes = true_box_parser(plan.manifest)
         self.sample, self.seen, self.boxes = PlotSample(), 0, 0
         self.slice_values: dict[str, list[Any]] = {column: [] for column in plan.slice_by}
 
     def add(self, element: dict[str, tf.Tensor]) -> None:
         records = element[SERIALIZED]
-        true_boxes, true_labels, true_crowd = parse_true_boxes(records)
+        true_boxes, true_labels, true_crowd = self.parse_true_boxes(records)
         true_classes = [to_class_ids(labels, self.classes, f"example {self.seen + i} of split {self.plan.split!r}")
                         for i, labels in enumerate(true_labels)]
         for column in self.plan.slice_by:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
-from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK
+from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK, detection_output_shape, detection_shape_text
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, read_model_info
 from .config import EvaluationError
@@ -67,17 +67,17 @@ def _check_signature(path: str, role: str, signature: Any, info: ModelInfo) -> N
 
 
 def _check_detection_outputs(path: str, role: str, outputs: dict[str, Any]) -> None:
-    """A detector answers the OD API's outputs (core/box_schema.py): boxes [N, M, 4], the others [N, M] or [N]."""
+    """A detector answers the OD API's outputs with their ranks and fixed sizes (box_schema.DETECTION_OUTPUT_SHAPES:
+    boxes [N, M, 4], the others [N, M] or [N]); N and M may be left undeclared."""
     missing = [name for name in DETECTION_OUTPUTS if name not in outputs]
     if missing:
         raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} lacks detection outputs {missing} "
                               f"(returns {sorted(outputs)})")
-    boxes = outputs["detection_boxes"].shape
-    if boxes.rank != 3 or boxes[-1] not in (None, 4):
-        raise EvaluationError(f"{role} {path}: detection_boxes have shape {boxes}, expected [N, M, 4]")
-    for name, rank in (("detection_scores", 2), ("detection_classes", 2), ("num_detections", 1)):
-        if outputs[name].shape.rank != rank:
-            raise EvaluationError(f"{role} {path}: {name} have shape {outputs[name].shape}, expected rank {rank}")
+    for name in DETECTION_OUTPUTS:
+        declared, expected = outputs[name].shape, detection_output_shape(name, None, None)  # a fixed size: 4 corners
+        if declared.rank != len(expected) or not declared.is_compatible_with(expected):
+            raise EvaluationError(f"{role} {path}: {name} have shape {declared}, expected "
+                                  f"{detection_shape_text(name)} (rank {len(expected)})")
 
 
 def load_model(path: str, role: str = "model") -> LoadedModel:

@@ -1,12 +1,26 @@
 """Rows gathered per image and settled by box_index.py's rule: an image is kept only when every row of it is
-good; otherwise each of its other rows is rejected as `image_rejected`. The counts reconcile by construction.
+good; otherwise each of its other rows is rejected as `image_rejected` (`image_rejects`, also what box_rows.py
+gives an image whose box reaches past the decoded picture). The counts reconcile by construction.
+
+>>> cause = Reject(2, "train", None, "a.jpg", "box_reversed", "xmin > xmax")
+>>> [(r.row, r.code, r.reason) for r in image_rejects([1, 4], "train", "a.jpg", cause)][1]
+(4, 'image_rejected', 'row 2 of the same image was rejected (box_reversed)')
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable
+from typing import Hashable, Iterable
 
 from .box_types import BadBox, Box, BoxIndex, BoxReject, ImageBoxes
+from .reject import Reject
+
+IMAGE_REJECTED = "image_rejected"
+
+
+def image_rejects(rows: Iterable[int], split: str | None, path: str | None, cause: Reject) -> list[Reject]:
+    """The image's other `rows`, each rejected as `image_rejected` naming `cause`, its first rejected row."""
+    reason = f"row {cause.row} of the same image was rejected ({cause.code})"
+    return [Reject(row, split, None, path, IMAGE_REJECTED, reason) for row in rows]
 
 
 @dataclass
@@ -29,7 +43,11 @@ class ImageGroups:
         self.rejects: list[BoxReject] = []
 
     def reject(self, row: int, split: str | None, path: str | None, bad: BadBox, group: Group | None = None) -> None:
-        self.rejects.append(BoxReject(row, split, bad.column, path, bad.code, bad.reason, index=self.index))
+        self._record(Reject(row, split, bad.column, path, bad.code, bad.reason), group)
+
+    def _record(self, reject: Reject, group: Group | None) -> None:
+        """The reject kept as this index file's (and as one of `group`'s bad rows)."""
+        self.rejects.append(BoxReject(**vars(reject), index=self.index))
         if group is not None:
             group.bad.append(self.rejects[-1])
 
@@ -52,8 +70,9 @@ class ImageGroups:
             return ImageBoxes(group.path, group.split, boxes, classes, tuple(sorted(rows + tuple(group.negatives))),
                               crowd)
         first, done = min(group.bad, key=lambda r: r.row), {r.row for r in group.bad}
-        self._reject_all(group, [r for r in box_rows + group.negatives if r not in done], "image_rejected",
-                         f"row {first.row} of the same image was rejected ({first.code})")
+        others = [row for row in box_rows + group.negatives if row not in done]
+        for reject in image_rejects(others, group.split, group.path, first):
+            self._record(reject, group)
         return None
 
     def _reject_all(self, group: Group, rows: list[int], code: str, reason: str) -> None:

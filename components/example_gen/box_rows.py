@@ -3,8 +3,8 @@ column, plus the box features of core/box_schema.py), or a reject on every row o
 
 An image that does not decode rejects each of its rows with the decode's code and reason; a pixel box that
 reaches past the decoded image rejects its own row (`box_past_image`) and the image's other rows as
-`image_rejected`, naming it (box_index.py's rule: an image is kept whole or not at all). Rows are the index's
-own numbers, so rejects.jsonl names the rows of the file as the index reader's rejects do.
+`image_rejected`, naming it (box_index.py's rule: an image is kept whole or not at all; box_groups.image_rejects).
+Rows are the index's own numbers, so rejects.jsonl names the rows of the file as the index reader's rejects do.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.box_schema import BBOX, CLASS_TEXT
 from .box_features import BoxFigures, BoxPastImage, box_features
+from .box_groups import image_rejects
 from .box_index import Box, ImageBoxes
 from .box_ingest import first_row
 from .csv_index import Chunk, Record
@@ -54,10 +55,10 @@ def encode_image_boxes(encoder: RowEncoder, image: ImageBoxes, labels: dict[str,
     rows = image.rows or (0,)
     if not past:
         return [Reject(row, image.split, outcome.column, image.path, outcome.code, outcome.reason) for row in rows]
-    first = min(past)
-    return [Reject(row, image.split, None, image.path, BOX_PAST_IMAGE, past[row]) if row in past else
-            Reject(row, image.split, None, image.path, "image_rejected",
-                   f"row {first} of the same image was rejected ({BOX_PAST_IMAGE})") for row in rows]
+    own = {row: Reject(row, image.split, None, image.path, BOX_PAST_IMAGE, reason) for row, reason in past.items()}
+    others = image_rejects([row for row in rows if row not in own], image.split, image.path, own[min(own)])
+    by_row = {**own, **{reject.row: reject for reject in others}}
+    return [by_row[row] for row in rows]
 
 
 def _boxes_past(image: ImageBoxes, size: tuple[int, int]) -> dict[int, str]:

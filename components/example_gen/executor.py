@@ -179,18 +179,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
             echo: Callable[[str], None], boxes: BoxSource | None = None) -> Manifest:
     out = output_location(config.output)
     results: list[ChunkResult] = sorted(result["chunks"], key=lambda r: (r.index_id, r.chunk_no))
-    rows = sum(r.rows for r in results)
-    planned = sum(c.num_rows for c in chunks)
-    if rows != planned or len(results) != len(chunks):
-        raise RuntimeError(f"rows do not reconcile: {rows} processed in {len(results)} chunks, {planned} planned in {len(chunks)}")
-    reasons = sum((r.reject_codes for r in results), Counter())
-    rejected = sum(reasons.values())
-    rejects_file = _merge_rejects(chunks, plan, out.root)
-    if rows and rejected / rows > config.max_reject_fraction:
-        raise TooManyRejectsError(
-            f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
-            f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
-        )
+    rows, reasons = _reconciled_rows(config, chunks, plan, results, out.root)
     splits = _splits(config.split_names if boxes is None else boxes.split_names, results, result["shards"])
     column_files = {
         split: [plan.column_file(split, c) for c, r in zip(chunks, results) if split in r.parts] for split in splits
@@ -208,9 +197,7 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
         extra={
             "component": "example_gen",
             "shardflow_version": __version__,
-            "rows": rows, "accepted": rows - rejected, "rejected": rejected,
-            "rejected_by_reason": dict(sorted(reasons.items())),
-            "rejects_file": REJECTS_FILE,
+            **_row_counts(rows, reasons),
             PROVENANCE_KEY: provenance,
             "inputs": [{"path": i.path, "split": i.split, "sha256": sha256_of(i.path)} for i in config.indexes],
             "options": options_json(config),
@@ -228,6 +215,33 @@ def _finish(config: ExampleGenConfig, chunks: list[Chunk], columns: list[ColumnS
     out.mark_complete(manifest.to_json())
     echo(summary_text(manifest, time.time() - marks["started"], out.root))
     return manifest
+
+
+def _reconciled_rows(config: ExampleGenConfig, chunks: list[Chunk], plan: IngestPlan, results: list[ChunkResult],
+                     root: str) -> tuple[int, Counter]:
+    """(rows read, rejects by reason) once every planned row is accounted for and the chunks' rejects are merged
+    into rejects.jsonl; TooManyRejectsError above --max-reject-fraction (the rejects file is left to read)."""
+    rows = sum(r.rows for r in results)
+    planned = sum(c.num_rows for c in chunks)
+    if rows != planned or len(results) != len(chunks):
+        raise RuntimeError(f"rows do not reconcile: {rows} processed in {len(results)} chunks, "
+                           f"{planned} planned in {len(chunks)}")
+    reasons = sum((r.reject_codes for r in results), Counter())
+    rejected = sum(reasons.values())
+    rejects_file = _merge_rejects(chunks, plan, root)
+    if rows and rejected / rows > config.max_reject_fraction:
+        raise TooManyRejectsError(
+            f"{rejected} of {rows} rows rejected ({rejected / rows:.2%}), above --max-reject-fraction "
+            f"{config.max_reject_fraction:.2%}; reasons {dict(reasons)}; see {rejects_file}. No manifest written."
+        )
+    return rows, reasons
+
+
+def _row_counts(rows: int, reasons: Counter) -> dict[str, Any]:
+    """The manifest's record of the rows: read, accepted, rejected (by reason) and where the rejects are listed."""
+    rejected = sum(reasons.values())
+    return {"rows": rows, "accepted": rows - rejected, "rejected": rejected,
+            "rejected_by_reason": dict(sorted(reasons.items())), "rejects_file": REJECTS_FILE}
 
 
 def _phase_seconds(marks: dict[str, float]) -> dict[str, float]:

@@ -33,6 +33,18 @@ class Encoded:
     phashes: list[np.ndarray] = field(default_factory=list)  # `hash_input` per image
 
 
+@dataclass
+class _RowParts:
+    """What a row's cells have given so far: the example's features, their values, the image-role files' hashes."""
+
+    features: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    digests: list[int] = field(default_factory=list)
+    phashes: list[np.ndarray] = field(default_factory=list)
+    payload: int = 0  # bytes of the stored files
+    image_hw: tuple[int, int] | None = None  # the primary image's size as stored, EXIF orientation applied
+
+
 def content_digest(data: bytes) -> int:
     """A 63-bit content hash (fits int64) used by the cross-split leakage check, within one run.
 
@@ -67,51 +79,55 @@ class RowEncoder:
             return Reject(record.row, split, None, None, "malformed_csv", record.error)
         if split is None:
             split = self.assigner.assign(record.cells)
-        features: dict[str, Any] = {}
-        values: dict[str, Any] = {}
-        digests: list[int] = []
-        phashes: list[np.ndarray] = []
-        payload = 0
-        image_hw: tuple[int, int] | None = None  # the primary image's size as stored, EXIF orientation applied
+        parts = _RowParts()
         for column in self.order:
             if column.position < 0:
                 continue  # given by add_features
             cell = record.cells[column.position]
             try:
-                if not cell:
-                    raise BadCell("empty_cell", "empty cell")
-                if column.is_file:
-                    data = self.root.read(cell)
-                    image, source_hw = decode_sized(data, column.rules)  # type: ignore[arg-type]
-                    if column is self.primary:
-                        image_hw = source_hw
-                    elif column.role == "mask" and image_hw is not None:
-                        self._check_mask(column, source_hw, image_hw)
-                    self._check(column, *image_layout(image))
-                    blob = encode_image(image, column.storage)
-                    features[column.name] = [blob]
-                    values[column.name] = len(blob)  # statistics need the size, not the pixels
-                    payload += len(blob)
-                    if column.role == "image":
-                        digests.append(content_digest(data))
-                        if self.perceptual_hashes:
-                            phashes.append(hash_input(image, source_hw))
-                else:
-                    value = self._parse(column, cell)
-                    features[column.name] = [value]
-                    values[column.name] = value
+                self._add_cell(parts, column, cell)
             except BadCell as err:
                 path = cell if column.is_file and cell else None
                 return Reject(record.row, split, column.name, path, err.code, err.reason)
         path = record.cells[self.primary.position] if self.primary is not None else ""
         if add_features is not None:
             try:
-                added = add_features(image_hw)  # type: ignore[arg-type]
+                added = add_features(parts.image_hw)  # type: ignore[arg-type]
             except BadCell as err:
                 return Reject(record.row, split, None, path, err.code, err.reason)
-            features.update(added)
-            values.update(added)
-        return Encoded(record.row, split, encode_example(features), payload, values, path, digests, phashes)
+            parts.features.update(added)
+            parts.values.update(added)
+        return Encoded(record.row, split, encode_example(parts.features), parts.payload, parts.values, path,
+                       parts.digests, parts.phashes)
+
+    def _add_cell(self, parts: _RowParts, column: ColumnSpec, cell: str) -> None:
+        """One cell's feature added to the row's parts; BadCell when the cell is empty or not valid."""
+        if not cell:
+            raise BadCell("empty_cell", "empty cell")
+        if column.is_file:
+            self._add_file(parts, column, cell)
+            return
+        value = self._parse(column, cell)
+        parts.features[column.name] = [value]
+        parts.values[column.name] = value
+
+    def _add_file(self, parts: _RowParts, column: ColumnSpec, cell: str) -> None:
+        """A file cell read, decoded, checked (a mask against the row's image) and stored as the column's encoding."""
+        data = self.root.read(cell)
+        image, source_hw = decode_sized(data, column.rules)  # type: ignore[arg-type]
+        if column is self.primary:
+            parts.image_hw = source_hw
+        elif column.role == "mask" and parts.image_hw is not None:
+            self._check_mask(column, source_hw, parts.image_hw)
+        self._check(column, *image_layout(image))
+        blob = encode_image(image, column.storage)
+        parts.features[column.name] = [blob]
+        parts.values[column.name] = len(blob)  # statistics need the size, not the pixels
+        parts.payload += len(blob)
+        if column.role == "image":
+            parts.digests.append(content_digest(data))
+            if self.perceptual_hashes:
+                parts.phashes.append(hash_input(image, source_hw))
 
     def _check_mask(self, column: ColumnSpec, mask_hw: tuple[int, int], image_hw: tuple[int, int]) -> None:
         """Sizes as the files are, before --resize: resizing both would hide a mask saved at another scale."""

@@ -10,9 +10,9 @@ the check; only the first problem of each signature is told (one broken rule usu
                                 box_tolerance=1 / 96)
 
 The checks, per canary: the outputs are exactly `DETECTION_OUTPUTS`, float32, of shapes [N, M, 4], [N, M],
-[N, M], [N] with M = `MAX_DETECTIONS`; every value finite; `num_detections` a whole number in 0..M; in the rows
-that are detections, boxes within [0, 1] with ymin <= ymax and xmin <= xmax, scores in [0, 1] and descending,
-classes label map ids 1..num_classes; past them, class 0.
+[N, M], [N] with M = `MAX_DETECTIONS` (box_schema's `DETECTION_OUTPUT_SHAPES`); every value finite;
+`num_detections` a whole number in 0..M; in the rows that are detections, boxes within [0, 1] with ymin <= ymax
+and xmin <= xmax, scores in [0, 1] and descending, classes label map ids 1..num_classes; past them, class 0.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.box_schema import DETECTION_OUTPUTS, MAX_DETECTIONS
+from ..core.box_schema import DETECTION_OUTPUTS, MAX_DETECTIONS, detection_output_shape, detection_shape_text
 from ..core.model_info import IMAGE_SIGNATURE, SERVING_SIGNATURE
 
 BOXES, SCORES, CLASSES, COUNT = DETECTION_OUTPUTS
@@ -30,19 +30,17 @@ BOXES, SCORES, CLASSES, COUNT = DETECTION_OUTPUTS
 # detection just above the floor and its twin just below it do not fail the check.
 AGREEMENT_SCORE = 0.5
 AGREEMENT_SCORE_MARGIN = 0.1
-_SHAPES = {BOXES: "[N, M, 4]", SCORES: "[N, M]", CLASSES: "[N, M]", COUNT: "[N]"}
 
 
 def _shape_problem(answers: dict[str, np.ndarray], canaries: int) -> str | None:
-    expected = {BOXES: (canaries, MAX_DETECTIONS, 4), SCORES: (canaries, MAX_DETECTIONS),
-                CLASSES: (canaries, MAX_DETECTIONS), COUNT: (canaries,)}
+    """The first output that is not float32 or not of its contract shape (box_schema.DETECTION_OUTPUT_SHAPES)."""
     for name in DETECTION_OUTPUTS:
         value = answers[name]
         if value.dtype != np.float32:
             return f"{name} is {value.dtype}, the contract is float32"
-        if value.shape != expected[name]:
-            return (f"{name} has shape {list(value.shape)} for {canaries} canaries, the contract is {_SHAPES[name]} "
-                    f"with M = {MAX_DETECTIONS}")
+        if value.shape != detection_output_shape(name, canaries):
+            return (f"{name} has shape {list(value.shape)} for {canaries} canaries, the contract is "
+                    f"{detection_shape_text(name)} with M = {MAX_DETECTIONS}")
     return None
 
 

@@ -163,17 +163,18 @@ def test_a_metric_the_detection_task_lacks_is_one_line(tmp_path: Path, boxes: di
                             output=str(tmp_path / "s"), slice_by=(BBOX[0],)), echo=lambda _: None)
 
 
-def test_crowd_flags_are_parsed_with_the_true_boxes() -> None:
-    """The scorer reads `is_crowd` beside each example's boxes; an empty list means no crowds."""
+def test_crowd_flags_are_parsed_with_the_true_boxes(boxes: dict) -> None:
+    """The scorer reads `is_crowd` beside each example's boxes (with the reader's spec of a box ExampleGen
+    output); an empty list means no crowds."""
     from detection_oracle import box_example
     from shardflow.core.box_schema import IS_CROWD
-    from shardflow.evaluator.detection_scorer import parse_true_boxes
+    from shardflow.evaluator.detection_scorer import true_box_parser
 
     crowded = tf.train.Example.FromString(box_example([[0, 0, .5, .5], [.5, .5, 1, 1]], [1, 2]))
     crowded.features.feature[IS_CROWD].int64_list.value[:] = [0, 1]
     bare = tf.train.Example.FromString(box_example([[.1, .1, .2, .2]], [3]))
     del bare.features.feature[IS_CROWD]
     records = [crowded.SerializeToString(), box_example([], []), bare.SerializeToString()]
-    boxes, labels, crowd = parse_true_boxes(tf.constant(records))
-    assert [len(b) for b in boxes] == [2, 0, 1] and labels[0].tolist() == [1, 2]
+    found, labels, crowd = true_box_parser(read_manifest(boxes["examples"]))(tf.constant(records))
+    assert [len(b) for b in found] == [2, 0, 1] and labels[0].tolist() == [1, 2]
     assert [flags.tolist() for flags in crowd] == [[False, True], [], [False]]
