@@ -37,6 +37,7 @@ class LocalTasks:
     def __init__(self, run_dir: Path, worker: StepWorker, steps: StepLog, cache: StepCache | None,
                  light: StepWorker | None = None) -> None:
         self.run_dir, self.worker, self.steps, self.cache, self.light = run_dir, worker, steps, cache, light
+        self.ran: list[str] = []  # the tasks run so far, not taken from the cache (what later standbys depend on)
 
     def run(self, task: str, spec: dict[str, Any], component: dict[str, Any], executor: dict[str, Any],
             arguments: dict[str, Any]) -> TaskOutcome:
@@ -69,7 +70,8 @@ class LocalTasks:
         started = time.monotonic()
         step = BY_NAME.get(task)
         light = self.light is not None and step is not None and step.runs_light(arguments)
-        ahead, standby = imports_ahead_of(task), standbys_started_by(task)  # for later steps, meanwhile
+        ahead, standby = imports_ahead_of(task), standbys_started_by(task, self.ran)  # for later steps, meanwhile
+        self.ran.append(task)
         request = {"task": task, "command": container["command"], "args": args, "log": str(log),
                    "imports": list(step.imports) if step and not light else [], "standby": standby, "ahead": ahead}
         if light:  # the worker with TensorFlow is idle meanwhile: it prepares the later steps now

@@ -54,12 +54,14 @@ class StepOptions:
 
 class Standby(NamedTuple):
     """A process a step hands its work to, started ahead by the warm step worker: `start` (`module:function`,
-    run in the worker, so the steps it forks later inherit what it starts) when a task of `when` runs there:
+    run in the worker, so the steps it forks later inherit what it starts) in a run where a task of `when` ran:
     the steps whose run makes this step's run certain (a new model is what infra-validate probes). Not on a
-    rerun whose steps are cached: the standby would only compete for the CPU."""
+    rerun whose steps are cached: the standby would only compete for the CPU. It starts when the task `at`
+    runs ("": when the `when` task runs), so it holds its memory only from then on."""
 
     start: str
     when: tuple[str, ...]
+    at: str = ""
 
 
 class Places(NamedTuple):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from ..commands import COMMANDS
 from ..core.beam_options import local_pool_workers
@@ -102,13 +102,16 @@ STEPS: tuple[Step, ...] = (
          # The eval split's likely label errors by CSV row (a file of the evaluation artifact).
          outputs=(("evaluation", "evaluation"), ("evaluation/label_issues.jsonl", "label_issues"))),
     # Cached: on one machine its key holds the canaries' bytes, not the Evaluator's new URI (local_cache.py).
-    # Its TensorFlow-only probe is started ahead when example-gen or train runs: either means a new model, which
-    # is what it probes. Started with train, its import slowed training by ~3 s on 2 cores; with example-gen,
-    # ~2 s less in all.
+    # Its TensorFlow-only probe is started ahead in a run where example-gen or train ran: either means a new
+    # model, which is what it probes. Started with train, its import slowed training by ~3 s on 2 cores; with
+    # example-gen, ~2 s less in all, but it then held ~600 MB (RSS; 360 MB PSS) through training, the run's
+    # peak: 2,604 MB of RSS in the process tree against the script's 1,341 on 1,000 photos. It starts with
+    # evaluate: its import overlaps the evaluation.
     Step("infra-validate", Resources("2", "4Gi"), COMMANDS["infra-validate"], _infra_validate,
          StepOptions("infra_validation_options", "--infra-validate-args", "'--batch-sizes 1,64 --tolerance 1e-3'"),
          cacheable=True, figure=figures.serving_check, outputs=(("infra", "infra"),), imports=(_TF,),
-         standby=Standby("shardflow.infra_validator.probe_process:start_standby", ("example-gen", "train"))),
+         standby=Standby("shardflow.infra_validator.probe_process:start_standby", ("example-gen", "train"),
+                         at="evaluate")),
     Step("run-report", Resources("500m", "1Gi"), outputs=(("report", "report"),), light=True),
     # Its inputs are artifacts only: nothing to check up front. It calls the Pusher's run() (step_bodies.push).
     Step("push", Resources("500m", "1Gi"), COMMANDS["push"], figure=figures.served, outputs=(("pushed", "pushed"),),
@@ -139,14 +142,17 @@ def registered_steps() -> tuple[Step, ...]:
 STEPS += (*registered_steps(), Step("record-outcome", Resources("250m", "512Mi"), figure=figures.record, light=True))
 BY_NAME: dict[str, Step] = {step.name: step for step in STEPS}
 for _step in STEPS:  # a standby is started in the worker whose forks inherit it: the one with TensorFlow
-    if _step.standby and (_step.light or not all(name in BY_NAME for name in _step.standby.when)):
+    if _step.standby and (_step.light or not all(name in BY_NAME for name in (*_step.standby.when,
+                                                                              _step.standby.at or _step.name))):
         raise ValueError(f"step {_step.name}: a standby is for a step of the worker with TensorFlow (not light), "
                          f"started when steps of the table run, not {_step.standby.when}")
 
 
-def standbys_started_by(task: str) -> list[str]:
-    """What the warm worker starts ahead when `task` runs (`Step.standby`), as `module:function`."""
-    return [step.standby.start for step in STEPS if step.standby and task in step.standby.when]
+def standbys_started_by(task: str, ran: Collection[str] = ()) -> list[str]:
+    """What the warm worker starts ahead when `task` runs (`Step.standby`), as `module:function`; `ran`: the tasks
+    this run ran before (not taken from the cache)."""
+    return [step.standby.start for step in STEPS if step.standby and (
+        task in step.standby.when if not step.standby.at else task == step.standby.at and set(ran) & set(step.standby.when))]
 
 
 def imports_ahead_of(task: str) -> list[str]:

@@ -25,7 +25,7 @@ import tensorflow as tf
 from ..core import storage
 
 HEADROOM = 1.2
-WARMUP_BATCHES = 5
+WARMUP_BATCHES = 3
 # The probe stops after this long (at least one batch): a rate over 2 s of reading is steady enough to
 # compare with training's. 50 batches of 64 224-px JPEGs took 3.4 s of a 3-epoch photo run (1.6 epochs
 # of 2,400 photos decoded before the first step); digits batches take milliseconds and all 50 are read.

@@ -110,6 +110,8 @@ def test_a_local_run_goes_through_every_step_and_its_artifacts_agree(span_runs: 
     check = summary["serving_check"]
     assert check["blessed"] is True and check["load_seconds"] > 0 and check["latency"]
     assert (Path(pointer["model"]) / "assets.extra" / "tf_serving_warmup_requests").is_file()
+    probe = json.loads((Path(outputs["infra"]) / "infra_validation.json").read_text())["probe"]
+    assert probe["started_ahead"]  # its interpreter started with the Evaluator, in a run that trained a model
     assert summary["outcome"]["state"] == "SUCCEEDED"
     assert "Blessed: yes" in summary["report"] and "| eval | 24 |" in summary["report"]
     assert Path(outputs["validation"]).read_text().strip()

@@ -107,7 +107,8 @@ def test_the_summary_and_the_figures_come_from_the_rows(tmp_path: Path) -> None:
 def test_the_rows_say_which_worker_runs_a_step_and_what_is_prepared_while_it_runs() -> None:
     """The light worker (no TensorFlow) runs the steps that import no framework, ExampleGen on its own pool among
     them; while ExampleGen runs, the worker with TensorFlow imports what the steps after it import and starts
-    infra validation's probe (its `standby`); a step that always runs prepares nothing."""
+    infra validation's probe (its `standby`) when evaluate runs in a run that made a new model; a step that always
+    runs prepares nothing."""
     light = {step.name for step in STEPS if step.runs_light({"beam_args": []})}
     assert light == {"fingerprint", "example-gen", "run-report", "push", "record-outcome"}
     for beam in ({"beam_args": ["--runner", "DaskRunner"]}, {"options": ["--direct_running_mode=in_memory"]}):
@@ -115,5 +116,6 @@ def test_the_rows_say_which_worker_runs_a_step_and_what_is_prepared_while_it_run
     assert imports_ahead_of("example-gen")[:3] == ["tensorflow_data_validation", "apache_beam", "tensorflow_transform"]
     assert imports_ahead_of("fingerprint") == imports_ahead_of("evaluate") == []
     probe = [BY_NAME["infra-validate"].standby.start]
-    assert standbys_started_by("example-gen") == standbys_started_by("train") == probe
+    assert standbys_started_by("evaluate", ["example-gen"]) == standbys_started_by("evaluate", ["train"]) == probe
     assert standbys_started_by("evaluate") == []  # a rerun whose model is cached starts no probe
+    assert standbys_started_by("example-gen") == standbys_started_by("train", ["example-gen"]) == []
