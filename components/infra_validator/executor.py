@@ -8,8 +8,8 @@ The probe (`probe.py`) runs as a script by path in its own interpreter (`python 
 started ahead that imported TensorFlow meanwhile: probe_process.py), importing
 TensorFlow only, as a TF Serving container has nothing of shardflow: it loads the SavedModel,
 calls every signature with the Evaluator's canaries, times each batch size and replays the warm-up
-file built here. This process judges: each signature's probabilities must equal the Evaluator's
-within `tolerance`; a detector's (ModelInfo.task "detection") answers must keep the served contract of
+file built here (a record that would only repeat calls made is checked, not run again). This process
+judges: each signature's probabilities must equal the Evaluator's within `tolerance`; a detector's (ModelInfo.task "detection") answers must keep the served contract of
 core/box_schema.py, and `serving_image` on the canaries' encoded images must find `serving_default`'s boxes
 within one pixel of the stored image (detection_checks.py). Outputs in `config.output` (an `OutputDir`): infra_validation.json, the warm-up
 file `assets.extra/tf_serving_warmup_requests` (the Pusher copies it into the pushed version) and,
@@ -222,7 +222,8 @@ def _report(config: InfraValidatorConfig, canaries: Canaries, fed: Inputs, probe
     """`reasons`: why not blessed, or what passed (the load and warm-up lines are added here)."""
     if blessed:
         reasons = [f"loads in a TensorFlow-only process in {probe['load_seconds']:.2f} s", *reasons,
-                   f"warm-up file: {probe['warmup']['records']} requests replayed"]
+                   f"warm-up file: {probe['warmup']['records']} requests replayed, {probe['warmup'].get('run', 0)} "
+                   f"of them run (the others repeat a signature's batch size and canaries it answered)"]
     evaluated = storage.join(config.evaluation, METRICS)
     return {
         "component": "infra_validator", "shardflow_version": __version__, "options": recorded_options(config),
@@ -236,7 +237,8 @@ def _report(config: InfraValidatorConfig, canaries: Canaries, fed: Inputs, probe
         "example_bytes": {name: part.get("example_bytes") for name, part in (probe.get("checked") or {}).items()},
         "latency": probe.get("latency", []),
         "warmup": {"file": WARMUP_FILE if fed else None, "requests": config.warmup_requests if fed else 0,
-                   "replayed": (probe.get("warmup") or {}).get("records", 0)},
+                   "replayed": (probe.get("warmup") or {}).get("records", 0),
+                   "run": (probe.get("warmup") or {}).get("run", 0)},
         "probe": {"command": [sys.executable, "-I", PROBE], "exit_code": probe.get("exit_code"),
                   "seconds": probe.get("seconds"), "started_ahead": bool(probe.get("standby")),
                   "tensorflow": probe.get("tensorflow"),

@@ -186,29 +186,54 @@ def _signature(tf: Any, np: Any, model: Any, signature: str, spec: dict[str, Any
             "returned": _returned(first), "latency": [{"signature": signature, **row} for row in rows]}
 
 
-def _replay_warmup(tf: Any, model: Any, path: str) -> dict[str, Any]:
-    """Every PredictionLog of the warm-up file through the signature it names, as TF Serving replays it."""
+def _warmup_request(index: int, raw: bytes, model: Any) -> tuple[str, Any]:
+    """Record `index` as (its signature, its PredictRequest); a ProbeError when TF Serving could not replay it."""
     from tensorflow_serving.apis import prediction_log_pb2
 
+    log = prediction_log_pb2.PredictionLog.FromString(raw)
+    if log.WhichOneof("log_type") != "predict_log":
+        raise ProbeError(f"warm-up record {index} is a {log.WhichOneof('log_type')}, not a predict_log")
+    request = log.predict_log.request
+    signature = request.model_spec.signature_name or "serving_default"
+    if signature not in model.signatures:
+        raise ProbeError(f"warm-up record {index} names signature {signature!r}, which the model lacks")
+    return signature, request
+
+
+def _answered_already(tf: Any, request: Any, shape: tuple[str, int], ran: set[tuple[str, int]],
+                      answered: dict[str, tuple[str, set[bytes]]]) -> bool:
+    """Whether running the request would only repeat calls made: its signature already ran a batch of its size,
+    and it feeds that signature's input only strings the probe called the signature with (the canaries)."""
+    signature, _ = shape
+    name, values = answered.get(signature, ("", set()))
+    if shape not in ran or set(request.inputs) != {name}:
+        return False
+    proto = request.inputs[name]
+    return proto.dtype == tf.string.as_datatype_enum and all(value in values for value in proto.string_val)
+
+
+def _replay_warmup(tf: Any, model: Any, path: str, answered: dict[str, tuple[str, set[bytes]]]) -> dict[str, Any]:
+    """Every PredictionLog of the warm-up file checked as TF Serving replays it: each names a signature the model
+    has, and each is run through it, unless the run would repeat calls already made (`_answered_already`: the
+    same signature and batch size, only canaries it answered). 250 single-canary requests of a 256-record file
+    took 1.2-2.4 s to run again; one run per signature and batch size keeps every shape's check."""
     counts: dict[str, int] = {}
+    ran: set[tuple[str, int]] = set()
     started = time.perf_counter()
     for index, raw in enumerate(_records(tf, path)):
-        log = prediction_log_pb2.PredictionLog.FromString(raw)
-        if log.WhichOneof("log_type") != "predict_log":
-            raise ProbeError(f"warm-up record {index} is a {log.WhichOneof('log_type')}, not a predict_log")
-        request = log.predict_log.request
-        signature = request.model_spec.signature_name or "serving_default"
-        if signature not in model.signatures:
-            raise ProbeError(f"warm-up record {index} names signature {signature!r}, which the model lacks")
+        signature, request = _warmup_request(index, raw, model)
         inputs = {key: tf.constant(tf.make_ndarray(value)) for key, value in request.inputs.items()}
+        size = int(next(iter(inputs.values())).shape[0]) if inputs else 0
+        counts[signature] = counts.get(signature, 0) + 1
+        if _answered_already(tf, request, (signature, size), ran, answered):
+            continue
         out = _stage(f"replaying warm-up record {index} ({signature!r})",
                      lambda: model.signatures[signature](**inputs))
         rows = {int(tensor.shape[0]) for tensor in out.values()}
-        if rows != {int(next(iter(inputs.values())).shape[0])}:
-            raise ProbeError(f"warm-up record {index}: outputs of {sorted(rows)} rows for a batch of "
-                             f"{int(next(iter(inputs.values())).shape[0])}")
-        counts[signature] = counts.get(signature, 0) + 1
-    return {"records": sum(counts.values()), "by_signature": counts,
+        if rows != {size}:
+            raise ProbeError(f"warm-up record {index}: outputs of {sorted(rows)} rows for a batch of {size}")
+        ran.add((signature, size))
+    return {"records": sum(counts.values()), "by_signature": counts, "run": len(ran),
             "seconds": round(time.perf_counter() - started, 3)}
 
 
@@ -232,7 +257,8 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     result["checked"] = {name: {k: v for k, v in part.items() if k != "latency"} for name, part in checked.items()}
     result["latency"] = [row for part in checked.values() for row in part["latency"]]
     if request.get("warmup"):
-        result["warmup"] = _replay_warmup(tf, model, request["warmup"])
+        answered = {name: (spec["input"], set(_records(tf, spec["file"]))) for name, spec in request["inputs"].items()}
+        result["warmup"] = _replay_warmup(tf, model, request["warmup"], answered)
     return result
 
 

@@ -1,20 +1,15 @@
-"""Evaluator on real ExampleGen output and real SavedModels: metrics equal scikit-learn, blessing, failures.
+"""Evaluator on real ExampleGen output and real SavedModels: metrics equal scikit-learn, intervals,
+calibration, options.
 
-Two small datasets go through ExampleGen once per module:
-- "bands": 120 gray 8x8 PNGs whose label y (0..2) brightens rows 3y..3y+1; columns word (the label as
-  a string, 6 rows "fish" = unknown), site (3 strings) and fold (ints) for slicing.
-- "segments": 24 gray 16x16 PNGs; the mask is the pixel brightness band (0, 1, 2) with 5% of the
-  mask pixels flipped, so the model's errors are known.
-The models have hand-set weights (deterministic, imperfect): "good" averages each band, "weak" looks
-at two pixels per band; the segmentation model thresholds brightness with a 1x1 convolution.
-Every metric is checked against an independent computation on predictions made by calling the
-in-memory Keras model on pixels read with the reader (not through the Evaluator's path).
+The data and hand-set models are tests/helpers_evaluator.py's ("bands": 8x8 gray PNGs whose label
+brightens a band of rows, sliced by site and fold; "segments": 16x16 gray PNGs whose mask is the
+brightness band, 5% flipped). Every metric is checked against an independent computation on
+predictions made by calling the in-memory Keras model on pixels read with the reader (not through the
+Evaluator's path). Blessing, the regression gate and failures are in test_evaluator_blessing.py.
 """
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -23,71 +18,13 @@ import tf_keras as keras
 
 from shardflow.core.model_info import ModelInfo
 from shardflow.core.input_stream import StreamOptions, build_stream
-from shardflow.evaluator import ConfigError, EvaluationError, EvaluatorConfig, Regression, Threshold, run
-from shardflow.cli import main as shardflow_main
-from shardflow.example_gen import ExampleGenConfig, IndexSpec
-from shardflow.example_gen import run as example_gen
+from shardflow.evaluator import ConfigError, EvaluatorConfig, Regression, Threshold, run
 
-from helpers_images import write_csv, write_png
+from helpers_evaluator import ROWS, SEG_CLASSES, SEG_ROWS, SITES, WORDS, bands, models, segments  # noqa: F401
+from helpers_evaluator import evaluate as _evaluate
+from helpers_evaluator import evaluate_cli as _cli
+from helpers_evaluator import verdict as _verdict
 from helpers_metrics import assert_equals_sklearn, assert_segmentation
-from helpers_models import band_model, export_model, threshold_model
-
-ROWS, SEG_ROWS = 120, 24
-WORDS = ["cat", "dog", "bird"]
-SITES = ["north", "south", "east"]
-SEG_CLASSES = ["dark", "mid", "bright", "never"]
-
-
-def _ingest(root: Path, header: list[str], rows: list[list[object]], **options: object) -> Path:
-    write_csv(root / "eval.csv", header, rows)
-    out = root / "examples"
-    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(root / "eval.csv"), "eval"),), data_root=str(root),
-                                 output=str(out), num_shards=3, **options), echo=lambda _: None)
-    return out
-
-
-@pytest.fixture(scope="module")
-def bands(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root, rng = tmp_path_factory.mktemp("bands"), np.random.default_rng(11)
-    rows = []
-    for i in range(ROWS):
-        y = int(rng.integers(0, 3))
-        pixels = rng.integers(0, 201, size=(8, 8, 1))
-        pixels[3 * y:3 * y + 2] += 30
-        write_png(root / f"img/{i}.png", pixels.astype(np.uint8))
-        word = "fish" if i % 20 == 7 else WORDS[y]
-        rows.append([f"img/{i}.png", y, word, SITES[int(rng.integers(0, 3))], i % 4])
-    return _ingest(root, ["x", "y", "word", "site", "fold"], rows)
-
-
-@pytest.fixture(scope="module")
-def segments(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root, rng = tmp_path_factory.mktemp("segments"), np.random.default_rng(12)
-    rows = []
-    for i in range(SEG_ROWS):
-        pixels = rng.integers(0, 256, size=(16, 16, 1)).astype(np.uint8)
-        mask = np.digitize(pixels, [86, 171]).astype(np.uint8)
-        flip = rng.random(mask.shape) < 0.05
-        mask[flip] = (mask[flip] + 1) % 3
-        write_png(root / f"img/{i}.png", pixels)
-        write_png(root / f"mask/{i}.png", mask)
-        rows.append([f"img/{i}.png", f"mask/{i}.png", SITES[i % 2]])
-    return _ingest(root, ["image", "mask", "site"], rows, roles=(("site", "metadata"),))
-
-
-@pytest.fixture(scope="module")
-def models(bands: Path, segments: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, keras.Model]]:
-    root = tmp_path_factory.mktemp("models")
-    ints = ModelInfo(task="classification", label="y", num_classes=3, class_names=["r0", "r3", "r6"])
-    words = ModelInfo(task="classification", label="word", num_classes=3, class_names=WORDS,
-                      label_vocabulary=WORDS)  # served: the trained classes only
-    seg = ModelInfo(task="segmentation", label="mask", num_classes=4, class_names=SEG_CLASSES)
-    two = ModelInfo(task="classification", label="y", num_classes=2, class_names=["r0", "r3"])  # y has 3 values
-    made = {"good": (band_model(3, 8), bands, "x", ints), "weak": (band_model(3, 2), bands, "x", ints),
-            "words": (band_model(3, 8), bands, "x", words), "two": (band_model(2, 8), bands, "x", two),
-            "seg": (threshold_model((16, 16, 1), (85.5, 170.5)), segments, "image", seg)}
-    return {name: (export_model(model, root / name, examples, image, info), model)
-            for name, (model, examples, image, info) in made.items()}
 
 
 def _read(examples: Path) -> dict[str, np.ndarray]:
@@ -97,14 +34,6 @@ def _read(examples: Path) -> dict[str, np.ndarray]:
 
 def _predict(model: keras.Model, pixels: np.ndarray) -> np.ndarray:
     return model(pixels.astype(np.float32) / 255.0, training=False).numpy()
-
-
-def _evaluate(tmp_path: Path, model: Path, examples: Path, **options: object) -> dict:
-    outcome = run(EvaluatorConfig(model=str(model), examples=str(examples), output=str(tmp_path / "eout"),
-                                  batch_size=16, **options), echo=lambda _: None)  # type: ignore[arg-type]
-    written = json.loads((tmp_path / "eout" / "metrics.json").read_text())
-    assert written["overall"] == pytest.approx(outcome.metrics["overall"])
-    return written
 
 
 def test_classification_metrics_equal_sklearn_overall_and_per_slice(tmp_path: Path, bands: Path, models: dict) -> None:
@@ -159,136 +88,6 @@ def test_segmentation_end_to_end_per_class_iou_and_dice(tmp_path: Path, segments
     assert sorted(intervals) == sorted(metrics["overall"])
     assert all(low <= metrics["overall"][m] <= high for m, (low, high) in intervals.items())
     assert "calibration" not in metrics and not (tmp_path / "eout" / "reliability_diagram.png").exists()
-
-
-def _verdict(out: Path) -> tuple[dict, str]:
-    blessing = json.loads((out / "blessing.json").read_text())
-    markers = [name for name in ("BLESSED", "NOT_BLESSED") if (out / name).is_file()]
-    assert len(markers) == 1
-    assert (out / markers[0]).read_text().splitlines() == blessing["reasons"]
-    return blessing, markers[0]
-
-
-def test_blessed_when_thresholds_hold_and_nothing_regressed(tmp_path: Path, bands: Path, models: dict) -> None:
-    metrics = _evaluate(tmp_path, models["good"][0], bands, baseline=str(models["weak"][0]),
-                        thresholds=("accuracy>=0.6", "log_loss<2"), max_regressions=("accuracy=0", "log_loss=0"),
-                        slice_by=("site",))
-    blessing, marker = _verdict(tmp_path / "eout")
-    assert marker == "BLESSED" and blessing["blessed"] is True
-    assert [c["passed"] for c in blessing["checks"]] == [True] * 4
-    assert blessing["reasons"][0].startswith("accuracy = ") and "meets threshold accuracy>=0.6" in blessing["reasons"][0]
-    assert "better than the baseline" in blessing["reasons"][2]
-    # What Push compares with the served model: the baseline gated against, in both reports.
-    assert metrics["gated_against"] == blessing["gated_against"] == os.path.abspath(models["weak"][0])
-    for name, delta in metrics["deltas"]["overall"].items():
-        assert delta == pytest.approx(metrics["overall"][name] - metrics["baseline"]["overall"][name])
-    north = metrics["deltas"]["slices"]["site"]["north"]["accuracy"]
-    assert north == pytest.approx(metrics["slices"]["site"]["north"]["overall"]["accuracy"]
-                                  - metrics["baseline"]["slices"]["site"]["north"]["overall"]["accuracy"])
-
-
-def _cli(argv: list[str]) -> int:
-    return shardflow_main(["evaluate", *argv])
-
-
-def test_not_blessed_when_a_threshold_fails_but_exit_code_is_zero(tmp_path: Path, bands: Path, models: dict) -> None:
-    out = tmp_path / "eout"
-    code = _cli(["--model", str(models["good"][0]), "--examples", str(bands), "--output", str(out),
-                 "--threshold", "accuracy>=0.99", "macro_f1>0.1", "--max-regression", "accuracy=0.01"])
-    assert code == 0
-    blessing, marker = _verdict(out)
-    accuracy = json.loads((out / "metrics.json").read_text())["overall"]["accuracy"]
-    assert marker == "NOT_BLESSED" and blessing["blessed"] is False
-    assert blessing["reasons"] == [f"accuracy = {accuracy:.6g} fails threshold accuracy>=0.99"]
-    # No baseline: the explicit regression check and the default gate on macro_f1 are skipped.
-    assert [(c["passed"], c["source"]) for c in blessing["checks"]] == [
-        (False, ""), (True, ""), (None, "--max-regression"),
-        (None, "the default regression tolerance; change it with --regression-tolerance")]
-    assert blessing["checks"][2]["reason"] == "no baseline: regression check accuracy=0.01 skipped"
-    assert blessing["gated_against"] == "none"  # Push: only into a serving directory where nothing is served
-
-
-def test_not_blessed_on_a_regression_against_a_better_baseline(tmp_path: Path, bands: Path, models: dict) -> None:
-    metrics = _evaluate(tmp_path, models["weak"][0], bands, baseline=str(models["good"][0]),
-                        thresholds=("accuracy>=0.3",), max_regressions=("accuracy=0.01", "log_loss=5"), gate="point")
-    blessing, marker = _verdict(tmp_path / "eout")
-    ours, theirs = metrics["overall"]["accuracy"], metrics["baseline"]["overall"]["accuracy"]
-    assert theirs - ours > 0.05
-    assert marker == "NOT_BLESSED"
-    assert blessing["reasons"] == [f"accuracy is {theirs - ours:.6g} worse than the baseline "
-                                   f"({ours:.6g} vs {theirs:.6g}), more than the allowed 0.01"]
-    assert [c["passed"] for c in blessing["checks"]] == [True, False, True]
-
-
-def test_the_default_gate_refuses_a_worse_candidate_that_passes_its_threshold(tmp_path: Path, bands: Path,
-                                                                             models: dict) -> None:
-    """Scheduled retraining's failure: a weaker model meets `accuracy>=0.3` but is worse than the served one."""
-    metrics = _evaluate(tmp_path, models["weak"][0], bands, baseline=str(models["good"][0]),
-                        thresholds=("accuracy>=0.3",))
-    blessing, marker = _verdict(tmp_path / "eout")
-    ours, theirs = metrics["overall"]["accuracy"], metrics["baseline"]["overall"]["accuracy"]
-    low, high = blessing["checks"][1]["delta_interval"]
-    assert marker == "NOT_BLESSED" and low <= ours - theirs <= high
-    assert blessing["reasons"] == [f"accuracy is {theirs - ours:.6g} worse than the baseline ({ours:.6g} vs "
-                                   f"{theirs:.6g}); at 95% confidence at most {-low:.6g} worse (interval of the "
-                                   f"difference [{low:.4g}, {high:.4g}], non-inferiority gate), more than the allowed "
-                                   "0.03 (the default regression tolerance; change it with --regression-tolerance)"]
-    threshold = blessing["checks"][0]
-    assert (threshold["candidate"], threshold["baseline"]) == (pytest.approx(ours), pytest.approx(theirs))
-    assert threshold["delta"] == pytest.approx(ours - theirs)
-
-
-@pytest.mark.parametrize("tolerance, explicit, blessed", [(None, (), True), (0.5, (), True),
-                                                         (0.01, ("accuracy=0.5",), True), (0.0, (), False)])
-def test_the_default_gate_can_be_widened_switched_off_or_overridden(tmp_path: Path, bands: Path, models: dict,
-                                                                    tolerance: float | None, explicit: tuple,
-                                                                    blessed: bool) -> None:
-    _evaluate(tmp_path, models["weak"][0], bands, baseline=str(models["good"][0]), thresholds=("accuracy>=0.3",),
-              max_regressions=explicit, regression_tolerance=tolerance)
-    blessing, _ = _verdict(tmp_path / "eout")
-    assert blessing["blessed"] is blessed
-    assert [c["source"] for c in blessing["checks"] if c["kind"] == "regression"] == (
-        [] if tolerance is None else ["--max-regression"] if explicit else
-        ["the default regression tolerance; change it with --regression-tolerance"])
-
-
-@pytest.mark.parametrize("value, says", [("-0.1", "must be >= 0"), ("abc", "is not a number"), ("inf", "finite")])
-def test_a_bad_regression_tolerance_is_one_line_and_exit_2(tmp_path: Path, bands: Path, models: dict, capsys,
-                                                          value: str, says: str) -> None:
-    code = _cli(["--model", str(models["good"][0]), "--examples", str(bands), "--output", str(tmp_path / "e"),
-                 "--regression-tolerance", value])
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and line.startswith("shardflow evaluate: error: regression tolerance") and says in line
-
-
-def test_failed_evaluation_exits_non_zero_and_leaves_no_verdict(tmp_path: Path, bands: Path, models: dict,
-                                                                capsys: pytest.CaptureFixture) -> None:
-    out = tmp_path / "eout"
-    good = str(models["good"][0])
-    assert _cli(["--model", good, "--examples", str(bands), "--output", str(out)]) == 0
-    assert (out / "BLESSED").is_file()
-    not_a_model = tmp_path / "plain_savedmodel"
-    not_a_model.mkdir()
-    (not_a_model / "saved_model.pb").write_bytes(b"")
-    assert _cli(["--model", str(not_a_model), "--examples", str(bands), "--output", str(out)]) == 1
-    assert "shardflow_model.json" in capsys.readouterr().err
-    assert not any((out / name).exists() for name in ("BLESSED", "NOT_BLESSED", "blessing.json", "metrics.json"))
-    assert _cli(["--model", good, "--examples", str(bands), "--split", "test", "--output", str(out)]) == 2
-    assert "split 'test' is not in the examples" in capsys.readouterr().err
-    with pytest.raises(EvaluationError, match=r"example \d+ of split 'eval' .*label 'y' has class id 2, outside the "
-                                              r"model's 2 classes"):
-        _evaluate(tmp_path, models["two"][0], bands)
-    with pytest.raises(EvaluationError, match=r"probabilities have shape \(None, 3\), a classification model with 2"):
-        _evaluate(tmp_path, _claims_two_classes(models["good"][0], tmp_path), bands)
-
-
-def _claims_two_classes(model_dir: Path, tmp_path: Path) -> Path:
-    """A copy of the 3-class model whose shardflow_model.json says 2 classes."""
-    copy = tmp_path / "claims_two"
-    shutil.copytree(model_dir, copy)
-    info = json.loads((copy / "shardflow_model.json").read_text())
-    (copy / "shardflow_model.json").write_text(json.dumps({**info, "num_classes": 2, "class_names": ["a", "b"]}))
-    return copy
 
 
 def test_options_are_parsed_and_bad_values_named(bands: Path, tmp_path: Path) -> None:
