@@ -12,8 +12,11 @@ the first 80 % in train.csv, the rest in eval.csv. Contenders, one after the oth
 Measured: wall per step (the run's logs/steps.json) and in all; peak RSS of the whole process tree
 (sampled every 0.2 s: the driver, the step worker and the step's processes together), per step
 from the start and seconds each step's record holds (logs/steps.json); disk of each step's
-outputs. Targets: wall ≤ 1.0× (b) at 3 epochs, ≤ 0.8× from 10 epochs; peak RSS ≤ 2× (b) and
-flat from the smallest to the largest N (within +15 %); Transform's output ≤ 1.5× ExampleGen's.
+outputs. Peak PSS beside peak RSS (every `Watch.smaps_interval` s): the tree's RSS counts the pages a forked
+step shares with its warm worker, and each process's TensorFlow libraries, once per process; PSS counts a
+shared page once in all. Targets (issue 55): wall ≤ 1.0× (b) at 3 epochs below 3,000 photos, ≤ 0.8× from
+3,000, ≤ 0.7× from 10 epochs; peak RSS ≤ 1.3× (b) and flat from the smallest to the largest N (within +15 %);
+Transform's output ≤ 1.5× ExampleGen's.
 """
 from __future__ import annotations
 
@@ -29,9 +32,21 @@ from typing import Any
 from .monitor import Watch, child_env, run_monitored
 from .photo_data import ensure_photos, photo_name
 
-TARGETS = {"wall_ratio": 1.0, "rss_ratio": 2.0, "rss_growth": 1.15, "transform_disk_ratio": 1.5}
-# Issue 31: at 3 epochs no slower than the hand-written route; from 10 epochs 0.8x (the shards decoded once pay).
-WALL_RATIO_FROM_10_EPOCHS = 0.8
+TARGETS = {"wall_ratio": 1.0, "rss_ratio": 1.3, "rss_growth": 1.15, "transform_disk_ratio": 1.5}
+# Issue 55: at 3 epochs no slower than the hand-written route on 1,000 photos, 0.8x from 3,000 and 0.7x from 10
+# epochs (the shards decoded once pay more the more they are read).
+WALL_RATIO_FROM_3000_ROWS, WALL_RATIO_FROM_10_EPOCHS = 0.8, 0.7
+
+
+def wall_target(rows: int, epochs: int) -> float:
+    """The wall ratio (a)/(b) issue 55 asks for at this size and number of epochs."""
+    if epochs >= 10:
+        return WALL_RATIO_FROM_10_EPOCHS
+    return WALL_RATIO_FROM_3000_ROWS if rows >= 3000 else TARGETS["wall_ratio"]
+
+
+# PSS once a second (~10 ms of kernel CPU per TensorFlow process a read: about 2 % of a core for a run's 4-5).
+WATCH = Watch(smaps_interval=1.0)
 
 
 def make_data(work: Path, rows: int) -> Path:
@@ -64,7 +79,7 @@ def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, 
                "--index", f"eval={root / 'eval.csv'}", "--data-root", str(root), "--output", str(out),
                "--example-gen-args", f"--resize {resize} --channels rgb --storage jpeg",
                "--train-args", f"--epochs {epochs} --batch-size 64", "--threshold", "accuracy>=0"]
-    measured = run_monitored(command, out.parent / f"{out.name}-log", Watch(), env=child_env())
+    measured = run_monitored(command, out.parent / f"{out.name}-log", WATCH, env=child_env())
     if measured.returncode:
         raise RuntimeError(f"shardflow run failed (exit {measured.returncode}); see {out.parent / out.name}-log.err")
     run_root = next((out / "pipeline_root").iterdir())
@@ -73,7 +88,8 @@ def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, 
         rss = [point[2] for point in measured.timeline if low - 1 <= point[0] <= high + 1]
         steps[name] = {"wall_s": wall, "peak_rss_mb": max(rss, default=0.0), "disk_mb": _du(run_root / name) / 1e6}
     return {"wall_s": measured.wall_s, "cpu_s": measured.cpu_s, "peak_rss_mb": measured.peak_rss_mb,
-            "load_before": measured.load_before, "steps": steps, "disk_mb": _du(out) / 1e6}
+            "peak_pss_mb": measured.peak_pss_mb, "load_before": measured.load_before, "steps": steps,
+            "disk_mb": _du(out) / 1e6}
 
 
 def handwritten(root: Path, out: Path, epochs: int, resize: str) -> dict[str, Any]:
@@ -81,11 +97,11 @@ def handwritten(root: Path, out: Path, epochs: int, resize: str) -> dict[str, An
     command = [sys.executable, "-m", "benchmarks.handwritten_keras", "--train", str(root / "train.csv"),
                "--eval", str(root / "eval.csv"), "--data-root", str(root), "--output", str(out),
                "--epochs", str(epochs), "--size", resize]
-    measured = run_monitored(command, out.parent / f"{out.name}-log", Watch(), env=child_env())
+    measured = run_monitored(command, out.parent / f"{out.name}-log", WATCH, env=child_env())
     if measured.returncode:
         raise RuntimeError(f"the hand-written route failed (exit {measured.returncode})")
     return {"wall_s": measured.wall_s, "cpu_s": measured.cpu_s, "peak_rss_mb": measured.peak_rss_mb,
-            "load_before": measured.load_before, "accuracy": measured.report.get("accuracy"), "disk_mb": _du(out) / 1e6}
+            "peak_pss_mb": measured.peak_pss_mb, "load_before": measured.load_before, "accuracy": measured.report.get("accuracy"), "disk_mb": _du(out) / 1e6}
 
 
 def wall_ratio(pair: dict[str, Any]) -> float:
@@ -98,19 +114,25 @@ def _cpu_ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
     return a["cpu_s"] / b["cpu_s"] if a.get("cpu_s") and b.get("cpu_s") else None  # older results: no CPU
 
 
+def _pss_ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
+    """Peak PSS (a)/(b): the bytes each holds, a page shared by several processes counted once."""
+    return a["peak_pss_mb"] / b["peak_pss_mb"] if a.get("peak_pss_mb") and b.get("peak_pss_mb") else None
+
+
 def compare(results: dict[int, dict[str, Any]], epochs: int) -> dict[str, Any]:
     """Ratios per size and whether each target is met."""
-    targets = {**TARGETS, **({"wall_ratio": WALL_RATIO_FROM_10_EPOCHS} if epochs >= 10 else {})}
+    targets = {**TARGETS, "wall_ratio": {str(rows): wall_target(int(rows), epochs) for rows in results}}
     checks: dict[str, Any] = {}
     for rows, pair in results.items():
         a, b = pair["shardflow"], pair["handwritten"]
         transform = a["steps"]["transform"]["disk_mb"] / a["steps"]["example-gen"]["disk_mb"]
-        checks[str(rows)] = {"wall_ratio": wall_ratio(pair), "cpu_ratio": _cpu_ratio(a, b), "rss_ratio": a["peak_rss_mb"] / b["peak_rss_mb"],
+        checks[str(rows)] = {"wall_ratio": wall_ratio(pair), "cpu_ratio": _cpu_ratio(a, b),
+                             "rss_ratio": a["peak_rss_mb"] / b["peak_rss_mb"], "pss_ratio": _pss_ratio(a, b),
                              "transform_disk_ratio": transform}
     sizes = sorted(results)
     growth = results[sizes[-1]]["shardflow"]["peak_rss_mb"] / results[sizes[0]]["shardflow"]["peak_rss_mb"]
-    met = {name: all(c[name] <= targets[name] for c in checks.values())
-           for name in ("wall_ratio", "rss_ratio", "transform_disk_ratio")}
+    met = {name: all(c[name] <= targets[name] for c in checks.values()) for name in ("rss_ratio", "transform_disk_ratio")}
+    met["wall_ratio"] = all(c["wall_ratio"] <= targets["wall_ratio"][rows] for rows, c in checks.items())
     met["rss_growth"] = growth <= targets["rss_growth"]
     return {"per_size": checks, "rss_growth": growth, "targets": targets, "met": met}
 
@@ -128,11 +150,11 @@ def markdown(result: dict[str, Any]) -> str:
             whole = pair[who]
             lines.append(f"| {int(rows):,} | **{who} (all)** | {whole['wall_s']:.1f} | {whole['peak_rss_mb']:,.0f} | "
                          f"{whole['disk_mb']:,.1f} |")
-    lines += ["", "| rows | wall (a)/(b) | CPU (a)/(b) | peak RSS (a)/(b) | Transform / ExampleGen disk |",
-              "|---:|---:|---:|---:|---:|"]
+    lines += ["", "| rows | wall (a)/(b) | CPU (a)/(b) | peak RSS (a)/(b) | peak PSS (a)/(b) | Transform / ExampleGen disk |",
+              "|---:|---:|---:|---:|---:|---:|"]
     for rows, check in result["comparison"]["per_size"].items():
-        cpu = f"{check['cpu_ratio']:.2f}×" if check.get("cpu_ratio") else "–"
-        lines.append(f"| {int(rows):,} | {check['wall_ratio']:.2f}× | {cpu} | {check['rss_ratio']:.2f}× | "
+        cpu, pss = (f"{check[key]:.2f}×" if check.get(key) else "–" for key in ("cpu_ratio", "pss_ratio"))
+        lines.append(f"| {int(rows):,} | {check['wall_ratio']:.2f}× | {cpu} | {check['rss_ratio']:.2f}× | {pss} | "
                      f"{check['transform_disk_ratio']:.2f}× |")
     comparison = result["comparison"]
     rounds = {rows: ratios for rows, ratios in result.get("round_wall_ratios", {}).items() if len(ratios) > 1}

@@ -18,17 +18,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from .s3_loopback import new_bucket, start_moto, stop_moto
 from .serving_race import POLICIES, SPREAD, race
 
 NAME = "serving"
-MOTO = Path(__file__).parents[1] / "tests" / "moto_serialized.py"
 MODEL_BYTES, SMALL_FILES = 32 << 20, 40
 
 
@@ -36,37 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("serving")
     group.add_argument("--serving-trials", type=int, default=20, help="racing pairs of pushes per scheme (default 20)")
     group.add_argument("--serving-repeats", type=int, default=5, help="pushes timed per scheme (default 5)")
-
-
-def _moto(work: Path) -> tuple[subprocess.Popen, dict[str, str]]:
-    """A moto S3 server on loopback and the AWS variables that point at it (set in this process for its children)."""
-    import socket
-    import urllib.request
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = open(work / "moto.log", "wb")  # noqa: SIM115 (the server's lifetime)
-    server = subprocess.Popen([sys.executable, str(MOTO), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-           "AWS_DEFAULT_REGION": "us-east-1"}
-    os.environ.update(env)
-    return server, env
-
-
-def _bucket() -> str:
-    import boto3
-
-    name = f"bench-{uuid.uuid4().hex[:10]}"
-    boto3.client("s3").create_bucket(Bucket=name)
-    return f"s3://{name}"
 
 
 def _race_figures(root: str, scheme: str, trials: int) -> dict[str, Any]:
@@ -115,16 +82,15 @@ def _push_cost(root: str, repeats: int) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:
     del sizes
-    server, _ = _moto(work)
+    server, _ = start_moto(work)
     try:
-        roots = {"local": str(work / f"serving-race-{uuid.uuid4().hex[:8]}"), "s3": _bucket() + "/bench"}
+        roots = {"local": str(work / f"serving-race-{uuid.uuid4().hex[:8]}"), "s3": new_bucket() + "/bench"}
         result: dict[str, Any] = {"race": {}, "push_cost": {}}
         for scheme, root in roots.items():
             result["race"][scheme] = _race_figures(root + "/race", scheme, args.serving_trials)
             result["push_cost"][scheme] = _push_cost(root + "/cost", args.serving_repeats)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_moto(server)
     result["met"] = {f"{scheme}: config loads no loser and no half copy":
                      figures["config"]["losers_loaded"] == 0 == figures["config"]["incomplete_loaded"]
                      for scheme, figures in result["race"].items()}
