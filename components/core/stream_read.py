@@ -65,7 +65,7 @@ def record_chunks(files: list[str], compression: str, window: int, seed: int | N
     if window and len(files) > 1:
         names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     ordered = deterministic and not window
-    if folds is None and (ordered or len(files) == 1) and not is_remote(files[0]):
+    if folds is None and (ordered or len(files) == 1) and not (files and is_remote(files[0])):
         # One stream of records, chunked outside the reader: a `batch` inside the function of a
         # flat_map/interleave costs ~1 us more per record here.
         chunks = tf.data.TFRecordDataset(names, compression).batch(READ_CHUNK, name="read")
@@ -91,7 +91,7 @@ def in_order(shards: tf.data.Dataset, read: Callable[..., tf.data.Dataset], file
     cannot be used: it sizes each shard's buffer from the block length, i.e. whole shards.) A local disk keeps
     the plain sequential read: no threads, nothing buffered.
     """
-    if not is_remote(files[0]):
+    if not (files and is_remote(files[0])):
         return shards.flat_map(read, name="read")
     # TensorFlow's own class behind `interleave`, whose buffers can be set (TF is pinned: requirements/); imported
     # here, so that only a read from an object store depends on it.
