@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from helpers_images import random_pixels, write_csv, write_png
-from helpers_reader import budget_for
+from helpers_reader import budget_for, numbered_examples
 from helpers_s3 import upload_tree
 from shardflow.core.folds import FoldSelection
 from shardflow.core.input_stream import READ_CHUNK, StreamOptions, build_stream
 from shardflow.core.manifest import read_manifest
-from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
 EXAMPLES, SHARDS = 900, 3
 
@@ -27,15 +24,7 @@ EXAMPLES, SHARDS = 900, 3
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory: pytest.TempPathFactory, s3_server) -> tuple[str, str]:  # noqa: ANN001 (S3Server)
     """(local output, the same output on s3://)."""
-    root, rng = tmp_path_factory.mktemp("exact_order"), np.random.default_rng(55)
-    lines = []
-    for i in range(EXAMPLES):
-        write_png(root / f"img/{i}.png", random_pixels(rng, (4, 4, 1)))
-        lines.append([f"img/{i}.png", str(i)])
-    write_csv(root / "train.csv", ["img", "rid"], lines)
-    out = root / "out"
-    run(ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"),), data_root=str(root),
-                         output=str(out), num_shards=SHARDS), echo=lambda _: None)
+    out = numbered_examples(tmp_path_factory.mktemp("exact_order"), EXAMPLES, 55, num_shards=SHARDS)
     return str(out), upload_tree(s3_server, out, s3_server.bucket(), "examples")
 
 

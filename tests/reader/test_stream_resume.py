@@ -12,15 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers_images import random_pixels, write_csv, write_png
-from helpers_reader import budget_for
+from helpers_reader import budget_for, numbered_examples
 from shardflow.core.errors import ConfigError
 from shardflow.core.example_rows import read_example_rows
 from shardflow.core.manifest import read_manifest
 from shardflow.core.folds import FoldSelection
 from shardflow.core.input_stream import StreamOptions, build_stream, stream_start
 from shardflow.core.stream_position import WorkerSlice
-from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 
 pytestmark = pytest.mark.unit
 EXAMPLES = 37
@@ -28,16 +26,7 @@ EXAMPLES = 37
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root, rng = tmp_path_factory.mktemp("resume"), np.random.default_rng(5)
-    lines = []
-    for i in range(EXAMPLES):
-        write_png(root / f"img{i}.png", random_pixels(rng, (4, 4, 1)))
-        lines.append([f"img{i}.png", str(i)])
-    write_csv(root / "train.csv", ["img", "rid"], lines)
-    out = root / "out"
-    run(ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"),), data_root=str(root),
-                         output=str(out), min_shards=3), echo=lambda _: None)
-    return out
+    return numbered_examples(tmp_path_factory.mktemp("resume"), EXAMPLES, 5, min_shards=3)
 
 
 def _ids(out: Path, count: int, recorded: list | None = None, **options: object) -> list[int]:
