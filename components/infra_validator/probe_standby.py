@@ -15,6 +15,7 @@ imports and before any TensorFlow op, as the warm step worker forks its steps. B
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib.util
 import os
 import signal
@@ -39,6 +40,7 @@ def _probe_module() -> object:
 
 def _serve(request: str, probe: object) -> int:
     """Runs the probe on `request` in a fork; the fork's exit code."""
+    gc.freeze()  # the child's collections leave the imported objects' pages shared (step_worker does the same)
     pid = os.fork()
     if pid == 0:
         _die_with_parent()
