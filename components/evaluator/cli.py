@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.batch_memory import DEFAULT_BUDGET_MB
+from ..core.batch_memory import SCORING_BUDGET_MB
 from ..core.flag_parser import config_from_flags
 from ..core.pipeline_flags import expose
 from .config import (AUTO_TOLERANCE, DEFAULT_GATE_RULE, DEFAULT_THRESHOLDS, DEFAULT_TOLERANCES, GATE_RULES,
@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                help=f"the resamples' seed (default {DEFAULT_SEED})"))
     expose(add("--slice-by", action="extend", nargs="+", default=[], metavar="COLUMN",
                help="also compute every metric per value of this column of the examples; repeatable"))
-    add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
-        help=f"activations budget of one model call, in MB (default {DEFAULT_BUDGET_MB}): the batch holds as many "
+    add("--memory-mb", type=float, default=SCORING_BUDGET_MB,
+        help=f"activations budget of one model call, in MB (default {SCORING_BUDGET_MB}): the batch holds as many "
              "examples as fit, measured on the first examples")
     add("--batch-size", type=int, default=None,
         help="examples per model call instead of sizing by --memory-mb; refused when it cannot fit that budget")

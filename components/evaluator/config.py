@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..core.batch_memory import DEFAULT_BUDGET_MB
+from ..core.batch_memory import SCORING_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
 from ..core.config_values import require_apart, require_positive
 from ..core.input_checks import check_examples, check_model
@@ -225,7 +225,7 @@ class EvaluatorConfig:
     max_regressions: tuple[Regression, ...] = ()
     slice_by: tuple[str, ...] = ()
     batch_size: int | None = None
-    memory_mb: float = DEFAULT_BUDGET_MB
+    memory_mb: float = SCORING_BUDGET_MB
     regression_tolerance: float | str | None = AUTO_TOLERANCE  # None: no default gate
     gate: str = DEFAULT_GATE_RULE
     bootstrap_resamples: int = DEFAULT_RESAMPLES

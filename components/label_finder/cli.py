@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.batch_memory import DEFAULT_BUDGET_MB
+from ..core.batch_memory import SCORING_BUDGET_MB
 from ..trainer import cli as trainer_cli
 from .config import RULES, LabelFinderConfig
 
@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--rule", choices=RULES, default="noise_rate",
         help="confident learning's rule (default noise_rate, as cleanlab's prune_by_noise_rate)")
     add("--keep-models", action="store_true", help="keep each fold's model and predictions under OUTPUT/folds/<k>/")
-    add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
-        help=f"activations budget of one prediction call, in MB (default {DEFAULT_BUDGET_MB})")
+    add("--memory-mb", type=float, default=SCORING_BUDGET_MB,
+        help=f"activations budget of one prediction call, in MB (default {SCORING_BUDGET_MB})")
 
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> LabelFinderConfig:

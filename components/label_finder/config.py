@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.batch_memory import DEFAULT_BUDGET_MB
+from ..core.batch_memory import SCORING_BUDGET_MB
 from ..core.config_values import require_apart, require_locations, require_positive
 from ..core.errors import ConfigError
 from ..core.folds import FoldSelection
@@ -45,7 +45,7 @@ class LabelFinderConfig:
     folds: int = 3
     rule: str = "noise_rate"
     keep_models: bool = False
-    memory_mb: float = DEFAULT_BUDGET_MB
+    memory_mb: float = SCORING_BUDGET_MB
 
     def __post_init__(self) -> None:
         require_locations(self, "output")

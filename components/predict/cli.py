@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.batch_memory import DEFAULT_BUDGET_MB
+from ..core.batch_memory import SCORING_BUDGET_MB
 from .config import DEFAULT_BATCH, DEFAULT_MIN_SCORE, FORMATS, PredictConfig
 
 
@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"a detector's boxes scoring less are not written (default {DEFAULT_MIN_SCORE:g}: even odds, the boxes "
              "a person would keep; 0 writes every box)")
     add("--prediction-log", action="store_true", help="also write TFX-style PredictionLog TFRecords")
-    add("--memory-mb", type=float, default=DEFAULT_BUDGET_MB,
-        help=f"activations budget of one model call, in MB (default {DEFAULT_BUDGET_MB}): a call holds as many "
+    add("--memory-mb", type=float, default=SCORING_BUDGET_MB,
+        help=f"activations budget of one model call, in MB (default {SCORING_BUDGET_MB}): a call holds as many "
              f"examples as fit, at most {DEFAULT_BATCH}, measured on the first examples")
     add("--batch-size", type=int, default=None,
         help=f"examples per model call (default: sized by --memory-mb, at most {DEFAULT_BATCH}); "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import storage
-from ..core.batch_memory import DEFAULT_BUDGET_MB
+from ..core.batch_memory import SCORING_BUDGET_MB
 from ..core.errors import ConfigError, ShardflowError
 from ..core.folds import FoldSelection
 from ..core.config_values import require_locations, require_positive
@@ -57,7 +57,7 @@ class PredictConfig:
     prediction_log: bool = False
     batch_size: int | None = None  # None: DEFAULT_BATCH at most, sized by memory_mb
     max_batch_mb: float = 64.0
-    memory_mb: float = DEFAULT_BUDGET_MB
+    memory_mb: float = SCORING_BUDGET_MB
     rows_per_chunk: int | None = None  # None: chosen from the row count, as ExampleGen does
     min_score: float = DEFAULT_MIN_SCORE  # a detector's: boxes scoring less are not written
     beam_args: tuple[str, ...] = ()

@@ -7,7 +7,7 @@ kept per example up to its `num_detections`). Each batch of serialized examples 
 batch comes bounded by count and bytes from the sources (`sources.batched`), so a batch of large
 photos stays bounded in memory whatever the row count. Each worker sizes its model calls in bytes
 (`core.batch_memory`) on the first batch it gets: a batch is cut into calls of as many examples as
-fit the activations budget, so a 256-px U-Net's batch of 64 (~1.6 GB) becomes calls of ~41.
+fit the activations budget, so at the default 256 MB a 256-px U-Net's batch of 64 (~1.6 GB) becomes calls of ~9.
 
     batches | RunInference(serving_handler("serving/3", budget_bytes=1 << 30))   # (key, PredictionResult)
 """

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from shardflow.core.batch_memory import SCORING_BUDGET_MB
 from shardflow.core.manifest import read_manifest
 from shardflow.pipelines.step_log import step_line
 from shardflow.pipelines.ui_pages import evaluation_page
@@ -59,11 +60,12 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess
     return out, done
 
 
-EVALUATOR_BUDGET_MB = 256  # not the Evaluator's default (1024)
+EVALUATOR_BUDGET_MB = 128  # not the Evaluator's default (SCORING_BUDGET_MB, 256): the test sees the flag arrive
 
 
 def test_the_evaluate_args_reach_the_evaluator(demo_run) -> None:
     out, _ = demo_run
+    assert EVALUATOR_BUDGET_MB != SCORING_BUDGET_MB
     metrics = json.loads((_run_dir(out) / "evaluate" / "evaluation" / "metrics.json").read_text())
     assert metrics["batching"]["budget_bytes"] == EVALUATOR_BUDGET_MB * 2**20
 
