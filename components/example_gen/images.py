@@ -34,6 +34,10 @@ _LOW_BIT_GRAY = {"1": 255, "L;2": 85, "L;4": 17}
 # pass of the same C decoder with the raw mode below reads the other bytes (see `_join16`).
 _PNG16_SECOND_PASS = {"RGB;16B": "RGB;16L", "RGBA;16B": "RGBA;16L", "LA;16B": "RGBA"}
 _EXIF_ORIENTATION = 0x0112
+_T = Image.Transpose
+# EXIF orientation → the transpose that shows the stored pixels upright (ImageOps.exif_transpose's).
+_UPRIGHT = {2: _T.FLIP_LEFT_RIGHT, 3: _T.ROTATE_180, 4: _T.FLIP_TOP_BOTTOM, 5: _T.TRANSPOSE,
+            6: _T.ROTATE_270, 7: _T.TRANSVERSE, 8: _T.ROTATE_90}
 _QUARTER_TURNS = (5, 6, 7, 8)  # EXIF orientations that swap width and height
 
 
@@ -73,14 +77,14 @@ def decode_sized(data: bytes, rules: ImageRules) -> tuple[Image.Image | np.ndarr
     fast = fast_png(data, rules.max_pixels) if image_format == "PNG" else None
     if fast is not None:
         return _finish(fast, rules), (fast.size[1], fast.size[0])
-    image, rawmode, source = _load(data, image_format, rules)
-    if rawmode in _PNG16_SECOND_PASS:
-        second, _, _ = _load(data, image_format, rules, _PNG16_SECOND_PASS[rawmode])
+    image, rawmode, source, turn = _load(data, image_format, rules)
+    if rawmode in _PNG16_SECOND_PASS:  # PNGs come turned (turn is 1)
+        second, _, _, _ = _load(data, image_format, rules, _PNG16_SECOND_PASS[rawmode])
         return _finish16(_join16(rawmode, image, second), rules), source
     if rules.nearest and rawmode in _LOW_BIT_GRAY:  # a mask's class ids, not Pillow's 0-255 scale
         scale = _LOW_BIT_GRAY[rawmode]
         image = image.convert("L").point([value // scale for value in range(256)])
-    return _finish(image, rules), source
+    return _finish(image, rules, turn), source
 
 
 def _allow_pixels(max_pixels: int) -> None:
@@ -96,9 +100,9 @@ def _allow_pixels(max_pixels: int) -> None:
 
 
 def _load(data: bytes, image_format: str, rules: ImageRules,
-          rawmode: str | None = None) -> tuple[Image.Image, str | None, tuple[int, int]]:
-    """Pillow's full decode (EXIF orientation applied if the rules say so), the file's raw mode, and
-    its oriented (H, W) before any downscale.
+          rawmode: str | None = None) -> tuple[Image.Image, str | None, tuple[int, int], int]:
+    """Pillow's full decode (EXIF orientation applied if the rules say so), the file's raw mode, its
+    oriented (H, W) before any downscale, and the EXIF orientation left for `_finish` to apply (1: none).
 
     The raw mode names the bit depth and colour type (`L;2`, `RGB;16B`); `rawmode` replaces it.
     """
@@ -110,8 +114,9 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
         file_rawmode = _rawmode(image.tile[0].args) if image_format == "PNG" and image.tile else None
         if rawmode is not None:  # PNG tiles' args are the raw mode alone
             image.tile = [tile._replace(args=rawmode) for tile in image.tile]
+        turn = 1
         if image_format == "JPEG":
-            image, source = _load_jpeg(data, image, rules)
+            image, source, turn = _load_jpeg(data, image, rules)
         else:
             image.load()
             if rules.exif_transpose and _orientation(image) != 1:
@@ -124,14 +129,17 @@ def _load(data: bytes, image_format: str, rules: ImageRules,
     except Exception as err:  # PIL raises many types for corrupt data
         detail = re.sub(r" at 0x[0-9a-f]+", "", str(err))  # PIL names a memory address: keep reasons stable
         raise BadCell("corrupt_image", f"corrupt or truncated image: {detail}") from err
-    return image, file_rawmode, source
+    return image, file_rawmode, source, turn
 
 
-def _load_jpeg(data: bytes, header: Image.Image, rules: ImageRules) -> tuple[Image.Image, tuple[int, int]]:
-    """A JPEG's pixels, DCT-downscaled when the resize allows (see jpeg_decode), EXIF orientation
-    applied, and the file's oriented (H, W), read from the header before any downscale.
+def _load_jpeg(data: bytes, header: Image.Image,
+               rules: ImageRules) -> tuple[Image.Image, tuple[int, int], int]:
+    """A JPEG's pixels, DCT-downscaled when the resize allows (see jpeg_decode), the file's oriented
+    (H, W), read from the header before any downscale, and the EXIF orientation still to apply.
 
-    Upright files go through TurboJPEG; rotated ones, and what it declines, through Pillow.
+    TurboJPEG decodes, Pillow takes what it declines. Before a bilinear resize the pixels stay as
+    stored: `_resized` turns the small image after it (the same pixels, see there); otherwise
+    (no resize, or a mask's nearest-neighbour one) they are turned here.
     """
     orientation = _orientation(header) if rules.exif_transpose else 1
     width, height = header.size  # `draft` below shrinks header.size: the file's size is taken first
@@ -140,23 +148,23 @@ def _load_jpeg(data: bytes, header: Image.Image, rules: ImageRules) -> tuple[Ima
     if target is not None and orientation in _QUARTER_TURNS:  # the stored image is turned: so is the target
         target = (target[1], target[0])
     scale = draft_scale(header.size, target)
-    if orientation == 1:
-        decoded = decode_turbo(data, header, scale)
-        if decoded is not None:
-            return decoded, source
-    # Turned files stay with Pillow: TurboJPEG's RGB copied into a Pillow image, then turned, cost
-    # 60-200 µs more a 300-500 px colour photo than Pillow's decode turned (issue 46, tried).
-    draft(header, scale)
-    header.load()
-    return (ImageOps.exif_transpose(header) if orientation != 1 else header), source
+    decoded = decode_turbo(data, header, scale)
+    if decoded is None:
+        draft(header, scale)
+        header.load()
+        decoded = header
+    if orientation == 1 or target is not None:
+        return decoded, source, orientation
+    return decoded.transpose(_UPRIGHT[orientation]), source, 1
 
 
 def _orientation(image: Image.Image) -> int:
-    """The EXIF orientation tag; 1 (as stored) when absent or unreadable, as viewers treat it."""
+    """The EXIF orientation tag; 1 (as stored) when absent, unreadable or unknown, as viewers treat it."""
     try:
-        return int(image.getexif().get(_EXIF_ORIENTATION, 1))
+        orientation = int(image.getexif().get(_EXIF_ORIENTATION, 1))
     except Exception:  # noqa: BLE001  (malformed EXIF: the pixels are still good)
         return 1
+    return orientation if orientation in _UPRIGHT else 1
 
 
 def _rawmode(args: object) -> str | None:
@@ -178,7 +186,8 @@ def _join16(rawmode: str, first: Image.Image, second: Image.Image) -> np.ndarray
     return high << 8 | low
 
 
-def _finish(image: Image.Image, rules: ImageRules) -> Image.Image | np.ndarray:
+def _finish(image: Image.Image, rules: ImageRules, turn: int = 1) -> Image.Image | np.ndarray:
+    """Converted and resized as the rules say, then turned upright by the EXIF orientation `turn`."""
     if rules.channels == "rgb" and image.mode.startswith("I;16"):  # Pillow's RGB would clip it to 8 bits
         return _finish16(np.asarray(image).astype(np.uint16)[:, :, None], rules)
     if rules.channels == "rgb" and image.mode == "L":
@@ -186,15 +195,31 @@ def _finish(image: Image.Image, rules: ImageRules) -> Image.Image | np.ndarray:
         # pixels are those of convert-then-resize, at a quarter of the resize's work (Pillow keeps
         # RGB as 4 bytes a pixel). Issue 46, 300-500 px gray JPEGs to 224-px RGB: a row's CPU 1.07× the
         # Pillow loop's before, 0.71-0.75× after (docs/example-gen.md, "Other photos").
-        return _resized(image, rules).convert("RGB")
-    return _resized(_convert(image, rules), rules)
+        return _resized(image, rules, turn).convert("RGB")
+    return _resized(_convert(image, rules), rules, turn)
 
 
-def _resized(image: Image.Image, rules: ImageRules) -> Image.Image:
-    if rules.resize and image.size != (rules.resize[1], rules.resize[0]):
-        resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
-        image = image.resize((rules.resize[1], rules.resize[0]), resample)
-    return image
+def _resized(image: Image.Image, rules: ImageRules, turn: int = 1) -> Image.Image:
+    """Resized to the rules' size as viewed after `turn` (an EXIF orientation), then turned.
+
+    Turning the 224-px result, not the decoded photo (which lets TurboJPEG decode rotated files
+    too), took a rotated 300-500 px photo's decode+resize from ~2,270 to ~1,950 µs CPU (issue 55).
+    The pixels are exactly those of turn-then-resize: Pillow resizes width first, then height,
+    rounding to 8 bits between; a quarter turn swaps the axes, so the stored height (the upright
+    width) is resized first here. Its filter weights are mirror-symmetric, so flips commute with it
+    (tests/example_gen/test_image_order.py checks both). Not for nearest neighbour: masks come turned.
+    """
+    if not rules.resize:
+        return image if turn == 1 else image.transpose(_UPRIGHT[turn])
+    height, width = rules.resize
+    resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
+    if turn in _QUARTER_TURNS:
+        height, width = width, height  # the stored image's target
+        if image.height != height:  # the upright width first, as Pillow resizes the upright image
+            image = image.resize((image.width, height), resample)
+    if image.size != (width, height):
+        image = image.resize((width, height), resample)
+    return image if turn == 1 else image.transpose(_UPRIGHT[turn])
 
 
 def _finish16(pixels: np.ndarray, rules: ImageRules) -> Image.Image | np.ndarray:
