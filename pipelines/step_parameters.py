@@ -2,7 +2,7 @@
 here names a step's option.
 
 Each step with options (steps.py's `StepOptions`) has one list parameter taking any flag of its command
-(`evaluate_options`; `shardflow run --evaluate-args "--memory-mb 256"`), and each flag its command marks
+(`evaluate_options`; `shardflow run --evaluate-args "--memory-mb 128"`), and each flag its command marks
 with `expose` (core/pipeline_flags.py) is a parameter of its own (typed and defaulted from the flag).
 From them come the compiled pipeline's parameters (pipeline.py), `shardflow run`'s step flags
 (pipelines/cli.py) and LocalRunConfig's fields (local_run.py).

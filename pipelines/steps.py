@@ -73,6 +73,8 @@ _TRAINER_GPU = ("trainer_accelerator_type", "trainer_accelerator_limit")
 # Imported by a warm worker once, when a step first needs them (seconds each; TFDV and TFT import TensorFlow).
 _TF, _KERAS, _BEAM, _TFDV, _TFT = ("tensorflow", "tf_keras", "apache_beam", "tensorflow_data_validation",
                                    "tensorflow_transform")
+# The Trainer's curves and the Evaluator's pages are drawn with it: 0.6 s of import otherwise in each step's own time.
+_PLOT = "matplotlib.pyplot"
 
 # In the pipeline's order (the run summary lists the outputs in it).
 STEPS: tuple[Step, ...] = (
@@ -93,12 +95,12 @@ STEPS: tuple[Step, ...] = (
          cacheable=True, figure=figures.tuning, takes_options_of="train", imports=(_KERAS,)),
     Step("train", Resources("4", "16Gi", _TRAINER_GPU), COMMANDS["train"], _given,
          StepOptions("train_options", "--train-args", "'--epochs 5 --batch-size 64'", ("--epochs", "10")),
-         cacheable=True, figure=figures.training, outputs=(("model", "model"),), imports=(_KERAS,)),
+         cacheable=True, figure=figures.training, outputs=(("model", "model"),), imports=(_KERAS, _PLOT)),
     # Not cached by KFP, whose key would hold the word `latest`, not the model served now; `shardflow run` caches it
     # keyed by the served model (local_cache.RESOLVED): a push by another run is a miss.
     Step("evaluate", Resources("2", "8Gi", ("evaluator_accelerator_type", "evaluator_accelerator_limit")),
-         COMMANDS["evaluate"], _evaluate, StepOptions("evaluate_options", "--evaluate-args", "'--memory-mb 256'"),
-         figure=figures.evaluation, imports=(_TF,),
+         COMMANDS["evaluate"], _evaluate, StepOptions("evaluate_options", "--evaluate-args", "'--memory-mb 128'"),
+         figure=figures.evaluation, imports=(_TF, _PLOT),
          # The eval split's likely label errors by CSV row (a file of the evaluation artifact).
          outputs=(("evaluation", "evaluation"), ("evaluation/label_issues.jsonl", "label_issues"))),
     # Cached: on one machine its key holds the canaries' bytes, not the Evaluator's new URI (local_cache.py).
