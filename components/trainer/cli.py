@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--checkpoint-every", type=int, default=100, help="steps between checkpoints (and at every epoch end)")
     add("--label", help="target feature, image/object for boxes (default: the mask, else the boxes, else the only label)")
     add("--num-classes", type=int, help="number of classes (default: from the manifests)")
-    add("--input-probe-batches", type=int, default=50, help="at most this many batches (and 2 s) read to time the input pipeline alone")
+    add("--input-probe-batches", type=int, default=50, help="at most this many batches (and 1 s) read to time the input pipeline alone")
     backbone = parser.add_argument_group("pretrained backbones (--model mobilenet_v2, efficientnet_b0, resnet50, "
                                          "unet_mobilenet_v2, keras_applications:NAME)")
     backbone.add_argument("--weights", help="imagenet (default; downloaded by Keras), none, or a weights file "
