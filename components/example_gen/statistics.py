@@ -19,6 +19,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 
 from ..core import statistics_io, storage
+from ..core.beam_introspection import memoize_function_arguments
 from .column_files import as_statistics_batch, read_column_file
 from .columns import ColumnSpec
 
@@ -85,6 +86,7 @@ def write_statistics_when_ready(splits: list[str], column_files: Callable[[], di
     options = stats_options(columns)
     written = {split: storage.join(out_dir, f"{split}.pb") for split in splits}
     _WAITING.append(functools.lru_cache(maxsize=None)(column_files))
+    memoize_function_arguments()  # as core.beam_setup.make_pipeline does
     try:
         with beam.Pipeline(runner=FnApiRunner()) as pipeline:
             for split in splits:
