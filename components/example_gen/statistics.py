@@ -15,11 +15,11 @@ from typing import Callable
 import apache_beam as beam
 import pyarrow.compute as pc
 import tensorflow_data_validation as tfdv
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 
 from ..core import statistics_io, storage
-from ..core.beam_introspection import memoize_function_arguments
+from ..core.beam_setup import make_pipeline
 from .column_files import as_statistics_batch, read_column_file
 from .columns import ColumnSpec
 
@@ -86,9 +86,8 @@ def write_statistics_when_ready(splits: list[str], column_files: Callable[[], di
     options = stats_options(columns)
     written = {split: storage.join(out_dir, f"{split}.pb") for split in splits}
     _WAITING.append(functools.lru_cache(maxsize=None)(column_files))
-    memoize_function_arguments()  # as core.beam_setup.make_pipeline does
     try:
-        with beam.Pipeline(runner=FnApiRunner()) as pipeline:
+        with make_pipeline(PipelineOptions([])) as pipeline:  # no runner named: the in-memory FnApiRunner
             for split in splits:
                 _ = (
                     pipeline
