@@ -34,6 +34,7 @@
   named (`input_name`): the elements Keras' `fit` takes, ({name: inputs}, targets[, weights]).
 - prefetch: once, at the end (the shuffle's read-ahead of one window is its own). A stream handed to
   tf.distribute whole keeps FILE auto-sharding; the Trainer gives each worker its slice instead.
+  tf.data's autotuning model thread is off (`AUTOTUNE_MODEL`: deleting an iterator waited for it).
 
 Each stage is a function in STAGES and names the last tf.data transformation it adds after itself
 (parse, decode and transform fused in one map: `parse__decode__transform`), so a test reads the
@@ -209,9 +210,19 @@ def _sample_weights(flow: Flow, plan: Plan) -> Flow:
     return Flow(flushed(flow, plan).map(as_written(for_fit), name="sample_weights"))
 
 
+# tf.data's autotuning model thread (TensorFlow 2.16): deleting an iterator joins it, and it often sleeps through
+# the cancellation until its next optimization round, whose period doubles up to 60 s. Deleting a stream that was
+# read for 12 s waited 8.5 s in 2 of 3 tries (`Dataset.range(...).map(AUTOTUNE).prefetch(AUTOTUNE)`, 2 cores);
+# inside `fit` it is the 7-16 s that the end of training sometimes stood idle (every thread asleep). Without the
+# model, each AUTOTUNE stage keeps tf.data's starting parallelism (16, within the cores) and prefetch still sizes
+# its buffer: the photo reader's rate was the same (docs/trainer.md).
+AUTOTUNE_MODEL = False
+
+
 def _prefetch(flow: Flow, plan: Plan) -> Flow:
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
+    options.autotune.enabled = AUTOTUNE_MODEL
     return Flow(flushed(flow, plan).with_options(options).prefetch(tf.data.AUTOTUNE, name="prefetch"))
 
 

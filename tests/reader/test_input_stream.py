@@ -106,6 +106,9 @@ def test_the_built_stream_runs_the_stages_in_the_documented_order(masks: Path) -
     per_record = build_stream(masks, "eval", StreamOptions(batch_size=4, features=("img",)), crop=crop)
     assert built_order(per_record) == ["read", "parse", "decode", "batch", "prefetch"]
     assert out_of_order(built_order(per_record)) == []
+    # Without tf.data's autotuning model, deleting a stream's iterator does not wait for its next round
+    # (input_stream.AUTOTUNE_MODEL): the end of every `fit`, validation and scoring pass deletes one.
+    assert not untapped.options().autotune.enabled and not per_record.options().autotune.enabled
 
 
 @pytest.mark.parametrize("swap", [("shuffle", "slice"), ("batch", "prefetch")])
