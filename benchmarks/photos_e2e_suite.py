@@ -40,7 +40,7 @@ def _round(root: Path, work: Path, rows: int, order: list[str], round_: int, arg
 
 
 def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any]:
-    results, rounds = {}, {}
+    results, rounds, unstalled = {}, {}, {}
     for rows in sorted(args.e2e_rows):
         root = photos_e2e.make_data(work, rows)
         pairs = [_round(root, work, rows, order, round_, args)
@@ -48,9 +48,10 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         # the median round; with an even count the one with the higher ratio: never in shardflow's favour
         results[rows] = middle(pairs, key=photos_e2e.wall_ratio, upper=True)
         rounds[rows] = [photos_e2e.wall_ratio(pair) for pair in pairs]
+        unstalled[rows] = [r for r in map(photos_e2e.unstalled_wall_ratio, pairs) if r is not None]
     comparison = photos_e2e.compare(results, args.e2e_epochs)
     return {"sizes": sorted(args.e2e_rows), "epochs": args.e2e_epochs, "results": results, "comparison": comparison,
-            "round_wall_ratios": rounds, "failed": not all(comparison["met"].values())}
+            "round_wall_ratios": rounds, "round_unstalled_ratios": unstalled, "failed": not all(comparison["met"].values())}
 
 
 def markdown(result: dict[str, Any]) -> str:
