@@ -4,9 +4,10 @@ tf.data over the JPEG files (shuffled paths → read_file → decode_jpeg → re
 map, batch, prefetch), shardflow's own LeNet (same model, Adam 1e-3, batch 64), `--epochs` epochs,
 evaluate on the eval CSV, save a SavedModel. Prints one JSON line: accuracy, seconds, model bytes, and
 `fit_s` (Keras' `fit`) beside `epochs_s` (its epochs, from each one's begin to its end): the rest of `fit`
-is the deletion of each epoch's iterator. `--autotune-model off` turns tf.data's autotuning model off, as
-shardflow's stream does: with TensorFlow 2.16's, that deletion often waits for the model's next round
-(docs/trainer.md), which moved this script's 3 epochs on 3,000 photos between ~60 and ~100 s.
+(0.2 s without the stall) is mostly the deletion of each epoch's iterator. `--autotune-model off` turns
+tf.data's autotuning model off, as shardflow's stream does: with TensorFlow 2.16's, that deletion often
+waits for the model's next round (docs/trainer.md), which moved this script's 3 epochs on 3,000 photos
+between ~60 and ~100 s.
 
     python -m benchmarks.handwritten_keras --train train.csv --eval eval.csv --data-root photos --output model
 """
