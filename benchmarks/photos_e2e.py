@@ -110,8 +110,8 @@ def handwritten(root: Path, out: Path, epochs: int, resize: str) -> dict[str, An
     # hold up for seconds (handwritten_keras.py); shardflow's stream has no such stall.
     stall = max(report["fit_s"] - report["epochs_s"], 0.0) if "fit_s" in report else None
     return {"wall_s": measured.wall_s, "cpu_s": measured.cpu_s, "peak_rss_mb": measured.peak_rss_mb,
-            "peak_pss_mb": measured.peak_pss_mb, "load_before": measured.load_before, "accuracy": report.get("accuracy"),
-            "disk_mb": _du(out) / 1e6, "stall_s": stall}
+            "peak_pss_mb": measured.peak_pss_mb, "load_before": measured.load_before,
+            "accuracy": report.get("accuracy"), "disk_mb": _du(out) / 1e6, "stall_s": stall}
 
 
 def wall_ratio(pair: dict[str, Any]) -> float:
@@ -144,7 +144,7 @@ def compare(results: dict[int, dict[str, Any]], epochs: int) -> dict[str, Any]:
         a, b = pair["shardflow"], pair["handwritten"]
         transform = a["steps"]["transform"]["disk_mb"] / a["steps"]["example-gen"]["disk_mb"]
         checks[str(rows)] = {"wall_ratio": wall_ratio(pair), "unstalled_wall_ratio": unstalled_wall_ratio(pair),
-                             "cpu_ratio": _cpu_ratio(a, b),
+                             "stall_s": b.get("stall_s"), "cpu_ratio": _cpu_ratio(a, b),
                              "rss_ratio": a["peak_rss_mb"] / b["peak_rss_mb"], "pss_ratio": _pss_ratio(a, b),
                              "transform_disk_ratio": transform}
     sizes = sorted(results)
@@ -153,6 +153,15 @@ def compare(results: dict[int, dict[str, Any]], epochs: int) -> dict[str, Any]:
     met["wall_ratio"] = all(c["wall_ratio"] <= targets["wall_ratio"][rows] for rows, c in checks.items())
     met["rss_growth"] = growth <= targets["rss_growth"]
     return {"per_size": checks, "rss_growth": growth, "targets": targets, "met": met}
+
+
+def _rounds_line(title: str, by_size: dict[str, list[float]] | None) -> list[str]:
+    """`title`: each size's per-round ratios; nothing with a single round."""
+    rounds = {rows: ratios for rows, ratios in (by_size or {}).items() if len(ratios) > 1}
+    if not rounds:
+        return []
+    return ["", f"{title}: " + "; ".join(f"{int(rows):,} rows {', '.join(f'{r:.2f}×' for r in ratios)}"
+                                         for rows, ratios in rounds.items())]
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -168,25 +177,19 @@ def markdown(result: dict[str, Any]) -> str:
             whole = pair[who]
             lines.append(f"| {int(rows):,} | **{who} (all)** | {whole['wall_s']:.1f} | {whole['peak_rss_mb']:,.0f} | "
                          f"{whole['disk_mb']:,.1f} |")
-    lines += ["", "| rows | wall (a)/(b) | wall (a)/(b less its stall) | (b)'s stall s | CPU (a)/(b) | peak RSS (a)/(b) "
-              "| peak PSS (a)/(b) | Transform / ExampleGen disk |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    by_size = {str(rows): pair for rows, pair in result["results"].items()}  # int keys before a JSON round trip
+    lines += ["", "| rows | wall (a)/(b) | wall (a)/(b less its stall) | (b)'s stall s | CPU (a)/(b) "
+              "| peak RSS (a)/(b) | peak PSS (a)/(b) | Transform / ExampleGen disk |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for rows, check in result["comparison"]["per_size"].items():
         cpu, pss, unstalled = (f"{check[key]:.2f}×" if check.get(key) else "–"
                                for key in ("cpu_ratio", "pss_ratio", "unstalled_wall_ratio"))
-        stall = by_size[rows]["handwritten"].get("stall_s")
-        lines.append(f"| {int(rows):,} | {check['wall_ratio']:.2f}× | {unstalled} | "
-                     f"{'–' if stall is None else f'{stall:.1f}'} | {cpu} | {check['rss_ratio']:.2f}× | {pss} | "
-                     f"{check['transform_disk_ratio']:.2f}× |")
+        stall = "–" if check.get("stall_s") is None else f"{check['stall_s']:.1f}"
+        lines.append(f"| {int(rows):,} | {check['wall_ratio']:.2f}× | {unstalled} | {stall} | {cpu} | "
+                     f"{check['rss_ratio']:.2f}× | {pss} | {check['transform_disk_ratio']:.2f}× |")
     comparison = result["comparison"]
-    rounds = {rows: ratios for rows, ratios in result.get("round_wall_ratios", {}).items() if len(ratios) > 1}
-    if rounds:
-        lines += ["", "Wall (a)/(b) in each round (the median round is the one above): " + "; ".join(
-            f"{int(rows):,} rows {', '.join(f'{r:.2f}×' for r in ratios)}" for rows, ratios in rounds.items())]
-    unstalled = {rows: ratios for rows, ratios in result.get("round_unstalled_ratios", {}).items() if len(ratios) > 1}
-    if unstalled:
-        lines += ["", "Wall (a)/(b less its stall) in each round: " + "; ".join(
-            f"{int(rows):,} rows {', '.join(f'{r:.2f}×' for r in ratios)}" for rows, ratios in unstalled.items())]
+    lines += _rounds_line("Wall (a)/(b) in each round (the median round is the one above)",
+                          result.get("round_wall_ratios"))
+    lines += _rounds_line("Wall (a)/(b less its stall) in each round", result.get("round_unstalled_ratios"))
     lines += ["", f"Peak RSS growth from the smallest to the largest size: {comparison['rss_growth']:.2f}×. "
               "Targets met: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in comparison["met"].items())]
     return "\n".join(lines)
