@@ -23,7 +23,7 @@ from shared_fixtures import build_once
 
 QUIET = {"echo": lambda _: None}
 WARMUP = "assets.extra/tf_serving_warmup_requests"
-FORBIDDEN = ("shardflow", "tensorflow_io", "tf_keras")
+FORBIDDEN = ("shardflow", "tensorflow_io", "tf_keras", "keras")
 
 
 def evaluated(model: Path, examples: Path, output: Path) -> Path:

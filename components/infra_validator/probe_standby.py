@@ -4,7 +4,8 @@ Run by path in a fresh interpreter, never as part of shardflow (`probe_process.s
 
     python -I probe_standby.py          # reads one request path on stdin; EOF (nobody will ask): exits
 
-It imports what probe.py imports (TensorFlow, numpy, TF Serving's protos: most of a probe's time),
+It imports what probe.py imports, as it imports them (TensorFlow without Keras, numpy, TF Serving's protos:
+most of a probe's time),
 then blocks on stdin. Given a request path, it forks: the child is the probe (probe.py's `main`, loaded
 by path: `-I` leaves the script's folder off sys.path), with its output in `<request>.log` and the
 request's folder as its working directory, as a fresh probe has; the parent writes `pid N` and then
@@ -63,9 +64,9 @@ def _serve(request: str, probe: object) -> int:
 def main() -> None:
     _die_with_parent()
     probe = _probe_module()
-    os.environ.pop("TF_USE_LEGACY_KERAS", None)  # as probe.probe does: with it, TensorFlow imports tf_keras
     import numpy  # noqa: F401  (the imports a probe spends its start on, done ahead)
-    import tensorflow  # noqa: F401
+
+    probe.import_tensorflow()  # as the probe imports it: without Keras
     from tensorflow_serving.apis import prediction_log_pb2  # noqa: F401
 
     request = sys.stdin.readline().strip()
