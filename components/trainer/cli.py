@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the same weights from the same seed on the same devices: TensorFlow's op determinism (GPUs "
              "included) and an input order that does not depend on timing (slower)")
     add("--warm-start", metavar="MODEL_DIR", help="initialize the weights from an earlier exported model")
-    add("--mixed-precision", action="store_true", help="mixed_float16 compute (GPUs)")
+    add("--mixed-precision", action="store_true", help="mixed precision: float16 compute on GPUs, bfloat16 on CPUs")
     add("--xla", action="store_true", help="compile the training step with XLA")
     add("--learning-rate", type=float, default=1e-3)
     add("--checkpoint-every", type=int, default=100, help="steps between checkpoints (and at every epoch end)")

