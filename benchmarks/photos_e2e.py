@@ -78,12 +78,13 @@ def _step_records(run_root: Path, started_at: float) -> dict[str, tuple[float, f
             for name, step in ran}
 
 
-def shardflow_run(root: Path, out: Path, epochs: int, resize: str) -> dict[str, Any]:
+def shardflow_run(root: Path, out: Path, epochs: int, resize: str, train_args: str = "") -> dict[str, Any]:
+    """`shardflow run` on the photos; `train_args`: more flags for its train step (none: the defaults)."""
     shutil.rmtree(out, ignore_errors=True)
     command = [sys.executable, "-m", "shardflow", "run", "--index", f"train={root / 'train.csv'}",
                "--index", f"eval={root / 'eval.csv'}", "--data-root", str(root), "--output", str(out),
                "--example-gen-args", f"--resize {resize} --channels rgb --storage jpeg",
-               "--train-args", f"--epochs {epochs} --batch-size 64", "--threshold", "accuracy>=0"]
+               "--train-args", f"--epochs {epochs} --batch-size 64 {train_args}".strip(), "--threshold", "accuracy>=0"]
     measured = run_monitored(command, out.parent / f"{out.name}-log", WATCH, env=child_env())
     if measured.returncode:
         raise RuntimeError(f"shardflow run failed (exit {measured.returncode}); see {out.parent / out.name}-log.err")
@@ -165,7 +166,8 @@ def _rounds_line(title: str, by_size: dict[str, list[float]] | None) -> list[str
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = [f"Photos end to end, {result['epochs']} epochs, load before each contender: "
+    extra = f", shardflow's train step with `{result['train_args']}`" if result.get("train_args") else ""
+    lines = [f"Photos end to end, {result['epochs']} epochs{extra}, load before each contender: "
              + ", ".join(f"{r['shardflow']['load_before']:.1f}/{r['handwritten']['load_before']:.1f}"
                          for r in result["results"].values()), "",
              "| rows | step | wall s | peak RSS MB (tree) | disk MB |", "|---:|---|---:|---:|---:|"]
