@@ -5,10 +5,9 @@ Run by path in a fresh interpreter, never as part of shardflow:
     python -I probe.py REQUEST.json
 
 It imports TensorFlow only (and TF Serving's own `tensorflow_serving.apis` protos to read the
-warm-up file): no shardflow, no tensorflow_io, no Keras (neither tf_keras nor Keras 3), as in a serving
-container. So a model
-that needs an op only tensorflow_io registers, or Python code of the project, fails to load here as
-it would in TF Serving. The request (JSON) names the model, for each signature the input name and
+warm-up file): no shardflow, no tensorflow_io, no Keras (neither tf_keras nor Keras 3), as in a
+serving container. So a model that needs an op only tensorflow_io registers, or Python code of the
+project, fails to load here as it would in TF Serving. The request (JSON) names the model, for each signature the input name and
 a TFRecord file of its input values (one string per record), the batch sizes, the number of timed
 calls per batch size, the memory budget of one call, the warm-up file and where to write the
 results. The result (JSON at `request["result"]`) holds `ok`, `error` (one line, when not ok),
