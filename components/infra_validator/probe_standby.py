@@ -5,10 +5,11 @@ Run by path in a fresh interpreter, never as part of shardflow (`probe_process.s
     python -I probe_standby.py          # reads one request path on stdin; EOF (nobody will ask): exits
 
 It imports what probe.py imports, as it imports them (TensorFlow without Keras, numpy, TF Serving's
-protos: most of a probe's time), then blocks on stdin. Given a request path, it forks: the child is the probe (probe.py's `main`, loaded
-by path: `-I` leaves the script's folder off sys.path), with its output in `<request>.log` and the
-request's folder as its working directory, as a fresh probe has; the parent writes `pid N` and then
-`exit CODE` (the child's exit code, -SIGNAL when killed) on stdout and ends. The fork happens after the
+protos: most of a probe's time), then blocks on stdin. Given a request path, it forks: the child is
+the probe (probe.py's `main`, loaded by path: `-I` leaves the script's folder off sys.path), with its
+output in `<request>.log` and the request's folder as its working directory, as a fresh probe has;
+the parent writes `pid N` and then `exit CODE` (the child's exit code, -SIGNAL when killed) on stdout
+and ends. The fork happens after the
 imports and before any TensorFlow op, as the warm step worker forks its steps. Both die with their parent
 (PR_SET_PDEATHSIG): no probe outlives the run that started it.
 """
