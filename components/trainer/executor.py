@@ -242,6 +242,7 @@ def _model_info(config: TrainerConfig, task: TrainingTask, placement: Placement,
                          "ingest_ops": task.raw_manifest.extra.get("ingest_ops"),
                          "optimizer_steps": steps, "strategy": placement.kind, "workers": placement.num_workers,
                          "replicas": placement.replicas, "options": options,
+                         "precision": keras.mixed_precision.global_policy().name,  # the one it trained under
                          **_detection_extra(task)})
 
 

@@ -161,6 +161,8 @@ def test_mixed_precision_keeps_a_float32_softmax_and_computes_in_the_devices_hal
     summary = train(config, echo=lambda _: None)
     assert np.isfinite(summary["history"][-1]["loss"])
     assert keras.mixed_precision.global_policy().name == "float32"
+    info = json.loads((tmp_path / "m" / "model" / "shardflow_model.json").read_text())
+    assert info["precision"] == ("mixed_float16" if on_gpu else "mixed_bfloat16")
 
 
 def test_a_run_killed_in_each_phase_resumes_there_with_the_uninterrupted_weights(photos: Path, weights_file: tuple,
