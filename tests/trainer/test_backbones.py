@@ -216,13 +216,14 @@ def test_every_named_backbone_builds_a_classifier_with_its_own_preprocessing(mod
     assert built.get_layer("backbone_preprocess").get_config()["module"] == spec.module
     out = built({"image": tf.random.uniform((2, *shape))}, training=False)
     assert np.allclose(out.numpy().sum(axis=1), 1, atol=1e-5)
-    from shardflow.trainer.executor import precision_policy
+    from shardflow.trainer.executor import mixed_policy, precision_policy
 
-    with precision_policy(True):  # mixed precision with this backbone: float16 inside, a float32 softmax
+    with precision_policy(True):  # mixed precision with this backbone: the half type inside, a float32 softmax
         mixed = classifier(spec, "image", shape, num_classes=4, weights="none")
     assert mixed.get_layer("probabilities").dtype_policy.compute_dtype == "float32"
     assert mixed({"image": tf.random.uniform((2, *shape))}).dtype == tf.float32
-    assert any(layer.dtype_policy.compute_dtype == "float16" for layer in backbone_layer(mixed).layers)
+    half = mixed_policy().removeprefix("mixed_")  # float16 on a GPU, bfloat16 on a CPU
+    assert any(layer.dtype_policy.compute_dtype == half for layer in backbone_layer(mixed).layers)
 
 
 def test_the_unet_on_mobilenet_v2_segments_at_the_input_size() -> None:
