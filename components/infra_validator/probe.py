@@ -7,10 +7,10 @@ Run by path in a fresh interpreter, never as part of shardflow:
 It imports TensorFlow only (and TF Serving's own `tensorflow_serving.apis` protos to read the
 warm-up file): no shardflow, no tensorflow_io, no Keras (neither tf_keras nor Keras 3), as in a
 serving container. So a model that needs an op only tensorflow_io registers, or Python code of the
-project, fails to load here as it would in TF Serving. The request (JSON) names the model, for each signature the input name and
-a TFRecord file of its input values (one string per record), the batch sizes, the number of timed
-calls per batch size, the memory budget of one call, the warm-up file and where to write the
-results. The result (JSON at `request["result"]`) holds `ok`, `error` (one line, when not ok),
+project, fails to load here as it would in TF Serving. The request (JSON) names the model, for each
+signature the input name and a TFRecord file of its input values (one string per record), the batch
+sizes, the number of timed calls per batch size, the memory budget of one call, the warm-up file and
+where to write the results. The result (JSON at `request["result"]`) holds `ok`, `error` (one line, when not ok),
 `load_seconds`, `signatures`, per signature the measured activation bytes of an example,
 `latency` rows, the warm-up replay counts and `modules` (the top-level Python packages loaded).
 
@@ -34,10 +34,8 @@ import traceback
 from typing import Any
 
 FORBIDDEN = ("shardflow", "tensorflow_io", "tf_keras", "keras")  # never in a serving process
-# TensorFlow 2.16 imports Keras 3 whenever it can (`keras.src.optimizers`, for registrations only Keras' own
-# SavedModels need; it catches the ImportError). A name set to None in sys.modules cannot be imported. Measured
-# on 2 cores: TensorFlow's import 4.0 s and 613 MB of RSS with Keras 3 (which brings scikit-learn, pandas and
-# matplotlib), 2.2 s and 442 MB without; our models load and answer the same.
+# Set to None in sys.modules (unimportable): TensorFlow 2.16 imports Keras 3 when it can and catches the ImportError.
+# With Keras 3: 4.0 s and 613 MB of RSS to import; without: 2.2 s, 442 MB (docs/infra-validation.md).
 KERAS = ("keras", "tf_keras")
 OUTPUT = "probabilities"
 MIN_TIMED_CALLS = 3  # per batch size, whatever the time budget

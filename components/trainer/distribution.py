@@ -7,7 +7,8 @@
 
 And how ops run on those devices: `deterministic_ops` turns TensorFlow's op determinism on for a
 `--deterministic` run (the same outputs for the same inputs on the same hardware and software, GPUs
-included), and the process's own setting back after it.
+included), and `precision_policy` Keras' mixed policy for a `--mixed-precision` run (the devices' half
+type, `mixed_policy`); each puts the process's own setting back after it.
 
     placement = choose_strategy()
     placement.strategy.num_replicas_in_sync, placement.is_chief, placement.num_workers
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import tensorflow as tf
+import tf_keras as keras
 from tensorflow.python.framework import config as tf_config  # is_/disable_op_determinism: no public name
 
 
@@ -104,3 +106,27 @@ def deterministic_ops(enabled: bool) -> Iterator[None]:
     finally:
         if not before:
             tf_config.disable_op_determinism()
+
+
+def mixed_policy() -> str:
+    """Keras' mixed policy for this machine's devices: float16 on GPUs, bfloat16 on CPUs.
+
+    float16 on a CPU is emulated; oneDNN runs bfloat16 natively where the CPU has AVX512_BF16 or AMX. A 224-px
+    LeNet's training step of 64 photos on 2 AMD EPYC cores (AVX512_BF16): 263 ms in float32, 15,020 ms in
+    mixed_float16, 181 ms in mixed_bfloat16. bfloat16 keeps float32's exponent range: no loss scaling.
+    """
+    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+
+
+@contextlib.contextmanager
+def precision_policy(mixed: bool) -> Iterator[None]:
+    """The mixed policy (`mixed_policy`) while the model is built and trained, the process's own policy again after."""
+    if not mixed:
+        yield
+        return
+    before = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(mixed_policy())
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(before)

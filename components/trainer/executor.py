@@ -36,7 +36,8 @@ from ..core.model_info import ModelInfo
 from ..core.output_dir import OutputDir
 from .callbacks import HistoryFile, TrainTimer
 from .config import TrainerConfig
-from .distribution import Placement, choose_strategy, cluster_from_env, deterministic_ops, expected_replicas
+from .distribution import (Placement, choose_strategy, cluster_from_env, deterministic_ops, expected_replicas,
+                           precision_policy)
 from .export import export_model
 from .features import RawToModel
 from .keras_autograph import leave_tf_keras_unconverted
@@ -115,30 +116,6 @@ def check_task_options(config: TrainerConfig, task: TrainingTask) -> None:
     if config.input.augment_on_device:
         raise ConfigError("augment_on_device cannot move boxes with the pixels; augment detection in the input "
                           "pipeline (the default)")
-
-
-def mixed_policy() -> str:
-    """Keras' mixed policy for this machine's devices: float16 on GPUs, bfloat16 on CPUs.
-
-    float16 on a CPU is emulated; oneDNN runs bfloat16 natively where the CPU has AVX512_BF16 or AMX. A 224-px
-    LeNet's training step of 64 photos on 2 AMD EPYC cores (AVX512_BF16): 263 ms in float32, 15,020 ms in
-    mixed_float16, 181 ms in mixed_bfloat16. bfloat16 keeps float32's exponent range: no loss scaling.
-    """
-    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
-
-
-@contextlib.contextmanager
-def precision_policy(mixed: bool) -> Iterator[None]:
-    """The mixed policy (`mixed_policy`) while the model is built and trained, the process's own policy again after."""
-    if not mixed:
-        yield
-        return
-    before = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(mixed_policy())
-    try:
-        yield
-    finally:
-        keras.mixed_precision.set_global_policy(before)
 
 
 @contextlib.contextmanager

@@ -146,7 +146,7 @@ def test_the_served_model_applies_the_backbones_preprocessing_to_pixels_as_befor
 
 def test_mixed_precision_keeps_a_float32_softmax_and_computes_in_the_devices_half_type(
         photos: Path, weights_file: tuple, tmp_path: Path) -> None:
-    from shardflow.trainer.executor import precision_policy
+    from shardflow.trainer.distribution import precision_policy
 
     path, _ = weights_file
     config = _config(photos, tmp_path / "m", path, epochs=1, mixed_precision=True)
@@ -216,7 +216,7 @@ def test_every_named_backbone_builds_a_classifier_with_its_own_preprocessing(mod
     assert built.get_layer("backbone_preprocess").get_config()["module"] == spec.module
     out = built({"image": tf.random.uniform((2, *shape))}, training=False)
     assert np.allclose(out.numpy().sum(axis=1), 1, atol=1e-5)
-    from shardflow.trainer.executor import mixed_policy, precision_policy
+    from shardflow.trainer.distribution import mixed_policy, precision_policy
 
     with precision_policy(True):  # mixed precision with this backbone: the half type inside, a float32 softmax
         mixed = classifier(spec, "image", shape, num_classes=4, weights="none")
