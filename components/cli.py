@@ -21,7 +21,7 @@ from .core.flag_parser import check_extra, option_strings  # noqa: E402
 def _demo_data(args: argparse.Namespace, _: list[str]) -> int:
     from .demo_data import write_all
 
-    for name, path in write_all(args.output).items():
+    for name, path in write_all(args.output, mixed_boxes=args.mixed_boxes).items():
         print(f"{name}: {path}")
     return 0
 
@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.set_defaults(handler=handler, passes_beam_args=passes_beam_args, command_parser=command)
     demo = commands.add_parser("demo-data", help="write the digits and segmentation demo data sets")
     demo.add_argument("--output", required=True)
+    demo.add_argument("--mixed-boxes", type=int, default=0, metavar="N",
+                      help="also N box images of any size and aspect (64-200 px, some gray, some EXIF-turned) in "
+                           "OUTPUT/boxes_mixed (default 0: none)")
     demo.set_defaults(handler=_demo_data, passes_beam_args=False, command_parser=demo)
     return parser
 

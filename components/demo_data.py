@@ -6,6 +6,7 @@ and photos: JPEG crops of the two photographs scikit-learn ships, labelled by th
     # demo_data/segmentation/index.csv   columns img,msk1,msk2
     # demo_data/photos/{train,eval}.csv  columns image,label   rows like img/007.jpg,flower
     # demo_data/boxes/{train,eval}.csv   AutoML box layout   rows like img/00001.jpg,disc,0.4375,0.26,,,0.78,0.6,,
+    # with --mixed-boxes N: demo_data/boxes_mixed/{train,eval}.csv, the same layout, images of any size and aspect
 """
 from __future__ import annotations
 
@@ -97,12 +98,17 @@ def _write_csv(path: Path, header: tuple[str, ...], rows: list) -> Path:
     return path
 
 
-def write_all(out_dir: str) -> dict[str, Path]:
+def write_all(out_dir: str, mixed_boxes: int = 0) -> dict[str, Path]:
+    """Every demo set under `out_dir`; `mixed_boxes` > 0 adds that many box images of any size and aspect."""
     root = Path(out_dir)
     train, evaluation = write_digits(root / "digits")
     segmentation = write_segmentation(root / "segmentation")
     photos_train, photos_eval = write_photos(root / "photos")
     boxes_train, boxes_eval = write_boxes(root / "boxes")  # demo_boxes.py: shapes on photos, 0-5 an image
-    return {"digits_train": train, "digits_eval": evaluation, "segmentation": segmentation,
-            "photos_train": photos_train, "photos_eval": photos_eval,
-            "boxes_train": boxes_train, "boxes_eval": boxes_eval}
+    written = {"digits_train": train, "digits_eval": evaluation, "segmentation": segmentation,
+               "photos_train": photos_train, "photos_eval": photos_eval,
+               "boxes_train": boxes_train, "boxes_eval": boxes_eval}
+    if mixed_boxes:
+        written["boxes_mixed_train"], written["boxes_mixed_eval"] = write_boxes(root / "boxes_mixed", mixed_boxes,
+                                                                                mixed=True)
+    return written

@@ -127,3 +127,41 @@ def test_same_seed_same_bytes_other_seed_other_data(tmp_path: Path) -> None:
     names = sorted(p.name for p in (tmp_path / "a" / "img").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "b" / "img").iterdir())
     assert all((tmp_path / "a/img" / n).read_bytes() == (tmp_path / "b/img" / n).read_bytes() for n in names)
+
+
+# ---------------------------------------------------------------- mixed=True: any size and aspect (issue 65)
+
+
+def test_the_mixed_set_has_every_size_aspect_gray_and_turned_image_it_promises(tmp_path: Path) -> None:
+    from PIL import ImageOps
+
+    train, evaluation = write_boxes(tmp_path, count=60, seed=SEED, mixed=True)
+    written = {row[0] for path in (train, evaluation) for row in _rows(path)}
+    drawn = list(scenes(60, seed=SEED, mixed=True))
+    assert written == {scene.name for scene in drawn}
+    sizes = [scene.image.shape[:2] for scene in drawn]
+    assert all(64 <= side <= 200 for size in sizes for side in size)
+    aspects = [w / h for h, w in sizes]
+    assert min(aspects) < 0.6 and max(aspects) > 1.8  # both ways, not squares
+    assert any(scene.gray for scene in drawn) and any(scene.orientation != 1 for scene in drawn)
+    sides = [max(_extent(shape.visible)[2] - _extent(shape.visible)[0], _extent(shape.visible)[3]
+                 - _extent(shape.visible)[1]) for scene in drawn for shape in scene.shapes]
+    assert min(sides) < 12 and max(sides) >= 40
+    for scene in drawn:  # the file viewed upright (EXIF applied) is the scene: same size, its objects where drawn
+        viewed = ImageOps.exif_transpose(Image.open(tmp_path / scene.name))
+        assert viewed.mode == ("L" if scene.gray else "RGB") and viewed.size == (scene.image.shape[1], scene.image.shape[0])
+        pixels = np.asarray(viewed.convert("RGB"), np.int16)
+        for shape in scene.shapes:
+            own = shape.visible & ~_edge(shape.visible)  # inner pixels: JPEG blurs the edges
+            if own.any():  # a gray scene's colours are gray levels: (v, v, v)
+                assert np.abs(pixels[own].mean(axis=0) - np.asarray(shape.colour)).max() < 40, scene.name
+    rows = [row for row in _rows(train) if row[1]]
+    index = read_box_csv(str(train))
+    assert index.rejects == () and sum(len(image.boxes) for image in index.images) == len(rows)
+
+
+def _edge(mask: np.ndarray) -> np.ndarray:
+    """Pixels of `mask` with a 4-neighbour outside it."""
+    padded = np.pad(mask, 1)
+    inner = padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
+    return mask & ~inner
