@@ -1,5 +1,10 @@
-"""A COCO JSON box index: `images`, `categories` and `annotations`, each `bbox` [x, y, w, h] in pixels
-normalised by its image's width and height; a row is an annotation's 1-based position in `annotations`.
+"""A COCO JSON box index: `images`, `categories` and `annotations`, each `bbox` [x, y, w, h] in pixels; a row is
+an annotation's 1-based position in `annotations`.
+
+Boxes stay in pixels until the worker decodes the image: the declared `width`/`height` are recorded and checked
+against the decoded image (EXIF orientation applied), which normalises the boxes. The category ids are the label
+map (the served ids): they must be positive integers (0 is the TF OD API's background); a category 0 that no
+annotation uses (as some exporters write for the data set's name) is left out of the map.
 """
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 from ..core import storage
 from .box_groups import Group, ImageGroups
 from .box_types import COORDINATES, BadBox, Box, BoxIndex, BoxIndexOptions, checked_box
+from .box_units import decide_units
 from .csv_index import IndexFileError
 
 
@@ -52,7 +58,7 @@ def _coco_number(value: Any) -> float:
 
 
 def _coco_box(annotation: dict[str, Any], images: dict[Any, dict[str, Any]], categories: dict[Any, Any]) -> Box:
-    """[x, y, w, h] in pixels → the normalised box, checked as a CSV's pixel box and against the image."""
+    """[x, y, w, h] in pixels → the pixel box, checked as a CSV's pixel box and against the declared size."""
     category, bbox = annotation["category_id"], annotation["bbox"]
     if not _is_id(category) or category not in categories:
         raise BadBox("unknown_category", "category_id", f"category id {category!r} is not in categories")
@@ -65,25 +71,39 @@ def _coco_box(annotation: dict[str, Any], images: dict[Any, dict[str, Any]], cat
         raise BadBox(bad.code, "bbox", f"bbox {bbox}: {bad.reason}") from None
     image = images[annotation["image_id"]]
     try:
-        return box.normalize(image["height"], image["width"])
+        box.normalize(image["height"], image["width"])
     except ValueError as err:
-        raise BadBox("box_outside_image", "bbox", f"bbox {bbox}: {err}") from None
+        raise BadBox("box_outside_image", "bbox", f"bbox {bbox}: {err} (as declared)") from None
+    return box
+
+
+def _label_map(path: str, categories: dict[Any, dict[str, Any]], annotations: list[Any]) -> dict[str, int]:
+    """Category name → its id, the served id; IndexFileError for an id that cannot be served."""
+    used = {a.get("category_id") for a in annotations if isinstance(a, dict)}
+    kept = [(key, str(c["name"])) for key, c in categories.items() if key != 0 or 0 in used]  # 0 unused: a placeholder
+    for key, name in kept:
+        if isinstance(key, bool) or not isinstance(key, int) or key < 1:
+            raise IndexFileError(f"{path}: category id {key!r} ({name!r}) is not an integer >= 1: the ids are the "
+                                 "served label map, where 0 is the background")
+    names = {name: key for key, name in kept}
+    if len(names) != len(kept):
+        raise IndexFileError(f"{path}: two categories share a name; a class name must name one category")
+    return names
 
 
 def read_coco(path: str, options: BoxIndexOptions | None = None, split: str | None = None) -> BoxIndex:
-    """The images and normalised boxes of a COCO JSON file; `split`: every image's (COCO has none).
+    """The images and pixel boxes of a COCO JSON file; `split`: every image's (COCO has none).
 
     An image with no annotation is an image without objects. `options.units` does not apply."""
     options = options or BoxIndexOptions()
     data = storage.read_json(path)
     images = _coco_images(path, data)
     categories = _coco_table(path, data, "categories", ("id", "name"))
-    names = {str(c["name"]): c["id"] for c in categories.values()}
-    if len(names) != len(categories):
-        raise IndexFileError(f"{path}: two categories share a name; a class name must name one category")
-    found = ImageGroups(path, options.max_boxes)
-    found.groups = {key: Group(str(image["file_name"]), split) for key, image in images.items()}  # all images
     annotations = _coco_list(path, data, "annotations")
+    names = _label_map(path, categories, annotations)
+    found = ImageGroups(path, options.max_boxes)
+    found.groups = {key: Group(str(image["file_name"]), split, declared=(int(image["height"]), int(image["width"])))
+                    for key, image in images.items()}  # all images, each with its declared size
     for row, annotation in enumerate(annotations, 1):
         image_id = annotation.get("image_id") if isinstance(annotation, dict) else None
         group = found.groups.get(image_id) if _is_id(image_id) else None
@@ -99,4 +119,4 @@ def read_coco(path: str, options: BoxIndexOptions | None = None, split: str | No
             continue
         name = str(categories[annotation["category_id"]]["name"])
         group.boxes.append((row, box, name, bool(annotation.get("iscrowd", 0))))
-    return found.finish(len(annotations), "pixels", names)
+    return found.finish(len(annotations), decide_units("auto", (), "coco"), names)

@@ -12,6 +12,7 @@ from typing import Iterator
 from ..core import storage
 from .box_groups import Group, ImageGroups
 from .box_types import COORDINATES, BadBox, Box, BoxIndex, BoxIndexOptions, checked_box
+from .box_units import UnitsDecision, UnitsUndecided, decide_units
 from .cell_values import IMAGE_EXTENSIONS, LABEL_NAMES, parse_value
 from .csv_cells import parse_record
 from .csv_index import IndexFileError, _Records  # the index dialect's one scanner: rows numbered alike
@@ -32,6 +33,7 @@ class BoxColumns:
     coordinates: tuple[int, int, int, int]  # xmin, ymin, xmax, ymax
     split: int | None
     names: tuple[str, ...] = COORDINATES
+    layout: str = "header"  # or "automl": its coordinates are normalised by definition
 
 
 def _role(name: str) -> str:
@@ -49,7 +51,7 @@ def box_columns(header: list[str]) -> BoxColumns | None:
     """The columns a header names; None when it names no box column (a headerless file's first row).
 
     >>> box_columns(["image", "Label", "XMin", "YMin", "XMax", "YMax", "set"])
-    BoxColumns(path=0, label=1, coordinates=(2, 3, 4, 5), split=6, names=('XMin', 'YMin', 'XMax', 'YMax'))
+    BoxColumns(path=0, label=1, coordinates=(2, 3, 4, 5), split=6, names=('XMin', 'YMin', 'XMax', 'YMax'), layout='header')
     """
     found: dict[str, int] = {}
     for position, name in enumerate(header):
@@ -69,7 +71,7 @@ def _automl_columns(path: str, cells: list[str]) -> BoxColumns:
         raise IndexFileError(f"{path}: no header naming box columns, and the first row has {len(cells)} fields, "
                              f"not the AutoML layout's [set,]path,label,x_min,y_min,,,x_max,y_max,,")
     s = len(cells) - 10  # 1 with the set column first
-    return BoxColumns(s, s + 1, (s + 2, s + 3, s + 6, s + 7), 0 if s else None)
+    return BoxColumns(s, s + 1, (s + 2, s + 3, s + 6, s + 7), 0 if s else None, layout="automl")
 
 
 def box_layout(path: str) -> str | None:
@@ -143,23 +145,28 @@ def _csv_box(label: str, cells: list[str], names: tuple[str, ...], normalized: b
     return checked_box(tuple(values), names, normalized)  # type: ignore[arg-type]
 
 
-def _decide_units(units: str, rows: list[tuple[int, list[str] | None, str, BoxColumns, int]]) -> str:
-    """"auto": pixels as soon as one coordinate of the file is above 1.0."""
-    if units != "auto":
-        return units
+def _decide_units(path: str, units: str, rows: list[tuple[int, list[str] | None, str, BoxColumns, int]]
+                  ) -> UnitsDecision:
+    """The file's units (box_units.py's rule) from the far corners (x_max, y_max) of its well-formed rows."""
+    far: list[tuple[float, float]] = []
+    layout = rows[0][3].layout if rows else "header"
     for _, cells, _, columns, fields in rows:
-        for position in columns.coordinates if cells and len(cells) == fields else ():
-            value = _number(cells[position])  # type: ignore[index]
-            if value is not None and value > 1.0:
-                return "pixels"
-    return "normalized"
+        if cells and len(cells) == fields:
+            x, y = (_number(cells[columns.coordinates[at]]) for at in (2, 3))
+            if x is not None and y is not None:
+                far.append((x, y))
+    try:
+        return decide_units(units, far, layout)
+    except UnitsUndecided as err:
+        raise IndexFileError(f"{path}: {err}") from None
 
 
 def read_box_csv(path: str, options: BoxIndexOptions | None = None) -> BoxIndex:
     """The images and boxes of a CSV index (local, s3:// or gs://), each row kept or rejected."""
     options = options or BoxIndexOptions()
     rows = [(number, *record) for number, record in enumerate(_records(path), 1)]
-    units = _decide_units(options.units, rows)
+    decision = _decide_units(path, options.units, rows)
+    units = decision.units
     images = ImageGroups(path, options.max_boxes)
     for number, cells, error, columns, fields in rows:
         if cells is None or len(cells) != fields:
@@ -185,4 +192,4 @@ def read_box_csv(path: str, options: BoxIndexOptions | None = None) -> BoxIndex:
             group.negatives.append(number)
         else:
             group.boxes.append((number, box, cells[columns.label], False))
-    return images.finish(len(rows), units)
+    return images.finish(len(rows), decision)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Hashable, Iterable
 
 from .box_types import BadBox, Box, BoxIndex, BoxReject, ImageBoxes
+from .box_units import UnitsDecision
 from .reject import Reject
 
 IMAGE_REJECTED = "image_rejected"
@@ -32,6 +33,7 @@ class Group:
     boxes: list[tuple[int, Box, str, bool]] = field(default_factory=list)  # row, box, class, crowd
     negatives: list[int] = field(default_factory=list)
     bad: list[BoxReject] = field(default_factory=list)
+    declared: tuple[int, int] | None = None  # (height, width) the annotation file declares
 
 
 class ImageGroups:
@@ -51,11 +53,11 @@ class ImageGroups:
         if group is not None:
             group.bad.append(self.rejects[-1])
 
-    def finish(self, rows: int, units: str, category_ids: dict[str, int] | None = None) -> BoxIndex:
+    def finish(self, rows: int, units: UnitsDecision, category_ids: dict[str, int] | None = None) -> BoxIndex:
         kept = tuple(image for image in map(self._settle, self.groups.values()) if image is not None)
         labels = sorted(category_ids) if category_ids is not None else sorted({c for i in kept for c in i.classes})
-        return BoxIndex(self.index, units, rows, kept, tuple(sorted(self.rejects, key=lambda r: r.row)),
-                        tuple(labels), dict(category_ids or {}))
+        return BoxIndex(self.index, units.units, rows, kept, tuple(sorted(self.rejects, key=lambda r: r.row)),
+                        tuple(labels), dict(category_ids or {}), units.as_json())
 
     def _settle(self, group: Group) -> ImageBoxes | None:
         box_rows = [row for row, *_ in group.boxes]
@@ -68,7 +70,7 @@ class ImageGroups:
         if not group.bad:
             rows, boxes, classes, crowd = zip(*group.boxes) if group.boxes else ((), (), (), ())
             return ImageBoxes(group.path, group.split, boxes, classes, tuple(sorted(rows + tuple(group.negatives))),
-                              crowd)
+                              crowd, group.declared)
         first, done = min(group.bad, key=lambda r: r.row), {r.row for r in group.bad}
         others = [row for row in box_rows + group.negatives if row not in done]
         for reject in image_rejects(others, group.split, group.path, first):

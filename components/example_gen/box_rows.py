@@ -1,8 +1,9 @@
 """A box index's chunk encoded in a worker: each image one Example (its image as ExampleGen stores an image
 column, plus the box features of core/box_schema.py), or a reject on every row of it.
 
-An image that does not decode rejects each of its rows with the decode's code and reason; a pixel box that
-reaches past the decoded image rejects its own row (`box_past_image`) and the image's other rows as
+An image that does not decode rejects each of its rows with the decode's code and reason, and so does a declared
+size the decoded image refutes (`size_mismatch`); a box that reaches past the decoded image (`box_past_image`)
+or is under one pixel of it (`box_below_pixel`) rejects its own row and the image's other rows as
 `image_rejected`, naming it (box_index.py's rule: an image is kept whole or not at all; box_groups.image_rejects).
 Rows are the index's own numbers, so rejects.jsonl names the rows of the file as the index reader's rejects do.
 """
@@ -13,7 +14,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..core.box_schema import BBOX, CLASS_TEXT
-from .box_features import BoxFigures, BoxPastImage, box_features
+from .box_features import BoxesUnfit, BoxFigures, box_features
 from .box_groups import image_rejects
 from .box_index import Box, ImageBoxes
 from .box_ingest import first_row
@@ -21,8 +22,6 @@ from .csv_index import Chunk, Record
 from .data_root import BadCell
 from .reject import Reject
 from .rows import Encoded, RowEncoder
-
-BOX_PAST_IMAGE = "box_past_image"
 
 
 def box_outcomes(encoder: RowEncoder, chunk: Chunk, labels: dict[str, int]) -> Iterator[tuple[int, Encoded | Reject]]:
@@ -40,36 +39,25 @@ def box_outcomes(encoder: RowEncoder, chunk: Chunk, labels: dict[str, int]) -> I
 
 def encode_image_boxes(encoder: RowEncoder, image: ImageBoxes, labels: dict[str, int]) -> Encoded | list[Reject]:
     """The image's example, or one reject per row of it."""
-    past: dict[int, str] = {}
+    faults: dict[int, tuple[str, str]] = {}
 
     def add(size: tuple[int, int]) -> dict[str, Any]:
         try:
             return box_features(image, size, labels)
-        except BoxPastImage:
-            past.update(_boxes_past(image, size))
-            raise BadCell(BOX_PAST_IMAGE, next(iter(past.values()))) from None
+        except BoxesUnfit as unfit:
+            faults.update(unfit.faults)
+            raise BadCell(*next(iter(unfit.faults.values()))) from None
 
     outcome = encoder.encode(Record(first_row(image), [image.path]), image.split, add)
     if isinstance(outcome, Encoded):
         return outcome
     rows = image.rows or (0,)
-    if not past:
+    if not faults:
         return [Reject(row, image.split, outcome.column, image.path, outcome.code, outcome.reason) for row in rows]
-    own = {row: Reject(row, image.split, None, image.path, BOX_PAST_IMAGE, reason) for row, reason in past.items()}
+    own = {row: Reject(row, image.split, None, image.path, code, reason) for row, (code, reason) in faults.items()}
     others = image_rejects([row for row in rows if row not in own], image.split, image.path, own[min(own)])
     by_row = {**own, **{reject.row: reject for reject in others}}
     return [by_row[row] for row in rows]
-
-
-def _boxes_past(image: ImageBoxes, size: tuple[int, int]) -> dict[int, str]:
-    """Row → reason of each pixel box past the image. A kept image's rows are its boxes' rows, in box order."""
-    found = {}
-    for row, box in zip(image.rows, image.boxes):
-        try:
-            box.normalize(*size)
-        except ValueError as error:
-            found[row] = f"{error} (the image as decoded, EXIF orientation applied)"
-    return found
 
 
 def add_figures(figures: BoxFigures, values: dict[str, Any]) -> None:

@@ -70,7 +70,8 @@ class ImageBoxes:
     boxes: tuple[Box, ...]
     classes: tuple[str, ...]
     rows: tuple[int, ...]
-    crowd: tuple[bool, ...]  # COCO's iscrowd per box; False from a CSV
+    crowd: tuple[bool, ...]  # an ignore region per box: COCO's iscrowd, VOC's difficult; False from a CSV
+    declared: tuple[int, int] | None = None  # (height, width) the annotation file declares (COCO, VOC), checked
 
     @property
     def pending(self) -> bool:
@@ -96,8 +97,9 @@ class BoxReject(Reject):
 class BoxIndex:
     """Images (in order of first row; COCO: of `images`), rejects (by row), and `rows`: the rows read.
 
-    `units`: the file's coordinates ("auto" decided). `labels`: sorted class names of kept boxes (COCO: of
-    every category); `category_ids`: COCO's name → id."""
+    `units`: the file's coordinates ("auto" decided), `units_decision` how (box_units.py). `labels`: sorted class
+    names of kept boxes (COCO: of every category); `category_ids`: the file's own label map, name → served id
+    (COCO's category ids, YOLO's names index + 1; empty for a format without ids: names are then sorted from 1)."""
 
     index: str
     units: str
@@ -106,6 +108,7 @@ class BoxIndex:
     rejects: tuple[BoxReject, ...]
     labels: tuple[str, ...]
     category_ids: dict[str, int] = field(default_factory=dict)
+    units_decision: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Where each row went, for the manifest: rows == box_rows + negative_rows + rejected."""

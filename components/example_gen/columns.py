@@ -177,7 +177,7 @@ def detect_roles(header: list[str], samples: list[list[str]], config: ExampleGen
 def index_roles(config: ExampleGenConfig) -> dict[str, str]:
     """The roles ExampleGen will detect, known before it runs: from the first SAMPLE_ROWS rows of the first
     index (of the newest span, with span patterns). Costs a read of the file's start, and a few file probes.
-    A box index (box_ingest.py): its examples' features, the image and the seven box features (role "boxes")."""
+    A box index (box_ingest.py): its examples' features, the image and the eight box features (role "boxes")."""
     indexes, data_root = config.indexes, config.data_root
     if config.uses_spans:
         newest = resolve_spans(config.indexes, config.data_root, 1)[-1]

@@ -222,32 +222,37 @@ def test_resize_keeps_boxes_on_the_stored_pixels(header_run: dict) -> None:
 @pytest.fixture(scope="module")
 def coco_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("coco")
-    for name in ("one", "two", "empty"):
+    for name in ("one", "two", "empty", "liar"):
         _rectangle(root / f"{name}.png", (6, 4, 30, 20))
     data = {"images": [{"id": 1, "file_name": "one.png", "width": 60, "height": 40},
                        {"id": 2, "file_name": "two.png", "width": 60, "height": 40},
-                       {"id": 3, "file_name": "empty.png", "width": 60, "height": 40}],
+                       {"id": 3, "file_name": "empty.png", "width": 60, "height": 40},
+                       {"id": 8, "file_name": "liar.png", "width": 120, "height": 40}],  # twice the file's width
             "categories": [{"id": 7, "name": "rect"}, {"id": 9, "name": "zebra"}],
             "annotations": [{"image_id": 1, "category_id": 7, "bbox": [6, 4, 24, 16]},
                             {"image_id": 1, "category_id": 7, "bbox": [0, 0, 60, 40], "iscrowd": 1},
                             {"image_id": 2, "category_id": 5, "bbox": [6, 4, 24, 16]},
                             {"image_id": 4, "category_id": 7, "bbox": [6, 4, 24, 16]},
-                            {"image_id": 2, "category_id": 7, "bbox": [6, 4, 24, 16]}]}
+                            {"image_id": 2, "category_id": 7, "bbox": [6, 4, 24, 16]},
+                            {"image_id": 8, "category_id": 9, "bbox": [12, 4, 48, 16]}]}
     (root / "coco.json").write_text(json.dumps(data))
     return _run(root, root / "out", f"train={root / 'coco.json'}")
 
 
 def test_coco_examples_and_rejects(coco_run: dict) -> None:
     manifest = coco_run["manifest"]
-    assert manifest[BOXES_KEY]["label_map"] == {"rect": 1, "zebra": 2}
+    assert manifest[BOXES_KEY]["label_map"] == {"rect": 7, "zebra": 9}  # COCO's ids are the served ids
     assert manifest[BOXES_KEY]["format"] == "coco"
     assert [(r["row"], r["code"]) for r in coco_run["rejects"]] == [(3, "unknown_category"), (4, "unknown_image"),
-                                                                      (5, "image_rejected")]
-    assert (manifest["rows"], manifest["accepted"], manifest["rejected"]) == (5, 2, 3)
+                                                                      (5, "image_rejected"), (6, "size_mismatch")]
+    liar = coco_run["rejects"][-1]
+    assert liar["path"] == "liar.png" and "declares 120x40" in liar["reason"] and "decodes to 60x40" in liar["reason"]
+    assert (manifest["rows"], manifest["accepted"], manifest["rejected"]) == (6, 2, 4)
     examples = {e["path"]: e for e in _examples(coco_run["out"], "train")}
     assert sorted(examples) == ["empty.png", "one.png"]
     one = examples["one.png"]["feature"]
-    assert _values(one, IS_CROWD) == [0, 1] and _values(one, CLASS_LABEL) == [1, 1]
+    assert _values(one, IS_CROWD) == [0, 1] and _values(one, CLASS_LABEL) == [7, 7]
+    assert _values(one, "image/object/area") == [24 * 16, 60 * 40]  # pixels of the decoded image
     assert _values(one, "image/object/bbox/ymax") == pytest.approx([0.5, 1.0])
     assert examples["empty.png"]["row"] == 0  # no annotation names it
 

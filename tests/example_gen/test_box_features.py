@@ -2,6 +2,7 @@
 image: the box still encloses its pixels), parsed back by TensorFlow as written; and a split's box figures."""
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import numpy as np
@@ -10,7 +11,7 @@ from PIL import Image
 
 from shardflow.core.example_proto import encode_example
 from shardflow.example_gen.box_features import (BBOX, BOX_FEATURES, CLASS_LABEL, CLASS_TEXT, BoxFigures,
-                                                 BoxPastImage, box_features, label_map)
+                                                 BoxesUnfit, box_features, decode_faults, label_map)
 from shardflow.example_gen.box_types import Box, ImageBoxes
 from shardflow.example_gen.images import ImageRules, decode_sized
 
@@ -39,8 +40,37 @@ def test_a_pixel_box_still_encloses_its_pixels_after_the_resize() -> None:
 
 
 def test_a_pixel_box_past_its_image_is_refused_with_its_reason() -> None:
-    with pytest.raises(BoxPastImage, match="past the image's 90x60"):
+    with pytest.raises(BoxesUnfit, match="past the image's 90x60") as refused:
         box_features(_image((Box(0, 0, 30, 91, normalized=False),), ("cat",)), (60, 90), {"cat": 1})
+    assert list(refused.value.faults) == [1] and refused.value.faults[1][0] == "box_past_image"
+
+
+def test_a_box_under_one_decoded_pixel_is_a_reject_never_a_dot() -> None:
+    """A 1.3 read as pixels on a 640-px image was a dot in the top-left corner: now its row is refused."""
+    dot = Box(0.2, 0.1, 1.3, 0.5, normalized=False)  # a normalised row read as pixels: 0.4 x 1.1 pixels
+    fine = Box(0.2, 0.1, 0.9, 0.5)  # normalised: 256 x 336 pixels of 640x480
+    faults = decode_faults(_image((fine, dot), ("cat", "cat")), (480, 640))
+    assert list(faults) == [2] and faults[2][0] == "box_below_pixel" and "0.4 x 1.1 pixels" in faults[2][1]
+    thin = Box(0.5, 0.1, 0.5015, 0.9)  # 0.72 rows of a 480-row image
+    assert decode_faults(_image((thin,), ("cat",)), (480, 640))[1][0] == "box_below_pixel"
+    assert decode_faults(_image((Box(0.5, 0.1, 0.5021, 0.9),), ("cat",)), (480, 640)) == {}  # 1.008 rows: a box
+
+
+def test_a_declared_size_the_decoded_image_refutes_rejects_every_row_naming_both_sizes() -> None:
+    image = ImageBoxes("a.jpg", "train", (Box(10, 20, 50, 80, normalized=False), Box(1, 1, 9, 9, normalized=False)),
+                       ("cat", "dog"), (3, 8), (False, False), declared=(100, 320))
+    faults = decode_faults(image, (100, 160))
+    assert sorted(faults) == [3, 8] and {code for code, _ in faults.values()} == {"size_mismatch"}
+    assert "declares 320x100" in faults[3][1] and "decodes to 160x100" in faults[3][1]
+    assert decode_faults(dataclasses.replace(image, declared=(100, 160)), (100, 160)) == {}
+    negative = ImageBoxes("n.jpg", "train", (), (), (), (), declared=(5, 5))  # a COCO image without annotations
+    assert decode_faults(negative, (6, 5)) == {0: ("size_mismatch", decode_faults(negative, (6, 5))[0][1])}
+
+
+def test_each_box_area_is_counted_in_decoded_pixels() -> None:
+    image = _image((Box(0.1, 0.2, 0.5, 0.6), Box(0, 0, 30, 45, normalized=False)), ("cat", "dog"))
+    areas = box_features(image, (60, 90), {"cat": 1, "dog": 2})["image/object/area"]
+    assert areas.dtype == np.float32 and areas.tolist() == pytest.approx([0.4 * 60 * 0.4 * 90, 30 * 45])
 
 
 def test_tensorflow_parses_the_features_as_written_negatives_included() -> None:

@@ -107,16 +107,52 @@ def test_scattered_rows_of_an_image_make_one_example_and_negatives_are_kept(tmp_
                               "negative_images": 1}
 
 
+def _header(path: str, label: str, box: tuple[float | str, ...]) -> str:
+    return ",".join([path, label, *map(str, box)])
+
+
 @pytest.mark.parametrize("scale, units", [(1.0, "normalized"), (640.0, "pixels")])
-def test_auto_units_decide_per_file(tmp_path: Path, scale: float, units: str) -> None:
-    lines = [_automl(f"{i}.jpg", "cat", (0.1 * scale, 0.2 * scale, 0.5 * scale, 1.0 * scale)) for i in range(3)]
-    index = read_box_csv(_write(tmp_path, "auto.csv", lines + ["TRAIN,neg.jpg" + NEG]))
+def test_auto_units_decide_per_header_file(tmp_path: Path, scale: float, units: str) -> None:
+    lines = [_header(f"{i}.jpg", "cat", (0.1 * scale, 0.2 * scale, 0.5 * scale, 1.0 * scale)) for i in range(3)]
+    index = read_box_csv(_write(tmp_path, "auto.csv", ["image,label,xmin,ymin,xmax,ymax", *lines, "neg.jpg,,,,,"]))
     assert index.units == units and index.rejects == ()
+    assert index.units_decision["decided_by"] == "evidence" and index.units_decision["box_rows"] == 3
     box = index.images[0].boxes[0]
     assert box.normalized == (units == "normalized") and index.images[0].pending == (units == "pixels")
     assert box.normalize(height=640, width=640) == Box(0.2, 0.1, 1.0, 0.5)  # a normalised box is returned as it is
     with pytest.raises(ValueError, match="past the image"):
         Box(0, 0, 700, 10, normalized=False).normalize(height=640, width=640)
+
+
+@pytest.mark.parametrize("layout", ["automl", "header"])
+def test_one_stray_corner_rejects_its_own_image_and_never_rereads_the_file(tmp_path: Path, layout: str) -> None:
+    """Issue 65's planted row: a corner of 1.3 among normalised rows used to turn every box of the file into a dot."""
+    rng = random.Random(3)
+    boxes = [(round(rng.uniform(0, 0.4), 3), round(rng.uniform(0, 0.4), 3), round(rng.uniform(0.5, 1), 3),
+              round(rng.uniform(0.5, 1), 3)) for _ in range(200)]
+    boxes[57] = (0.2, 0.3, 1.3, 0.8)
+    if layout == "automl":
+        lines = [_automl(f"{i}.jpg", "cat", box) for i, box in enumerate(boxes)]
+    else:
+        lines = ["image,label,xmin,ymin,xmax,ymax"] + [_header(f"{i}.jpg", "cat", b) for i, b in enumerate(boxes)]
+    index = read_box_csv(_write(tmp_path, f"{layout}.csv", lines))
+    assert index.units == "normalized" and all(not image.pending for image in index.images)
+    assert [(r.row, r.code, r.path) for r in index.rejects] == [(58, "box_out_of_range", "57.jpg")]
+    assert len(index.images) == 199 and index.reconciled
+    decided = index.units_decision
+    assert decided["decided_by"] == ("layout" if layout == "automl" else "evidence")
+    if layout == "header":
+        assert decided["far_corner_in_unit"] == 199 and decided["far_corner_in_unit_share"] == 0.995
+
+
+def test_a_file_neither_normalised_nor_in_pixels_is_refused_in_one_line_unless_the_flag_says(tmp_path: Path) -> None:
+    lines = ["image,label,xmin,ymin,xmax,ymax"] + [_header(f"{i}.jpg", "cat", (0.1, 0.1, 0.5, 0.5)) for i in range(8)]
+    lines += [_header(f"p{i}.jpg", "cat", (10, 10, 50, 50)) for i in range(2)]
+    path = _write(tmp_path, "mixed.csv", lines)
+    with pytest.raises(IndexFileError, match=r"mixed.csv: 8 of 10 box rows \(80%\) .* pass --box-units"):
+        read_box_csv(path)
+    pixels = read_box_csv(path, BoxIndexOptions(units="pixels"))
+    assert pixels.units_decision == {"units": "pixels", "decided_by": "flag"} and len(pixels.images) == 10
 
 
 def test_a_header_names_box_columns_and_rows_are_numbered_as_example_gen_numbers_them(tmp_path: Path) -> None:
@@ -199,10 +235,31 @@ def test_coco_boxes_equal_the_csv_route_for_the_same_boxes(tmp_path: Path) -> No
     assert len(coco.images) == len(from_csv) == 20 and coco.rejects == csv_index.rejects == ()
     for image in coco.images:
         twin = from_csv[image.path]
-        np.testing.assert_allclose(_sorted(image.array()), _sorted(twin.array()), rtol=0, atol=1e-9)
+        assert image.pending == bool(image.boxes) and image.declared == next((h, w) for n, w, h in images if n == image.path)
+        np.testing.assert_allclose(_sorted(_declared_normalized(image)), _sorted(twin.array()), rtol=0, atol=1e-9)
         assert sorted(image.classes) == sorted(twin.classes) and image.split == twin.split == "train"
     assert coco.labels == ("bird", "cat", "dog") and coco.category_ids == {"dog": 7, "cat": 3, "bird": 9}
     assert coco.units == "pixels" and csv_index.units == "normalized" and coco.reconciled
+
+
+def _declared_normalized(image: object) -> np.ndarray:
+    """A COCO image's pixel boxes normalised by its declared size (the worker uses the decoded one, once equal)."""
+    boxes = [box.normalize(*image.declared) for box in image.boxes]  # type: ignore[attr-defined]
+    return np.array([(b.ymin, b.xmin, b.ymax, b.xmax) for b in boxes], np.float64).reshape(-1, 4)
+
+
+def test_coco_category_ids_are_the_label_map_and_an_unservable_id_is_refused(tmp_path: Path) -> None:
+    images = [("a.jpg", 100, 50)]
+    path = _coco(tmp_path, images, [(1, 7, [10, 10, 20, 20])])
+    data = json.loads(Path(path).read_text())
+    data["categories"].append({"id": 0, "name": "shapes-dataset", "supercategory": "none"})  # an exporter's 0
+    Path(path).write_text(json.dumps(data))
+    index = read_coco(path)
+    assert 0 not in index.category_ids.values() and index.category_ids["dog"] == 7
+    data["annotations"].append({"id": 2, "image_id": 1, "category_id": 0, "bbox": [1, 1, 5, 5]})
+    Path(path).write_text(json.dumps(data))
+    with pytest.raises(IndexFileError, match=r"category id 0 \('shapes-dataset'\) is not an integer >= 1"):
+        read_coco(path)
 
 
 def test_each_coco_reject_reason_names_its_annotation(tmp_path: Path) -> None:
@@ -225,7 +282,7 @@ def test_each_coco_reject_reason_names_its_annotation(tmp_path: Path) -> None:
                               6: "box_zero_area", 7: "box_reversed", 8: "bad_value", 10: "malformed_annotation"}
     kept = [(i.path, i.rows, i.classes) for i in index.images]
     assert kept == [("a.jpg", (1, 9), ("cat", "dog")), ("d.jpg", (), ())]
-    np.testing.assert_allclose(index.images[0].array(), [[0.2, 0.1, 0.6, 0.3], [0, 0, 1, 1]], atol=1e-12)
+    np.testing.assert_allclose(_declared_normalized(index.images[0]), [[0.2, 0.1, 0.6, 0.3], [0, 0, 1, 1]], atol=1e-12)
     assert index.reconciled and index.counts()["rows"] == 10 and index.counts()["negative_images"] == 1
     assert {r.row: r.path for r in index.rejects}[4] == "c.jpg" and {r.row: r.path for r in index.rejects}[3] is None
 
