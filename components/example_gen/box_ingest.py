@@ -98,6 +98,9 @@ def read_boxes(config: ExampleGenConfig) -> BoxSource | None:
                           f"give every split's boxes in one format (COCO JSON, YOLO, VOC, or CSV)")
     if config.split_key is not None:
         raise ConfigError("--split-key does not apply to a box index: an image's rows share the image's split")
+    if config.keep_exif_orientation:
+        raise ConfigError("--keep-exif-orientation does not apply to a box index: boxes are drawn on the upright "
+                          "image, as labelling tools show it")
     options = BoxIndexOptions(units=config.box_units, max_boxes=config.max_boxes)
     assigner = SplitAssigner(config.split_weights, (0,))
     indexes, hashed = [], False

@@ -8,7 +8,8 @@ import argparse
 import re
 
 from ..core.flag_parser import config_from_flags
-from .config import (BOX_UNITS, DEFAULT_MAX_PIXELS, DEFAULT_NEAR_DUPLICATE_DISTANCE, NEAR_DUPLICATE_MODES, ConfigError,
+from .box_index import is_yolo, yolo_root
+from .config import (BOX_RESIZE_MODES, BOX_UNITS, DEFAULT_MAX_PIXELS, DEFAULT_NEAR_DUPLICATE_DISTANCE, NEAR_DUPLICATE_MODES, ConfigError,
                      ExampleGenConfig, IndexSpec)
 
 _SIZE = re.compile(r"^(\d+)x(\d+)$")
@@ -34,10 +35,21 @@ def _weight(text: str) -> tuple[str, int]:
     return name, int(weight)
 
 
+def _data_root(args: argparse.Namespace) -> str:
+    """--data-root, or the root a YOLO data.yaml given alone names (its `path`, as Ultralytics reads it)."""
+    if args.data_root is not None:
+        return args.data_root
+    index = IndexSpec.parse(args.index[0])
+    if len(args.index) == 1 and index.split is None and is_yolo(index.path):
+        return yolo_root(index.path)
+    raise ConfigError("--data-root is required (only a YOLO data.yaml given alone names its own root)")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--index", action="append", required=True, metavar="[SPLIT=]CSV", help="index file; repeatable")
-    add("--data-root", required=True, help="directory the index paths are relative to; nothing outside is read")
+    add("--data-root", help="directory the index paths are relative to; nothing outside is read (required, but for "
+                            "a YOLO data.yaml alone: default its `path`)")
     add("--output", required=True, help="output directory (TFX layout: Split-*/, manifest.json, ...)")
     add("--split", action="append", default=[], metavar="NAME=WEIGHT", help="hash split of one unnamed index (default train=9 eval=1)")
     add("--split-key", help="column whose value decides the split (rows sharing it share a split)")
@@ -64,15 +76,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"largest Hamming distance of two 64-bit hashes called near copies (default {DEFAULT_NEAR_DUPLICATE_DISTANCE})")
 
     add("--box-units", choices=BOX_UNITS, default="auto",
-        help="a box index's coordinates: normalized (0-1), pixels, or auto (default: pixels when one is above 1)")
+        help="a box index's coordinates: normalized (0-1), pixels, or auto (default: the layout's own units, else "
+             "decided from the whole file, docs/detection.md)")
     add("--max-boxes", type=int, default=100, metavar="K",
         help="a box index's image with more boxes is rejected, every row of it (default 100)")
+    add("--box-resize", choices=BOX_RESIZE_MODES, default="letterbox",
+        help="a box index's images under --resize: letterbox (default: aspect kept, padded with 0, boxes moved "
+             "into the padded frame) or stretch (docs/detection.md)")
 
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> ExampleGenConfig:
     """`extra` are Beam's own options (--runner, --direct_num_workers, ...)."""
     return config_from_flags(
-        ExampleGenConfig, args, indexes=tuple(IndexSpec.parse(i) for i in args.index),
+        ExampleGenConfig, args, indexes=tuple(IndexSpec.parse(i) for i in args.index), data_root=_data_root(args),
         split_weights=tuple(_weight(s) for s in args.split) or (("train", 9), ("eval", 1)),
         roles=tuple(_column_value(r) for r in args.role),
         resize=tuple((c, _size(v)) for c, v in map(_column_value, args.resize)),

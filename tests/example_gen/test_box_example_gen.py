@@ -284,14 +284,55 @@ def test_automl_set_column_gives_splits(tmp_path: Path) -> None:
     (("--max-boxes", "0"), "max_boxes must be an integer >= 1, got 0"),
     (("--index", "eval={root}/b.json"), "mix formats"),
     (("--split-key", "x"), "--split-key"),
+    (("--keep-exif-orientation",), "--keep-exif-orientation does not apply to a box index"),
+    (("--index", "eval={root}/pixels.csv"), "the index files disagree on units"),
 ])
 def test_box_option_mistakes_are_one_line(tmp_path: Path, flags: tuple[str, ...], expected: str) -> None:
     _rectangle(tmp_path / "a.png", (1, 1, 5, 5))
-    (tmp_path / "a.csv").write_text("a.png,rect,0.1,0.1,,,0.5,0.5,,\n")
     (tmp_path / "b.json").write_text(json.dumps({"images": [], "categories": []}))
+    (tmp_path / "a.csv").write_text("image,label,xmin,ymin,xmax,ymax\na.png,rect,0.1,0.1,0.5,0.5\n")
+    (tmp_path / "pixels.csv").write_text("image,label,xmin,ymin,xmax,ymax\na.png,rect,1,1,5,5\n")
     index = str(tmp_path / "a.csv") if "--split-key" in flags else f"train={tmp_path / 'a.csv'}"
     errors = io.StringIO()
     with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
         code = shardflow_main(["example-gen", "--index", index, "--data-root", str(tmp_path), "--output",
                                str(tmp_path / "out"), *(f.format(root=tmp_path) for f in flags)])
     assert code == 2 and expected in errors.getvalue() and len(errors.getvalue().strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- EXIF orientation moves pixels and boxes alike
+
+
+def test_an_exif_rotated_photo_keeps_its_box_on_the_upright_pixels_and_a_declared_stored_size_is_refused(
+        tmp_path: Path) -> None:
+    """A phone photo stored sideways (orientation 6): its box, drawn upright as a labelling tool shows it, must
+    enclose the same pixels in the example; COCO declaring the stored (sideways) size is a lie about the image."""
+    upright = np.zeros((40, 60, 3), np.uint8)
+    upright[4:20, 6:30] = 255  # (xmin, ymin, xmax, ymax) = (6, 4, 30, 20) on the upright image
+    exif = Image.Exif()
+    exif[0x0112] = 6  # the viewer turns it 90 degrees clockwise
+    Image.fromarray(upright).transpose(Image.Transpose.ROTATE_90).save(tmp_path / "side.jpg", quality=95, exif=exif)
+    categories = [{"id": 4, "name": "rect"}]
+    for name, (width, height) in (("upright", (60, 40)), ("stored", (40, 60))):
+        data = {"images": [{"id": 1, "file_name": "side.jpg", "width": width, "height": height}],
+                "categories": categories, "annotations": [{"image_id": 1, "category_id": 4, "bbox": [6, 4, 24, 16]}]}
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    run = _run(tmp_path, tmp_path / "out", f"train={tmp_path / 'upright.json'}", extra=("--storage", "png"))
+    feature = _examples(run["out"], "train")[0]["feature"]
+    pixels = np.asarray(Image.open(io.BytesIO(feature["image"].bytes_list.value[0])))
+    assert pixels.shape[:2] == (40, 60)
+    bright = np.argwhere(pixels[..., 0] > 127)
+    (top, left), (bottom, right) = bright.min(axis=0), bright.max(axis=0) + 1
+    ymin, xmin, ymax, xmax = (_values(feature, name)[0] for name in BBOX)
+    assert (ymin * 40, xmin * 60, ymax * 40, xmax * 60) == pytest.approx((top, left, bottom, right), abs=1)
+    refused = _run(tmp_path, tmp_path / "out2", f"train={tmp_path / 'stored.json'}")
+    assert [(r["code"], r["path"]) for r in refused["rejects"]] == [("size_mismatch", "side.jpg")]
+    assert "declares 40x60" in refused["rejects"][0]["reason"] and "decodes to 60x40" in refused["rejects"][0]["reason"]
+
+
+def test_rejects_of_an_index_named_by_its_split_carry_that_split(tmp_path: Path) -> None:
+    _rectangle(tmp_path / "a.png", (6, 4, 30, 20))
+    (tmp_path / "t.csv").write_text("image,label,xmin,ymin,xmax,ymax\na.png,rect,0.1,0.1,0.5,0.5\n"
+                                    "b.png,rect,0.5,0.1,0.2,0.5\n")
+    run = _run(tmp_path, tmp_path / "out", f"train={tmp_path / 't.csv'}")
+    assert [(r["row"], r["code"], r["split"]) for r in run["rejects"]] == [(2, "box_reversed", "train")]
