@@ -90,7 +90,8 @@ class BoxReject(Reject):
     index: str = ""
 
     def to_json(self, index: str | None = None) -> dict[str, Any]:
-        return super().to_json(self.index if index is None else index)
+        # Its own file first: a YOLO or VOC reject names the label or XML file, not the index the chunk came from
+        return super().to_json(self.index or index or "")
 
 
 @dataclass(frozen=True)
