@@ -163,10 +163,11 @@ def _decimal(text: str, name: str) -> Decimal:
 
 def yolo_box(fields: list[str], names: tuple[str, ...]) -> tuple[Box, str]:
     """A label line's box and class name; BadBox names the fault. The corners are computed in decimal from the
-    file's own digits, so that a box touching an edge (0.95 + 0.05) is exactly 1, not 1 + 2e-16.
+    file's own digits, then rounded once: the float a pixel corner divided by its size gives. In float, x_center
+    - width / 2 missed it on 2,293 of the 5,050 boxes of a 100-px grid (0.035 - 0.05 / 2 = 0.010000000000000002).
 
-    >>> yolo_box("1 0.5 0.25 0.2 0.1".split(), ("cat", "dog"))
-    (Box(ymin=0.2, xmin=0.4, ymax=0.3, xmax=0.6, normalized=True), 'dog')
+    >>> yolo_box("1 0.035 0.25 0.05 0.1".split(), ("cat", "dog"))
+    (Box(ymin=0.2, xmin=0.01, ymax=0.3, xmax=0.06, normalized=True), 'dog')
     """
     if len(fields) != len(FIELDS):
         extra = " (a polygon segment or keypoints: not a box)" if len(fields) > len(FIELDS) else ""
