@@ -147,14 +147,12 @@ def _csv_box(label: str, cells: list[str], names: tuple[str, ...], normalized: b
 
 def _decide_units(path: str, units: str, rows: list[tuple[int, list[str] | None, str, BoxColumns, int]]
                   ) -> UnitsDecision:
-    """The file's units (box_units.py's rule) from the far corners (x_max, y_max) of its well-formed rows."""
-    far: list[tuple[float, float]] = []
+    """The file's units (box_units.py's rule) from the far corners (x_max, y_max) of its well-formed rows, read
+    only when the rule needs evidence (a generator: "auto" on a header CSV)."""
     layout = rows[0][3].layout if rows else "header"
-    for _, cells, _, columns, fields in rows:
-        if cells and len(cells) == fields:
-            x, y = (_number(cells[columns.coordinates[at]]) for at in (2, 3))
-            if x is not None and y is not None:
-                far.append((x, y))
+    corners = ((_number(cells[columns.coordinates[2]]), _number(cells[columns.coordinates[3]]))
+               for _, cells, _, columns, fields in rows if cells and len(cells) == fields)
+    far = ((x, y) for x, y in corners if x is not None and y is not None)
     try:
         return decide_units(units, far, layout)
     except UnitsUndecided as err:
