@@ -40,7 +40,7 @@ def _data_root(args: argparse.Namespace) -> str:
     if args.data_root is not None:
         return args.data_root
     index = IndexSpec.parse(args.index[0])
-    if len(args.index) == 1 and index.split is None and is_yolo(index.path):
+    if len(args.index) == 1 and is_yolo(index.path):  # named (train=data.yaml): the reader says why not
         return yolo_root(index.path)
     raise ConfigError("--data-root is required (only a YOLO data.yaml given alone names its own root)")
 
