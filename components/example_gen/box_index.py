@@ -5,7 +5,8 @@
 - A CSV whose header names its columns: path (path, image, file, filename, image_path, uri), label (the
   names of ExampleGen's label column), box columns recognised by name as a mask column is (xmin, x_min,
   XMin, bbox_xmin, min_x, ...; the same for ymin, xmax, ymax), optionally split or set. Others are not read.
-- COCO JSON (`read_coco`): `bbox` [x, y, w, h] in pixels, normalised by the image's width and height.
+- COCO JSON (`read_coco`): `bbox` [x, y, w, h] in pixels, normalised by the decoded image's size, which must equal
+  the declared `width`/`height`; the category ids are the label map.
 - Ultralytics YOLO (`read_yolo`, box_yolo.py): a `data.yaml` naming the set's root, its `train`/`val`/`test`
   images and `names`; each image's `labels/...txt` beside `images/...`, one `class x_center y_center width height`
   line per object, normalised by definition. One index holds every split (val → eval); served ids: names index + 1.
@@ -26,8 +27,9 @@ model that the object is background. So more than `max_boxes` boxes rejects the 
 beside box rows of the same image it is `negative_with_boxes`.
 
 Units: "normalized" coordinates lie in [0, 1]; "pixels" are not negative and stay pixel boxes until the
-step that decodes the image calls `Box.normalize`; "auto" decides per file (every coordinate <= 1.0:
-normalized), recorded in `BoxIndex.units` for the manifest.
+step that decodes the image calls `Box.normalize`; "auto" takes the layout's own units (AutoML and YOLO normalised,
+COCO and VOC pixels) and decides a header CSV from the evidence of the whole file (box_units.py), recorded in
+`BoxIndex.units` and `units_decision` for the manifest. A box under one pixel of the decoded image is a reject.
 
 This module names the public API; the code is in box_types.py (the values read into, the check of a box),
 box_groups.py (the rule above), box_csv.py (the two CSV layouts), box_coco.py (COCO JSON), box_yolo.py and
