@@ -2,6 +2,7 @@
 
     shardflow find-label-issues --examples runs/examples --output runs/label-issues --epochs 10 \
         [--folds 3] [--rule noise_rate|off_diagonal] [--keep-models] [any other `shardflow train` flag]
+    (boxes: [--box-iou 0.5] [--pictures 100])
 
 Every `shardflow train` flag is defined here by the Trainer's own `add_arguments` and becomes a
 TrainerConfig through its own `config_from_args`, so the fold models take exactly train's options,
@@ -13,9 +14,11 @@ import argparse
 
 from ..core.batch_memory import SCORING_BUDGET_MB
 from ..trainer import cli as trainer_cli
-from .config import RULES, LabelFinderConfig
+from ..core.box_issues import DEFAULT_IOU
+from .config import DEFAULT_PICTURES, RULES, LabelFinderConfig
 
-OUTPUT_HELP = "label_issues.jsonl (ranked), label_issues.json (the summary), folds/<k>/ with --keep-models"
+OUTPUT_HELP = ("label_issues.jsonl (ranked), label_issues.json (the summary), pictures/ (boxes), "
+               "folds/<k>/ with --keep-models")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,9 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--keep-models", action="store_true", help="keep each fold's model and predictions under OUTPUT/folds/<k>/")
     add("--memory-mb", type=float, default=SCORING_BUDGET_MB,
         help=f"activations budget of one prediction call, in MB (default {SCORING_BUDGET_MB})")
+    add("--box-iou", type=float, default=DEFAULT_IOU,
+        help=f"boxes: the IoU at which a detection covers a given box (default {DEFAULT_IOU})")
+    add("--pictures", type=int, default=DEFAULT_PICTURES,
+        help=f"boxes: a PNG for each of the first N listed images, under OUTPUT/pictures/ (default {DEFAULT_PICTURES})")
 
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> LabelFinderConfig:
     del extra  # not a Beam command: always empty (shardflow.cli refuses unknown flags)
     return LabelFinderConfig(train=trainer_cli.config_from_args(args, []), output=args.output, folds=args.folds,
-                             rule=args.rule, keep_models=args.keep_models, memory_mb=args.memory_mb)
+                             rule=args.rule, keep_models=args.keep_models, memory_mb=args.memory_mb,
+                             box_iou=args.box_iou, pictures=args.pictures)

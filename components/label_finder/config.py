@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.batch_memory import SCORING_BUDGET_MB
+from ..core.box_issues import DEFAULT_IOU
 from ..core.config_values import require_apart, require_locations, require_positive
 from ..core.errors import ConfigError
 from ..core.folds import FoldSelection
@@ -30,6 +31,8 @@ RULES = ("noise_rate", "off_diagonal")  # core.label_issues.find_label_issues' r
 SUMMARY_NAME = "label_issues.json"  # the completion marker, written last
 ISSUES_NAME = "label_issues.jsonl"
 FOLDS_DIR = "folds"  # the fold models and their predictions, published with keep_models
+PICTURES_DIR = "pictures"  # boxes: a PNG per listed image
+DEFAULT_PICTURES = 100
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +41,8 @@ class LabelFinderConfig:
     `folds`: K, each a model trained on the other K-1 folds of `train.train_split` (seeded by
     `train.seed`). `rule`: confident learning's rule (core/label_issues.py). `keep_models`: publish
     each fold's training output and predictions under OUT/folds/<k>/. `memory_mb`: predict's
-    activations budget per model call."""
+    activations budget per model call. Boxes (core/box_issues.py): `box_iou`, the IoU at which a detection
+    covers a given box; `pictures`, how many listed images get a PNG (the first ones)."""
 
     train: TrainerConfig
     output: str
@@ -46,6 +50,8 @@ class LabelFinderConfig:
     rule: str = "noise_rate"
     keep_models: bool = False
     memory_mb: float = SCORING_BUDGET_MB
+    box_iou: float = DEFAULT_IOU  # boxes: the IoU at which a detection covers a given box
+    pictures: int = DEFAULT_PICTURES  # boxes: PNGs of the first listed images, at most
 
     def __post_init__(self) -> None:
         require_locations(self, "output")
@@ -55,6 +61,10 @@ class LabelFinderConfig:
         if self.rule not in RULES:
             raise ConfigError(f"rule must be one of {RULES}, got {self.rule!r}")
         require_positive("memory_mb", self.memory_mb, "megabytes")
+        if isinstance(self.box_iou, bool) or not isinstance(self.box_iou, (int, float)) or not 0 < self.box_iou < 1:
+            raise ConfigError(f"box_iou must be a number between 0 and 1 (exclusive), got {self.box_iou!r}")
+        if isinstance(self.pictures, bool) or not isinstance(self.pictures, int) or self.pictures < 0:
+            raise ConfigError(f"pictures must be an integer >= 0, got {self.pictures!r}")
         if self.train.model.warm_start is not None:
             raise ConfigError(f"warm_start {self.train.model.warm_start!r}: a fold model must not start from weights "
                               "that may have seen its held-out rows; drop --warm-start")
@@ -83,8 +93,8 @@ class LabelFinderConfig:
         """The checks that read storage (manifests only): the Trainer's, a label to find issues in, enough examples."""
         self.train.check_inputs()
         task = resolve_task(self.train.input)
-        if task.kind != "classification":
-            raise ConfigError(f"find-label-issues ranks class labels; the target {task.target!r} is a mask "
+        if task.kind == "segmentation":
+            raise ConfigError(f"find-label-issues ranks class labels and boxes; the target {task.target!r} is a mask "
                               "(the Evaluator scores masks' label issues on its eval split)")
         split = self.train.input.train_split
         examples = task.train_manifest.splits[split].num_examples

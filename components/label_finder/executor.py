@@ -13,7 +13,8 @@ Outputs in `config.output` (an `OutputDir`; the summary is written last):
 marker, so a failed run leaves the folds it finished; a rerun removes them first). Without it the
 fold work lives in the staging area, one fold at a time: disk holds one fold model, never K; and
 each finished fold's probabilities are kept in `fold_results/` (kept_folds.py), so a killed run,
-rerun with the same options, goes on with the folds it had not finished.
+rerun with the same options, goes on with the folds it had not finished (fold_runs.py). A box target
+goes to boxes.py: the same folds, judged by core/box_issues.py.
 
     from shardflow.label_finder import LabelFinderConfig, run
     train = TrainerConfig(input=InputOptions(examples="runs/examples"), fit=FitOptions(epochs=10),
@@ -30,24 +31,15 @@ import numpy as np
 
 from .. import __version__
 from ..core import storage
+from ..core.box_schema import DETECTION_TASK
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.label_issues import find_label_issues
-from ..core.output_dir import OutputDir
-from ..predict import PredictConfig
-from ..predict import run as predict
-from ..trainer import run as train
 from ..trainer.task import TrainingTask, resolve_task
-from ..core.manifest import MANIFEST_NAME
-from .config import FOLDS_DIR, ISSUES_NAME, SUMMARY_NAME, LabelFinderConfig
-from .kept_folds import RESULTS_DIR, KeptFolds, fold_key
-from .out_of_fold import OutOfFoldError, given_labels, read_predictions, row_descriptions, shard_starts, write_jsonl
+from .config import FOLDS_DIR, ISSUES_NAME, LabelFinderConfig
+from .fold_runs import FoldReading, fold_predictions, kept_folds, output_location
+from .out_of_fold import OutOfFoldError, given_labels, read_predictions, row_descriptions, write_jsonl
 
 Echo = Callable[[str], None]
-
-
-def output_location(root: str) -> OutputDir:
-    """find-label-issues' output: `label_issues.json` marks it complete."""
-    return OutputDir(root, marker=SUMMARY_NAME, owned=(ISSUES_NAME,), unstaged=(FOLDS_DIR,))
 
 
 def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
@@ -56,19 +48,28 @@ def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
     enable_tensorflow_filesystems(loc for loc in (config.train.input.examples, config.train.input.transform,
                                                   config.output) if loc)
     task = resolve_task(config.train.input)
+    if task.kind == DETECTION_TASK:
+        from .boxes import run_boxes  # TensorFlow's example parser, the Evaluator's drawing: only for boxes
+
+        return run_boxes(config, task, echo, started)
     split = config.train.input.train_split
     examples = task.raw_manifest.splits[split].num_examples
     labels = given_labels(task.raw_dir, split, task.target, task.label_vocabulary)
     _check_labels(labels, examples, task)
     out = output_location(config.output)
-    kept = _kept_folds(config, task, out)
+    kept = kept_folds(config, task, out)
     with out.staged_run() as staging:
         # Kept fold runs are written in place (each whole under its own marker; a rerun removes them first).
         work = storage.join(out.root if config.keep_models else staging, FOLDS_DIR)
         probabilities = np.zeros((examples, task.num_classes))
         fold_of = np.full(examples, -1, np.int64)
-        folds = [_fold(config, task, fold, storage.join(work, str(fold)), probabilities, fold_of, labels, echo, kept)
-                 for fold in range(config.folds)]
+        reading = class_reading(task, labels)
+        folds = []
+        for fold in range(config.folds):
+            positions, found, record = fold_predictions(config, task, fold, storage.join(work, str(fold)), reading,
+                                                        echo, kept)
+            probabilities[positions], fold_of[positions] = found, fold
+            folds.append(record)
         issues = find_label_issues(labels, probabilities, rule=config.rule)
         rows, note = row_descriptions(task.raw_dir, task.raw_manifest, split, issues.rows)
         names = task.class_names
@@ -88,16 +89,6 @@ def run(config: LabelFinderConfig, echo: Echo = print) -> dict[str, Any]:
     return summary
 
 
-def _kept_folds(config: LabelFinderConfig, task: TrainingTask, out: OutputDir) -> KeptFolds:
-    """The folds an earlier, unfinished run finished (none after a complete run, which a rerun redoes)."""
-    manifests = b"".join(storage.read_bytes(storage.join(root, MANIFEST_NAME))
-                         for root in dict.fromkeys((task.raw_dir, task.train_dir)))
-    kept = KeptFolds(storage.join(out.root, RESULTS_DIR), [fold_key(config, k, manifests) for k in range(config.folds)])
-    if out.is_complete():
-        kept.clear()
-    return kept
-
-
 def _check_labels(labels: np.ndarray, examples: int, task: TrainingTask) -> None:
     if len(labels) != examples:
         raise OutOfFoldError(f"{task.raw_dir}: read {len(labels)} labels, the manifest lists {examples} examples")
@@ -107,45 +98,12 @@ def _check_labels(labels: np.ndarray, examples: int, task: TrainingTask) -> None
                              f"{task.num_classes} classes")
 
 
-def _fold(config: LabelFinderConfig, task: TrainingTask, fold: int, folder: str, probabilities: np.ndarray,
-          fold_of: np.ndarray, labels: np.ndarray, echo: Echo, kept: KeptFolds) -> dict[str, Any]:
-    """Trains fold `fold`'s model, predicts its held-out examples into `probabilities`; the fold's record.
-
-    A fold an earlier, killed run finished with the same options is taken as it was (its model is not
-    kept then: with keep_models every fold is trained, as its model must be published)."""
-    prefix = f"find-label-issues: fold {fold + 1}/{config.folds}: "
-    done = None if config.keep_models else kept.load(fold)
-    if done is not None:
-        positions, found, record = done
-        probabilities[positions], fold_of[positions] = found, fold
-        echo(f"{prefix}kept from the earlier, unfinished run ({kept.folder})")
-        return record
-    training = train(config.fold_trainer_config(fold, storage.join(folder, "train")),
-                     echo=lambda line: echo(prefix + line))
-    split = config.train.input.train_split
-    predict_dir = storage.join(folder, "predictions")
-    predict(PredictConfig(model=training["model"], output=predict_dir, examples=task.raw_dir, split=split,
-                          format="parquet", top_k=task.num_classes, memory_mb=config.memory_mb,
-                          folds=config.held_out(fold)), echo=lambda line: echo(prefix + line))
-    positions, found = read_predictions(predict_dir, shard_starts(task.raw_manifest.splits[split]), task.num_classes)
-    expected = np.flatnonzero(config.held_out(fold).mask(len(probabilities)))
-    if not np.array_equal(np.sort(positions), expected):
-        raise OutOfFoldError(f"fold {fold}: predict returned {len(positions)} examples, the fold holds {len(expected)} "
-                             "(or other positions)")
-    probabilities[positions] = found
-    fold_of[positions] = fold
-    accuracy = float(np.mean(found.argmax(axis=1) == labels[positions]))
-    if not config.keep_models:
-        storage.remove(folder)  # one fold model on disk at a time
-    last = training["history"][-1] if training["history"] else {}
-    echo(f"{prefix}trained on {config.training_folds(fold).size(len(probabilities)):,} examples, "
-         f"held-out accuracy {accuracy:.4f} on {len(positions):,}")
-    record = {"fold": fold, "trained_on": config.training_folds(fold).size(len(probabilities)),
-              "held_out": len(positions), "held_out_accuracy": round(accuracy, 6),
-              "optimizer_steps": training["optimizer_steps"], "last_epoch": last,
-              "model": training["model"] if config.keep_models else None}
-    kept.save(fold, positions, found, record)
-    return record
+def class_reading(task: TrainingTask, labels: np.ndarray) -> FoldReading:
+    """A classifier's: every class's probability per example (parquet, top_k = C), judged by accuracy."""
+    return FoldReading({"format": "parquet", "top_k": task.num_classes},
+                       lambda folder, starts: read_predictions(folder, starts, task.num_classes),
+                       lambda positions, found: ("held_out_accuracy",
+                                                 float(np.mean(found.argmax(axis=1) == labels[positions]))))
 
 
 def _summary(config: LabelFinderConfig, task: TrainingTask, examples: int, folds: list[dict[str, Any]],

@@ -53,6 +53,8 @@ ALLOWED = frozenset({
     ("tuner", "trainer"),  # a trial is a Trainer run: its config, its --train-args parser, its run()
     ("label_finder", "trainer"),  # a fold model is a Trainer run: its config, its flags, its task, its run()
     ("label_finder", "predict"),
+    ("label_finder", "evaluator"),  # a box issue's picture drawn and its pixels fetched as the Evaluator's issue images
+    ("label_finder", "example_gen"),  # each box's own row: the box index read again by ExampleGen's reader
     ("tracking", "pusher"),  # the registry follows the serving directory's CURRENT.json, read as the Pusher reads it  # a fold's held-out rows are predicted by predict's run() on its examples
 })
 

@@ -1,0 +1,179 @@
+"""Label issues of boxes: an image's given boxes judged against a detector's out-of-fold detections.
+
+The three kinds of cleanlab's `object_detection` (Tkachenko et al., 2023, "ObjectLab"), scored our own
+way (cleanlab is AGPL-3.0: the label-issue benchmark runs it as a contender on the same detections):
+
+- **overlooked**: a confident detection that no given box of any class covers (IoU < `iou`), nor a crowd
+  region (a crowd box is an ignore region: never an issue, never a reason for one); the suggested box is
+  the detection. Near-duplicate detections of one object (IoU >= `iou` with a stronger one) count once.
+- **swapped**: a given box that a confident detection of another class covers (IoU >= `iou`) more
+  strongly than any detection of its own class does; the suggested class is that detection's.
+- **badly_located**: a given box that no detection of its class covers (IoU >= `iou`). The suggested box is
+  the confident detection of its class overlapping it most, which covers no other given box (the object
+  the box was meant for); when no detection of its class touches it at all, it lies on background (no
+  suggested box). A box only unsure detections of its class touch is no issue: the model doubts, not the box.
+
+Confident, as confident learning's per-class threshold (core/label_issues.py): a detection of class k is
+confident when its score reaches t_k, the mean score of the detections of class k that cover a given box
+of class k (what the model scores a class when it is right about it). A class the model never found has
+t_k = 1: nothing is confidently that class.
+
+Each issue's `quality` is in [0, 1], lower is more likely an error (cleanlab's convention, and the
+classification list's): overlooked 1 − s (s the detection's score); swapped 1 − (s_other − s_own);
+badly_located with a suggestion 1 − s·(1 − IoU), on background 1 − BACKGROUND_WEIGHT·(1 − s_other), s_other
+the best score of another class's detections covering it. Boxes are normalised (ymin, xmin, ymax, xmax).
+
+>>> given = Annotation(np.array([[.1, .1, .4, .4], [.6, .6, .9, .9]]), np.array([1, 2]))
+>>> found = Detections(np.array([[.1, .1, .4, .4], [.6, .6, .9, .9], [.1, .6, .4, .9]]),
+...                    np.array([.9, .8, .85]), np.array([1, 1, 2]))
+>>> [(i.kind, i.box, i.given_class, i.suggested_class, round(i.quality, 3))
+...  for i in find_box_issues([given], [found], {1: .8, 2: .8})]
+[('overlooked', -1, None, 2, 0.15), ('swapped', 1, 2, 1, 0.2)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .detection_metrics import box_iou, coco_boxes
+
+KINDS = ("overlooked", "swapped", "badly_located")
+DEFAULT_IOU = 0.5  # COCO's AP50 match: a box covers an object when IoU >= 0.5
+# A box no detection of its class touches ranks below boxes with a better-placed detection beside them: a
+# model that missed an object gives the same evidence as a box on background.
+BACKGROUND_WEIGHT = 0.5
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """An image's given boxes [G, 4], their class ids [G] (the label map's) and crowd flags [G]."""
+
+    boxes: np.ndarray
+    classes: np.ndarray
+    crowd: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+    def __post_init__(self) -> None:
+        if len(self.crowd) != len(self.classes):
+            object.__setattr__(self, "crowd", np.zeros(len(self.classes), bool))
+
+
+@dataclass(frozen=True)
+class Detections:
+    """An image's detections: boxes [D, 4], scores [D], class ids [D] (the label map's)."""
+
+    boxes: np.ndarray
+    scores: np.ndarray
+    classes: np.ndarray
+
+
+@dataclass(frozen=True)
+class BoxIssue:
+    """One issue of image `image` (its place in the lists given); `box`: the given box's place in its
+    image (-1 for an overlooked object). Boxes as tuples of 4 floats, or None."""
+
+    image: int
+    kind: str
+    box: int
+    given_class: int | None
+    suggested_class: int | None
+    given_box: tuple[float, ...] | None
+    suggested_box: tuple[float, ...] | None
+    quality: float
+
+
+def iou_matrix(a: np.ndarray, b: np.ndarray, crowd: np.ndarray | None = None) -> np.ndarray:
+    """IoU [A, B] of normalised boxes (against a crowd box of b: intersection over a's area).
+
+    >>> iou_matrix(np.array([[0, 0, .5, .5]]), np.array([[0, 0, .5, 1.]])).round(3).tolist()
+    [[0.5]]
+    """
+    if not len(a) or not len(b):
+        return np.zeros((len(a), len(b)))
+    return box_iou(coco_boxes(a, 1.0, 1.0), coco_boxes(b, 1.0, 1.0), crowd)
+
+
+def class_thresholds(given: Sequence[Annotation], found: Sequence[Detections], iou: float = DEFAULT_IOU
+                     ) -> dict[int, float]:
+    """Per class id, the mean score of its detections covering a given box of its class (module docstring)."""
+    sums: dict[int, float] = {}
+    counts: dict[int, int] = {}
+    for truth, seen in zip(given, found):
+        keep = ~np.asarray(truth.crowd, bool)
+        overlaps = iou_matrix(seen.boxes, truth.boxes[keep])
+        same = seen.classes[:, None] == truth.classes[keep][None, :]
+        for d in np.flatnonzero(((overlaps >= iou) & same).any(axis=1)):
+            k = int(seen.classes[d])
+            sums[k], counts[k] = sums.get(k, 0.0) + float(seen.scores[d]), counts.get(k, 0) + 1
+    return {k: sums[k] / counts[k] for k in sums}
+
+
+def find_box_issues(given: Sequence[Annotation], found: Sequence[Detections], thresholds: dict[int, float],
+                    iou: float = DEFAULT_IOU) -> list[BoxIssue]:
+    """Every image's issues (module docstring), most likely first (lowest quality; ties by image, box)."""
+    issues = [issue for image, (truth, seen) in enumerate(zip(given, found))
+              for issue in image_issues(image, truth, seen, thresholds, iou)]
+    return sorted(issues, key=lambda i: (i.quality, i.image, i.box))
+
+
+def image_issues(image: int, truth: Annotation, seen: Detections, thresholds: dict[int, float],
+                 iou: float = DEFAULT_IOU) -> list[BoxIssue]:
+    """One image's issues, unsorted."""
+    crowd = np.asarray(truth.crowd, bool)
+    regular = np.flatnonzero(~crowd)
+    overlaps = iou_matrix(seen.boxes, truth.boxes)  # [D, G]
+    confident = seen.scores >= np.array([thresholds.get(int(k), 1.0) for k in seen.classes]) - 1e-9
+    # A detection covering a given box explains it; a confident one suggested for a badly located box is used.
+    covers = overlaps[:, regular] >= iou if len(regular) else np.zeros((len(seen.scores), 0), bool)
+    issues, used = [], np.zeros(len(seen.scores), bool)
+    for g in regular:
+        issue = _box_issue(image, int(g), truth, seen, overlaps[:, g], confident, covers, regular, used, iou)
+        if issue is not None:
+            issues.append(issue)
+    issues += _overlooked(image, truth, seen, overlaps, confident & ~used & ~covers.any(axis=1), crowd, iou)
+    return issues
+
+
+def _box_issue(image: int, g: int, truth: Annotation, seen: Detections, overlap: np.ndarray, confident: np.ndarray,
+               covers: np.ndarray, regular: np.ndarray, used: np.ndarray, iou: float) -> BoxIssue | None:
+    """Given box g's issue (swapped or badly located), or None; marks a suggested detection `used`."""
+    k = int(truth.classes[g])
+    own = seen.classes == k
+    own_cover = float(np.max(seen.scores[own & (overlap >= iou)], initial=0.0))
+    rivals = np.flatnonzero(~own & confident & (overlap >= iou) & (seen.scores > own_cover))
+    given_box = tuple(float(v) for v in truth.boxes[g])
+    if len(rivals):
+        d = int(rivals[np.argmax(seen.scores[rivals])])
+        return BoxIssue(image, "swapped", g, k, int(seen.classes[d]), given_box, given_box,
+                        1.0 - float(seen.scores[d] - own_cover))
+    if own_cover > 0:
+        return None
+    others = np.delete(covers, np.flatnonzero(regular == g), axis=1).any(axis=1)  # covering another given box
+    near = np.flatnonzero(own & confident & (overlap > 0) & ~others & ~used)
+    if len(near):
+        d = int(near[np.argmax(overlap[near])])
+        used[d] = True
+        return BoxIssue(image, "badly_located", g, k, k, given_box, tuple(float(v) for v in seen.boxes[d]),
+                        1.0 - float(seen.scores[d]) * (1.0 - float(overlap[d])))
+    if (own & (overlap > 0)).any():
+        return None  # only an unsure detection of its class near it: the model's doubt, not the box's
+    other = float(np.max(seen.scores[overlap >= iou], initial=0.0))  # something of another class there, weakly
+    return BoxIssue(image, "badly_located", g, k, None, given_box, None, 1.0 - BACKGROUND_WEIGHT * (1.0 - other))
+
+
+def _overlooked(image: int, truth: Annotation, seen: Detections, overlaps: np.ndarray, candidates: np.ndarray,
+                crowd: np.ndarray, iou: float) -> list[BoxIssue]:
+    """Confident detections covering no given box nor crowd region, one per object (the strongest)."""
+    in_crowd = np.zeros(len(seen.scores), bool)
+    if crowd.any():
+        in_crowd = (iou_matrix(seen.boxes, truth.boxes[crowd], np.ones(int(crowd.sum()), bool)) >= iou).any(axis=1)
+    taken: list[int] = []
+    for d in np.argsort(-seen.scores, kind="stable"):
+        if not candidates[d] or in_crowd[d] or (overlaps[d, ~crowd] >= iou).any():
+            continue
+        if taken and (iou_matrix(seen.boxes[[d]], seen.boxes[taken]) >= iou).any():
+            continue  # another peak on an object already listed
+        taken.append(int(d))
+    return [BoxIssue(image, "overlooked", -1, None, int(seen.classes[d]), None,
+                     tuple(float(v) for v in seen.boxes[d]), 1.0 - float(seen.scores[d])) for d in taken]
