@@ -33,13 +33,13 @@ from .csv_index import IndexFileError
 
 YAML_SUFFIXES = (".yaml", ".yml")
 IMAGE_SUFFIXES = frozenset({"bmp", "dng", "jpeg", "jpg", "mpo", "png", "tif", "tiff", "webp", "pfm", "heic"})  # YOLO's
-SPLIT_KEYS = ("train", "val", "test")  # image.split values, which box_ingest.SET_SPLITS maps (val -> eval)
+SPLIT_KEYS = {"train": "train", "val": "eval", "test": "test"}  # the yaml's keys → ExampleGen's split names
 FIELDS = ("class", "x_center", "y_center", "width", "height")
 
 
 @dataclass(frozen=True)
 class YoloSet:
-    """A data.yaml as read: its root, class names by index, and per split the image files' absolute paths."""
+    """A data.yaml as read: its root, class names by index, and per split (ExampleGen's name) the image files."""
 
     yaml: str
     root: str
@@ -145,7 +145,7 @@ def yolo_set(path: str) -> YoloSet:
         if any(not isinstance(entry, str) for entry in entries):
             raise IndexFileError(f"{path}: {key} must be a folder, a .txt list or a list of those, got {entries!r}")
         images = [f for entry in entries for f in _image_files(os.path.join(root, entry), root)]
-        splits.append((key, tuple(dict.fromkeys(images))))
+        splits.append((SPLIT_KEYS[key], tuple(dict.fromkeys(images))))
     if not splits:
         raise IndexFileError(f"{path}: names none of the splits {', '.join(SPLIT_KEYS)}")
     return YoloSet(path, root, _names(path, data), tuple(splits))
@@ -220,14 +220,16 @@ def _shown(label: str, yaml_path: str) -> str:
 
 
 def read_yolo(path: str, options: BoxIndexOptions | None = None, data_root: str | None = None) -> BoxIndex:
-    """Every split's images and boxes of the YOLO set `path` names, one index, each image's split "train", "val"
-    or "test"; image paths relative to `data_root` (default: the set's root)."""
+    """Every split's images and boxes of the YOLO set `path` names, one index, each image's split "train", "eval"
+    or "test"; image paths relative to `data_root` (default: the set's root), which must hold the set's root."""
     options, dataset = options or BoxIndexOptions(), yolo_set(path)
     root = os.path.abspath(data_root or dataset.root)
+    if os.path.relpath(dataset.root, root).startswith(os.pardir):
+        raise IndexFileError(f"{path}: the set's root {dataset.root} (its `path`) is not inside the data root {root}")
     found, labels_of, rows = ImageGroups(path, options.max_boxes), {}, 0
     for split, images in dataset.splits:
         for image in images:
-            cell = os.path.relpath(image, root)  # outside the root: "../..", rejected by the worker as it escapes
+            cell = os.path.relpath(image, root)  # a list's image outside the root: "../..", the worker rejects it
             label = labels_of.setdefault(cell, _shown(label_path(os.path.abspath(image)), path))
             if cell in found.groups:  # listed in an earlier split: its lines were read there
                 first = found.groups[cell].split

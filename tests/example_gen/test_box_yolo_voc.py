@@ -85,7 +85,7 @@ def test_yolo_lines_are_kept_or_rejected_naming_their_label_file_and_line(yolo: 
     # The corners a pixel box gives (1 px / 100 px), not float arithmetic's 0.010000000000000002
     assert a.boxes == (Box(40 / 100, 1 / 100, 60 / 100, 6 / 100), Box(0.4, 0.9, 0.6, 1.0))
     assert kept["images/train/sub/d.png"].boxes == () and kept["images/train/sub/d.png"].rows == ()  # no label file
-    assert kept["images/val/v2.png"].split == "val" and kept["images/val/v2.png"].boxes == (Box(0.0, 0.0, 0.5, 0.5),)
+    assert kept["images/val/v2.png"].split == "eval" and kept["images/val/v2.png"].boxes == (Box(0.0, 0.0, 0.5, 0.5),)
     assert index.category_ids == {"disc": 1, "square": 2, "triangle": 3} and index.units == "normalized"
     lines = sum(_non_blank(ds / "labels" / f"{name}.txt") for name in yolo["labels"])
     assert lines == 7 and index.rows == lines + 2  # + the unreadable file and the second listing, one row each
@@ -97,6 +97,8 @@ def test_yolo_paths_are_relative_to_the_data_root_and_names_may_be_a_list(yolo: 
     index = read_yolo(str(yolo["yaml"]), data_root=str(yolo["root"]))
     assert [image.path for image in index.images] == ["ds/images/train/sub/d.png"]
     assert index.category_ids == {"disc": 1, "square": 2, "triangle": 3} and index.rejects == ()
+    with pytest.raises(IndexFileError, match="is not inside the data root"):
+        read_yolo(str(yolo["yaml"]), data_root=str(yolo["root"] / "cfg"))
 
 
 def test_a_yolo_yaml_in_the_sets_root_needs_no_path(yolo: dict) -> None:
