@@ -83,7 +83,7 @@ def yolo_root(path: str) -> str:
     `path` is, as every file this reader names."""
     data = _load(path)
     folder = os.path.dirname(path)
-    root = data.get("path") or folder
+    root = data.get("path") or os.curdir
     if not isinstance(root, str):
         raise IndexFileError(f"{path}: path {root!r} is not a folder's path")
     return os.path.normpath(os.path.join(folder, os.path.expanduser(root)))

@@ -101,11 +101,15 @@ def test_yolo_paths_are_relative_to_the_data_root_and_names_may_be_a_list(yolo: 
         read_yolo(str(yolo["yaml"]), data_root=str(yolo["root"] / "cfg"))
 
 
-def test_a_yolo_yaml_in_the_sets_root_needs_no_path(yolo: dict) -> None:
+@pytest.mark.parametrize("relative", [False, True])
+def test_a_yolo_yaml_in_the_sets_root_needs_no_path(yolo: dict, relative: bool, monkeypatch) -> None:
     yaml = _text(yolo["ds"] / "coco8.yml", "train: images/val\nnc: 2\n")  # Ultralytics' names for nc alone
-    index = read_yolo(str(yaml))
+    if relative:  # the yaml named from the folder above, as a user types it
+        monkeypatch.chdir(yolo["root"])
+    index = read_yolo("ds/coco8.yml" if relative else str(yaml))
     assert [image.path for image in index.images] == ["images/val/v2.png"]
     assert index.category_ids == {"class_0": 1, "class_1": 2} and len(index.rejects) == 1
+    assert index.rejects[0].index == ("ds/labels/val/v1.txt" if relative else str(yolo["ds"] / "labels/val/v1.txt"))
 
 
 @pytest.mark.parametrize("text, expected", [
