@@ -10,8 +10,9 @@ they stay pixel boxes until the worker normalises them by the decoded image's si
 nothing). `<difficult>1</difficult>` marks an ignore region, as COCO's iscrowd (`ImageBoxes.crowd`).
 
 Rows: an XML file's objects, numbered by their 1-based position in it; a reject names the XML file as its index.
-An image is rejected whole, one reject, when its id's XML is missing or listed twice (naming the list file and the
-id's line) or when its XML does not parse or lacks `<filename>` (naming the XML file, row 0: the whole file).
+An image is rejected whole, one reject, when its id's XML is missing, outside `Annotations/` or listed twice (naming
+the list file and the id's line) or when its XML does not parse or lacks `<filename>` (naming the XML file, row 0:
+the whole file).
 """
 from __future__ import annotations
 
@@ -147,6 +148,8 @@ def read_voc(path: str, options: BoxIndexOptions | None = None, split: str | Non
     for line, image_id in _listed_ids(path):
         xml = os.path.join(root, ANNOTATIONS, image_id + ".xml")
         try:
+            if os.sep in image_id or image_id.startswith(os.pardir):  # nothing outside Annotations/ is read
+                raise BadBox("path_escapes_root", None, f"id {image_id!r} names a file outside {ANNOTATIONS}/")
             if image_id in seen:
                 raise BadBox("duplicate_id", None, f"id {image_id!r} is listed earlier in the file")
             seen.add(image_id)

@@ -12,8 +12,9 @@ by definition, class from 0. A missing or empty label file is an image without o
 
 Rows are a label file's non-blank lines, each numbered by its 1-based line in that file; a reject names the label
 file as its index. An image's label file that is not UTF-8 text rejects the image (row 0: the whole file), and so
-does an image listed in two splits (its later listing; the same image is never in two splits). The served ids are
-`names` index + 1 (the TF OD API keeps 0 for the background).
+does an image listed in two splits (its later listing; the same image is never in two splits) or listed outside
+the data root (its label file is not read). The served ids are `names` index + 1 (the TF OD API keeps 0 for the
+background).
 """
 from __future__ import annotations
 
@@ -214,6 +215,16 @@ def _add_labels(found: ImageGroups, group: Group, label: str, names: tuple[str, 
     return len(lines)
 
 
+def _listing_fault(cell: str, split: str, found: ImageGroups) -> BadBox | None:
+    """Why a listed image is rejected before its labels are read: outside the data root (nothing there is read),
+    or listed in an earlier split (its lines were read there)."""
+    if cell.startswith(os.pardir):
+        return BadBox("path_escapes_root", None, f"path escapes the data root: {cell}")
+    if cell in found.groups:
+        return BadBox("split_conflict", None, f"listed in {found.groups[cell].split} and in {split}")
+    return None
+
+
 def _shown(label: str, yaml_path: str) -> str:
     """A label file's path as rejects name it: absolute, or relative as the yaml's path is given."""
     return label if os.path.isabs(yaml_path) else os.path.relpath(label)
@@ -229,11 +240,11 @@ def read_yolo(path: str, options: BoxIndexOptions | None = None, data_root: str 
     found, labels_of, rows = ImageGroups(path, options.max_boxes), {}, 0
     for split, images in dataset.splits:
         for image in images:
-            cell = os.path.relpath(image, root)  # a list's image outside the root: "../..", the worker rejects it
+            cell = os.path.relpath(image, root)
             label = labels_of.setdefault(cell, _shown(label_path(os.path.abspath(image)), path))
-            if cell in found.groups:  # listed in an earlier split: its lines were read there
-                first = found.groups[cell].split
-                found.reject(0, split, cell, BadBox("split_conflict", None, f"listed in {first} and in {split}"))
+            fault = _listing_fault(cell, split, found)
+            if fault is not None:  # one reject for the image; its label file is not read
+                found.reject(0, split, cell, fault)
                 rows += 1
                 continue
             found.groups[cell] = Group(cell, split)

@@ -60,7 +60,9 @@ def yolo(tmp_path: Path) -> dict:
     for name, text in labels.items():
         _text(ds / "labels" / f"{name}.txt", text)
     _text(ds / "labels" / "test" / "t.txt", b"\xff\xfe0\x00 \x00")  # UTF-16: not UTF-8 text -> the image rejected
-    _text(ds / "val.txt", "./images/val/v1.png\r\n\r\nimages/val/v2.png\r\n./images/train/a.png\r\n")
+    _image(tmp_path / "outside.png")
+    _text(tmp_path / "outside.txt", "secret words\n")  # beside an image outside the root: never read
+    _text(ds / "val.txt", "./images/val/v1.png\r\n\r\nimages/val/v2.png\r\n./images/train/a.png\r\n../outside.png\r\n")
     yaml = _text(tmp_path / "cfg" / "data.yaml", "path: ../ds\ntrain: images/train\nval: val.txt\n"
                                                  "test: [images/test]\nnames:\n  2: triangle\n  0: disc\n  1: square\n")
     return {"root": tmp_path, "ds": ds, "yaml": yaml, "labels": labels}
@@ -74,7 +76,9 @@ def test_yolo_lines_are_kept_or_rejected_naming_their_label_file_and_line(yolo: 
         ("ds/labels/train/c.txt", 1, "unknown_category"), ("ds/labels/val/v1.txt", 1, "malformed_label"),
         ("ds/labels/test/t.txt", 0, "malformed_annotation"),
         ("ds/labels/train/a.txt", 0, "split_conflict"),  # a.png listed again in val.txt
+        ("outside.txt", 0, "path_escapes_root"),
     }
+    assert not any("secret" in r.reason for r in index.rejects)
     stray = next(r for r in index.rejects if r.code == "box_out_of_range")
     assert "1.02" in stray.reason and stray.path == "images/train/b.png" and stray.split == "train"
     kept = {image.path: image for image in index.images}
@@ -88,8 +92,8 @@ def test_yolo_lines_are_kept_or_rejected_naming_their_label_file_and_line(yolo: 
     assert kept["images/val/v2.png"].split == "eval" and kept["images/val/v2.png"].boxes == (Box(0.0, 0.0, 0.5, 0.5),)
     assert index.category_ids == {"disc": 1, "square": 2, "triangle": 3} and index.units == "normalized"
     lines = sum(_non_blank(ds / "labels" / f"{name}.txt") for name in yolo["labels"])
-    assert lines == 7 and index.rows == lines + 2  # + the unreadable file and the second listing, one row each
-    assert index.reconciled and index.counts()["rejected"] == 6
+    assert lines == 7 and index.rows == lines + 3  # + the unreadable file, the second listing, the outsider
+    assert index.reconciled and index.counts()["rejected"] == 7
 
 
 def test_yolo_paths_are_relative_to_the_data_root_and_names_may_be_a_list(yolo: dict) -> None:
@@ -181,7 +185,7 @@ def voc(tmp_path: Path) -> dict:
         _text(voc / "Annotations" / f"{name}.xml", text)
     for name in "abefgh":
         _image(voc / "JPEGImages" / f"{name}.jpg")
-    listed = "a  1\r\n\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\nh\r\na\r\n"  # c has no XML; a listed twice
+    listed = "a  1\r\n\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\nh\r\na\r\n../a\r\n"  # c: no XML; a twice; ../a
     return {"root": tmp_path, "voc": voc, "list": _text(voc / "ImageSets" / "Main" / "train.txt", listed)}
 
 
@@ -191,7 +195,7 @@ def test_voc_objects_are_kept_or_rejected_naming_their_xml_file_and_position(voc
         ("VOC/ImageSets/Main/train.txt", 4, "missing_annotation"), ("VOC/Annotations/d.xml", 0, "malformed_annotation"),
         ("VOC/Annotations/e.xml", 2, "box_reversed"), ("VOC/Annotations/e.xml", 1, "image_rejected"),
         ("VOC/Annotations/g.xml", 1, "missing_label"), ("VOC/Annotations/h.xml", 1, "bad_value"),
-        ("VOC/ImageSets/Main/train.txt", 10, "duplicate_id"),
+        ("VOC/ImageSets/Main/train.txt", 10, "duplicate_id"), ("VOC/ImageSets/Main/train.txt", 11, "path_escapes_root"),
     }
     kept = {image.path: image for image in index.images}
     assert sorted(kept) == ["JPEGImages/a.jpg", "JPEGImages/b.jpg", "JPEGImages/f.jpg"]
@@ -204,7 +208,7 @@ def test_voc_objects_are_kept_or_rejected_naming_their_xml_file_and_position(voc
     assert kept["JPEGImages/f.jpg"].declared is None and kept["JPEGImages/f.jpg"].boxes == ()
     objects = sum(text.count("<object>") for text in (A_XML,) + tuple(
         (voc["voc"] / "Annotations" / f"{n}.xml").read_text() for n in "befgh"))
-    assert objects == 6 and index.rows == objects + 3  # + the id without XML, the XML that does not parse, the repeat
+    assert objects == 6 and index.rows == objects + 4  # + the id without XML, the bad XML, the repeat, ../a
     assert index.reconciled and index.labels == ("disc", "square") and index.category_ids == {}
     assert index.units == "pixels"
 
