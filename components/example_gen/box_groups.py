@@ -34,6 +34,7 @@ class Group:
     negatives: list[int] = field(default_factory=list)
     bad: list[BoxReject] = field(default_factory=list)
     declared: tuple[int, int] | None = None  # (height, width) the annotation file declares
+    source: str = ""  # the file its rows are in, when not the index (ImageBoxes.source)
 
 
 class ImageGroups:
@@ -70,7 +71,7 @@ class ImageGroups:
         if not group.bad:
             rows, boxes, classes, crowd = zip(*group.boxes) if group.boxes else ((), (), (), ())
             return ImageBoxes(group.path, group.split, boxes, classes, tuple(sorted(rows + tuple(group.negatives))),
-                              crowd, group.declared)
+                              crowd, group.declared, group.source)
         first, done = min(group.bad, key=lambda r: r.row), {r.row for r in group.bad}
         others = [row for row in box_rows + group.negatives if row not in done]
         for reject in image_rejects(others, group.split, group.path, first):

@@ -16,7 +16,7 @@ import numpy as np
 from ..core.box_schema import BBOX, CLASS_TEXT
 from .box_features import BoxesUnfit, BoxFigures, box_features
 from .box_groups import image_rejects
-from .box_index import Box, ImageBoxes
+from .box_index import BoxReject, ImageBoxes
 from .box_ingest import first_row
 from .csv_index import Chunk, Record
 from .data_root import BadCell
@@ -53,15 +53,20 @@ def encode_image_boxes(encoder: RowEncoder, image: ImageBoxes, labels: dict[str,
         return outcome
     rows = image.rows or (0,)
     if not faults:
-        return [Reject(row, image.split, outcome.column, image.path, outcome.code, outcome.reason) for row in rows]
+        return _named(image, [Reject(row, image.split, outcome.column, image.path, outcome.code, outcome.reason)
+                              for row in rows])
     own = {row: Reject(row, image.split, None, image.path, code, reason) for row, (code, reason) in faults.items()}
     others = image_rejects([row for row in rows if row not in own], image.split, image.path, own[min(own)])
     by_row = {**own, **{reject.row: reject for reject in others}}
-    return [by_row[row] for row in rows]
+    return _named(image, [by_row[row] for row in rows])
+
+
+def _named(image: ImageBoxes, rejects: list[Reject]) -> list[Reject]:
+    """The image's rejects naming its own annotation file (a YOLO label file, a VOC XML) when it has one."""
+    return [BoxReject(**vars(reject), index=image.source) for reject in rejects] if image.source else rejects
 
 
 def add_figures(figures: BoxFigures, values: dict[str, Any]) -> None:
     """An encoded example's boxes (its values, normalised) counted into its split's figures."""
-    corners = [np.asarray(values[name], np.float64) for name in BBOX]
-    boxes = [Box(*map(float, corner)) for corner in zip(*corners)]
-    figures.add(boxes, tuple(name.decode("utf-8") for name in values[CLASS_TEXT]))
+    corners = np.stack([values[name] for name in BBOX], axis=1).astype(np.float64).tolist()
+    figures.add_corners(corners, tuple(name.decode("utf-8") for name in values[CLASS_TEXT]))

@@ -72,6 +72,7 @@ class ImageBoxes:
     rows: tuple[int, ...]
     crowd: tuple[bool, ...]  # an ignore region per box: COCO's iscrowd, VOC's difficult; False from a CSV
     declared: tuple[int, int] | None = None  # (height, width) the annotation file declares (COCO, VOC), checked
+    source: str = ""  # the file its rows are in when not the index (a YOLO label file, a VOC XML): rejects name it
 
     @property
     def pending(self) -> bool:

@@ -166,7 +166,7 @@ def read_voc(path: str, options: BoxIndexOptions | None = None, split: str | Non
             rows += 1
             continue
         cell = os.path.relpath(os.path.join(root, IMAGES, filename), base)
-        found.groups[image_id] = group = Group(cell, split, declared=declared)
+        found.groups[image_id] = group = Group(cell, split, declared=declared, source=xml)
         xml_of[cell] = xml
         _image(found, group, objects)
         rows += len(objects)

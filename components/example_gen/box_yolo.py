@@ -247,7 +247,7 @@ def read_yolo(path: str, options: BoxIndexOptions | None = None, data_root: str 
                 found.reject(0, split, cell, fault)
                 rows += 1
                 continue
-            found.groups[cell] = Group(cell, split)
+            found.groups[cell] = Group(cell, split, source=label)
             rows += _add_labels(found, found.groups[cell], label, dataset.names)
     index = found.finish(rows, decide_units("auto", (), "yolo"), dataset.category_ids)
     rejects = tuple(dataclasses.replace(r, index=labels_of.get(r.path or "", r.index)) for r in index.rejects)

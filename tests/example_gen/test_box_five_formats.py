@@ -222,7 +222,7 @@ def test_a_yolo_fault_costs_its_own_image_named_by_its_label_file(yolo_faults: d
     found = {(Path(r["index"]).name, r["row"], r["code"], r["path"]) for r in yolo_faults["rejects"]}
     assert found == {("b.txt", 2, "box_out_of_range", "images/train/b.jpg"),
                      ("b.txt", 1, "image_rejected", "images/train/b.jpg"),
-                     ("set.yml", 1, "missing_file", "images/train/gone.jpg")}  # the worker's reject names the index
+                     ("gone.txt", 1, "missing_file", "images/train/gone.jpg")}  # the worker's too: its label file
     manifest = yolo_faults["manifest"]
     assert (manifest["rows"], manifest["accepted"], manifest["rejected"]) == (5, 2, 3)
     assert manifest[BOXES_KEY]["label_map"] == {"disc": 1, "square": 2}
@@ -252,7 +252,7 @@ def voc_faults(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_a_voc_fault_costs_its_own_image_and_difficult_objects_are_ignore_regions(voc_faults: dict) -> None:
     found = {(Path(r["index"]).name, r["row"], r["code"]) for r in voc_faults["rejects"]}
-    assert found == {("train.txt", 3, "missing_annotation"), ("train.txt", 1, "size_mismatch")}
+    assert found == {("train.txt", 3, "missing_annotation"), ("b.xml", 1, "size_mismatch")}  # the list's line 3
     mismatch = next(r for r in voc_faults["rejects"] if r["code"] == "size_mismatch")
     assert "80x100" in mismatch["reason"] and "100x80" in mismatch["reason"]  # both sizes named
     examples = _by_image(voc_faults, "train")
