@@ -23,6 +23,7 @@ setup(
         "shardflow.evaluator",
         "shardflow.validation",
         "shardflow.pusher",
+        "shardflow.deployer",
         "shardflow.infra_validator",
         "shardflow.predict",
         "shardflow.tracking",

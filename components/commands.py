@@ -18,6 +18,9 @@ from types import ModuleType
 from typing import Any, Callable
 
 from .data_service import cli as data_service_cli
+from .deployer import cli as deploy_cli
+from .deployer import promote_cli
+from .deployer import rollback_cli as followed_rollback_cli
 from .evaluator import cli as evaluator_cli
 from .example_gen import cli as example_gen_cli
 from .infra_validator import cli as infra_validator_cli
@@ -25,7 +28,6 @@ from .label_finder import cli as label_finder_cli
 from .predict import cli as predict_cli
 from .pusher import clean_cli as clean_serving_cli
 from .pusher import cli as pusher_cli
-from .pusher import rollback_cli
 from .trainer import cli as trainer_cli
 from .transform import cli as transform_cli
 from .tracking import cli as tracking_cli
@@ -67,8 +69,12 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
             "warm-up file", infra_validator_cli),
     Command("push", "copy a blessed model to a serving directory, repoint CURRENT.json and TF Serving's config",
             pusher_cli, exit_status=lambda result: result.exit_code),
-    Command("rollback", "serve an earlier pushed version again (CURRENT.json and TF Serving's config)", rollback_cli,
-            pipeline_step=False, executor="rollback"),
+    Command("rollback", "serve an earlier pushed version again (CURRENT.json, TF Serving's config and, with "
+            "--inference-service, KServe's)", followed_rollback_cli, pipeline_step=False, executor="rollback"),
+    Command("deploy", "make a KServe InferenceService serve the version CURRENT.json names (or it as a canary)",
+            deploy_cli, pipeline_step=False),
+    Command("promote", "serve the canary: CURRENT.json and the KServe InferenceService together", promote_cli,
+            pipeline_step=False, executor="promote"),
     Command("clean-serving", "remove what killed pushes left in a serving directory", clean_serving_cli,
             pipeline_step=False, executor="clean"),
     Command("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",

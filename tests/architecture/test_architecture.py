@@ -55,6 +55,7 @@ ALLOWED = frozenset({
     ("label_finder", "predict"),
     ("label_finder", "evaluator"),  # a box issue's picture drawn and its pixels fetched as the Evaluator's issue images
     ("label_finder", "example_gen"),  # each box's own row: the box index read again by ExampleGen's reader
+    ("deployer", "pusher"),  # KServe follows CURRENT.json: read, moved and its storage URI taken as the Pusher does
     ("tracking", "pusher"),  # the registry follows the serving directory's CURRENT.json, read as the Pusher reads it  # a fold's held-out rows are predicted by predict's run() on its examples
 })
 

@@ -1,0 +1,76 @@
+"""`DeployConfig`, `PromoteConfig`: which InferenceService serves which serving directory, checked when built.
+
+    config = DeployConfig(serving_dir="s3://b/serving", target=ClusterTarget(name="digits", namespace="ml"),
+                          predictor=Predictor(runtime_version="2.16.1"), canary_percent=10)
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..core.config_values import require_locations
+from ..core.errors import ConfigError
+from ..pusher.tf_serving import TfServing
+from .inference_service import MODES, STANDARD, Predictor, check_percent
+
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")  # KServe's InferenceService names: DNS-1035 labels
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterTarget:
+    """The InferenceService `name` in `namespace` ('' : the pod's own, else default), reached through
+    `api_server` (a URL the client uses without credentials: `kubectl proxy`'s, a test's; '' : in a pod its
+    service account, else the kubeconfig)."""
+
+    name: str = "shardflow"
+    namespace: str = ""
+    api_server: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _DNS_LABEL.match(self.name):
+            raise ConfigError(f"inference service name must be a DNS label (lower case, digits, '-'), "
+                              f"got {self.name!r}")
+        if self.namespace and not _DNS_LABEL.match(self.namespace):
+            raise ConfigError(f"namespace must be a DNS label, got {self.namespace!r}")
+        if self.api_server and not re.match(r"^https?://[^/\s]+", self.api_server):
+            raise ConfigError(f"kube API must be a URL such as http://127.0.0.1:8001, got {self.api_server!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployConfig:
+    """Serve `serving_dir`'s pointer version with `target`; with `canary_percent`, its version as a canary
+    (1-99 % of the traffic) beside the version it replaced. `mode`: the deployment mode of an InferenceService
+    this creates (an existing one keeps its own). `tf_serving`: TF Serving's model config, which follows the
+    pointer when a canary moves it."""
+
+    serving_dir: str
+    target: ClusterTarget = field(default_factory=ClusterTarget)
+    predictor: Predictor
+    canary_percent: int | None = None
+    mode: str = STANDARD
+    tf_serving: TfServing = field(default_factory=TfServing)
+
+    def __post_init__(self) -> None:
+        require_locations(self, "serving_dir")
+        if self.canary_percent is not None:
+            check_percent(self.canary_percent)
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+
+    def check_inputs(self) -> None:
+        """Nothing to read before the run: the pointer and the cluster are read (and refused) by the run."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromoteConfig:
+    """Make `serving_dir`'s canary the served version: the pointer and `target` together."""
+
+    serving_dir: str
+    target: ClusterTarget = field(default_factory=ClusterTarget)
+    tf_serving: TfServing = field(default_factory=TfServing)
+
+    def __post_init__(self) -> None:
+        require_locations(self, "serving_dir")
+
+    def check_inputs(self) -> None:
+        """Nothing to read before the run."""
