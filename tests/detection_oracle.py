@@ -9,7 +9,9 @@ image feature is not read) and `serving_image` takes `images` (encoded image fil
 outputs (`DETECTION_OUTPUTS`): `detection_boxes` [N, 100, 4] normalised (ymin, xmin, ymax, xmax),
 `detection_scores` [N, 100] descending, `detection_classes` [N, 100] label map ids (from 1, as stored),
 `num_detections` [N]; rows past the count are zeros. Beside it, shardflow_model.json (task "detection",
-label BOX_TARGET, class_names in label map id order).
+label BOX_TARGET, class_names in label map id order) and label_map.pbtxt, as the Trainer's export writes them
+(ids 1..K unless `label_map` says others: the oracle serves the stored ids as they are).
+`renumbered_examples` copies an ExampleGen output with other label map ids (COCO's kind: 3, 7, 12).
 
 An image has no boxes of its own: `serving_image` answers the boxes of the example `known_images` gives for
 the image's exact bytes (none for an unknown image), normalised to the image as sent (any size).
@@ -25,7 +27,9 @@ of the example's bytes and the box's slot, never from the batch it arrives in):
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -33,8 +37,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from shardflow.core.box_schema import (BBOX, BOX_TARGET, CLASS_LABEL, CLASS_TEXT, DETECTION_TASK, IS_CROWD,
-                                       MAX_DETECTIONS)
+from shardflow.core.box_schema import (BBOX, BOX_TARGET, BOXES_KEY, CLASS_LABEL, CLASS_TEXT, DETECTION_TASK,
+                                       IS_CROWD, MAX_DETECTIONS, LabelMap)
+from shardflow.core.label_map_file import write_label_map
+from shardflow.core.manifest import MANIFEST_NAME, read_manifest
 from shardflow.core.model_info import (IMAGE_INPUT, IMAGE_SIGNATURE, SERVING_INPUT, SERVING_SIGNATURE, ModelInfo,
                                        write_model_info)
 
@@ -185,7 +191,8 @@ class _Oracle(tf.Module):
 
 def export_oracle(model_dir: str | os.PathLike, class_names: Sequence[str], *, faults: OracleFaults = OracleFaults(),
                   score: float = 1.0, image_size: tuple[int, int] | None = None,
-                  known_images: Mapping[bytes, bytes] | None = None) -> Path:
+                  known_images: Mapping[bytes, bytes] | None = None,
+                  label_map: Mapping[str, int] | None = None) -> Path:
     """Writes the oracle SavedModel (both signatures) and its shardflow_model.json; returns `model_dir`.
 
     `class_names`: the label map's names in id order (id 1 first). `image_size`: (height, width) of the
@@ -197,7 +204,33 @@ def export_oracle(model_dir: str | os.PathLike, class_names: Sequence[str], *, f
     oracle = _Oracle(len(class_names), faults, score, image_size, dict(known_images or {}))
     tf.saved_model.save(oracle, os.fspath(model_dir), signatures={
         SERVING_SIGNATURE: oracle.serve_examples, IMAGE_SIGNATURE: oracle.serve_images})
+    labels = LabelMap(label_map) if label_map is not None else LabelMap.of_names(class_names)
+    if list(labels.names) != list(class_names):
+        raise ValueError(f"class_names {list(class_names)} are not the label map's names in id order {labels.names}")
     info = ModelInfo(task=DETECTION_TASK, label=BOX_TARGET, num_classes=len(class_names),
-                     class_names=list(class_names), extra={"oracle": repr(faults)})
+                     class_names=list(class_names),
+                     extra={"oracle": repr(faults), "label_map": dict(labels.ids_by_name)})
+    write_label_map(model_dir, labels)
     write_model_info(model_dir, info)
     return Path(model_dir)
+
+
+def renumbered_examples(examples: Path, output: Path, new_ids: Mapping[int, int]) -> Path:
+    """A copy of an uncompressed box ExampleGen output whose label map ids (and every record's class labels) are
+    `new_ids[old]`: single-byte ids, so each shard keeps the size its manifest records."""
+    shutil.copytree(examples, output)
+    manifest = read_manifest(output)
+    if manifest.compression:
+        raise ValueError("renumbered_examples rewrites uncompressed shards only")
+    for split in manifest.splits:
+        for path in manifest.shard_paths(str(output), split):
+            records = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(path)]
+            with tf.io.TFRecordWriter(path) as writer:
+                for example in records:
+                    labels = example.features.feature[CLASS_LABEL].int64_list.value
+                    labels[:] = [new_ids[i] for i in labels]
+                    writer.write(example.SerializeToString())
+    raw = json.loads((output / MANIFEST_NAME).read_text())
+    raw[BOXES_KEY]["label_map"] = {name: new_ids[i] for name, i in raw[BOXES_KEY]["label_map"].items()}
+    (output / MANIFEST_NAME).write_text(json.dumps(raw))
+    return output

@@ -20,6 +20,14 @@ detections, and a detection matched to it is neither a true nor a false positive
 As pycocotools, `max_detections` keeps the top-scoring detections per image *and class*, and AR@1/@10
 count the top 1/10 per image and class.
 
+Area ranges are measured as pycocotools measures them: a ground truth's given area (`true_areas`, the
+annotation's `area`, in the original image's pixels) and a detection's own box area in the same units. The boxes
+are normalised to a stored image that may be a resize of the original; IoU is the same on either (scaling an
+axis scales every area alike), so only the areas need the original's units: a detection's area is its box's
+area on (height, width) times `area_scale`, original pixels per stored pixel (the Evaluator's scorer takes it
+from the image's own true boxes: their `true_areas` over their areas on (height, width)). Without `true_areas`,
+areas are in (height, width)'s pixels.
+
 >>> acc = DetectionAccumulator(num_classes=2)
 >>> box = np.array([[.25, .25, .75, .75]])  # 50 x 100 pixels in a 100 x 200 image: medium
 >>> acc.add_image(1, 100, 200, box, np.array([0]), box, np.array([.9]), np.array([0]))
@@ -178,10 +186,12 @@ class DetectionAccumulator:
     def add_image(self, image_id: int, height: float, width: float, true_boxes: np.ndarray,
                   true_classes: np.ndarray, det_boxes: np.ndarray, det_scores: np.ndarray,
                   det_classes: np.ndarray, num_true: int | None = None, num_detections: int | None = None,
-                  true_crowd: np.ndarray | None = None) -> None:
+                  true_crowd: np.ndarray | None = None, true_areas: np.ndarray | None = None,
+                  area_scale: float = 1.0) -> None:
         """Matches one image; `num_true`/`num_detections` cut padded arrays to their valid rows. `true_crowd`
         flags COCO's crowd regions (`is_crowd`): never counted as objects, and a detection matched to one is
-        neither a true nor a false positive."""
+        neither a true nor a false positive. `true_areas` and `area_scale`: the area ranges' units (module
+        docstring)."""
         truths = coco_boxes(np.asarray(true_boxes)[:num_true], height, width)
         true_labels = self._labels(true_classes, num_true, len(truths))
         crowd = np.zeros(len(truths), bool) if true_crowd is None else np.asarray(true_crowd, bool).ravel()[:num_true]
@@ -192,13 +202,16 @@ class DetectionAccumulator:
         scores = np.asarray(det_scores, np.float64).reshape(-1)[:num_detections]
         if len(scores) != len(dets):
             raise ValueError(f"image {image_id}: {len(dets)} detection boxes but {len(scores)} scores")
-        true_areas = truths[:, 2] * truths[:, 3]
+        given = None if true_areas is None else np.asarray(true_areas, np.float64).ravel()[:num_true]
+        true_areas = truths[:, 2] * truths[:, 3] if given is None else given
+        if len(true_areas) != len(truths):
+            raise ValueError(f"image {image_id}: {len(truths)} true boxes but {len(true_areas)} areas")
         self._truths.extend(image=np.full(len(truths), image_id), label=true_labels,
                             counted=~_outside(true_areas).T & ~crowd[:, None])
         for label in np.unique(det_labels):
             same = true_labels == label
             self._add_class(image_id, label, dets[det_labels == label], scores[det_labels == label],
-                            truths[same], crowd[same])
+                            truths[same], crowd[same], true_areas[same], area_scale)
 
     def _labels(self, classes: np.ndarray, count: int | None, rows: int) -> np.ndarray:
         labels = np.asarray(classes, np.int64).reshape(-1)[:count]
@@ -206,14 +219,14 @@ class DetectionAccumulator:
             raise ValueError(f"expected {rows} class ids in 0..{self.num_classes - 1}, got {labels.tolist()}")
         return labels
 
-    def _add_class(self, image_id: int, label: int, dets: np.ndarray, scores: np.ndarray,
-                   truths: np.ndarray, crowd: np.ndarray) -> None:
+    def _add_class(self, image_id: int, label: int, dets: np.ndarray, scores: np.ndarray, truths: np.ndarray,
+                   crowd: np.ndarray, true_areas: np.ndarray, area_scale: float) -> None:
         """One image's detections of one class: the top `max_detections` by score (stable), matched.
         A crowd is ignored in every area range (pycocotools' `ignore` flag)."""
         order = np.argsort(-scores, kind="mergesort")[:self.max_detections]
         dets, scores = dets[order], scores[order]
         ious = box_iou(dets, truths, crowd)
-        true_out, det_out = _outside(truths[:, 2] * truths[:, 3]) | crowd, _outside(dets[:, 2] * dets[:, 3])
+        true_out, det_out = _outside(true_areas) | crowd, _outside(dets[:, 2] * dets[:, 3] * area_scale)
         matched = np.zeros((len(dets), len(AREA_RANGES), len(self.iou_thresholds)), bool)
         ignored = np.zeros_like(matched)
         for area in range(len(AREA_RANGES)):

@@ -36,7 +36,7 @@ from ..core.config_record import recorded_options
 from ..core.output_dir import OutputDir
 from ..core.tfrecord import frame
 from .blessing import Blessing, bless
-from ..core.box_schema import DETECTION_TASK
+from ..core.box_schema import BOXES_KEY, DETECTION_TASK
 from .config import (BLESSED, BLESSING, CANARIES, CANARY_PREDICTIONS, DETECTIONS_PLOT, GATED_AGAINST, LABEL_ISSUES,
                      LABEL_ISSUES_SHEET, METRICS, NO_BASELINE, NOT_BLESSED, PLOT, PRECISION_RECALL_PLOT,
                      RELIABILITY_PLOT, EvaluatorConfig, check_metric_names)
@@ -45,7 +45,7 @@ from .detection_report import gate_values
 from .detection_scorer import score_detections
 from .intervals import bootstrap_intervals, slice_intervals
 from .label_list import SHEET_ISSUES, IssueOutputs, label_issue_outputs
-from .loaded_model import LoadedModel, check_same_labels, load_model
+from .loaded_model import LoadedModel, check_data_label_map, check_same_labels, load_model
 from .plot import confusion_matrix_png, reliability_png
 from .report import deltas, json_safe, model_report
 from .scorer import ScoreResult, ScoringPlan, plan_scoring, score, size_scoring_batch
@@ -251,6 +251,8 @@ def run(config: EvaluatorConfig, echo: Callable[[str], None] = print) -> Evaluat
 def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Callable[[str], None]) -> Evaluation:
     models = _load(config)
     plan = plan_scoring(config.examples, config.split, models["candidate"].info, config.slice_by)
+    for role, model in models.items():  # a detector's eval data carries its label map (the baseline's too)
+        check_data_label_map(model, role, plan.manifest.extra.get(BOXES_KEY, {}).get("label_map"), config.examples)
     sizing = size_scoring_batch(plan, models, budget_bytes(config.memory_mb), config.batch_size)
     echo(f"evaluate: {plan.num_examples:,} examples of split {config.split!r} through {len(models)} model(s), "
          f"{sizing.describe()}")

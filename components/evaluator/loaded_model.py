@@ -2,6 +2,7 @@
 
     model = load_model("runs/train/model", role="model")   # or "s3://bucket/runs/train/model"
     model.info.task, model.info.num_classes      # from shardflow_model.json
+    model.label_map                              # a detector's: its label_map.pbtxt (core/label_map_file.py)
     model.signature(examples=records)            # {"probabilities": ..., "class_ids": ...}
 
 Every problem is an `EvaluationError` naming the directory: no `shardflow_model.json`, no SavedModel,
@@ -17,8 +18,10 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
-from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK, detection_output_shape, detection_shape_text
+from ..core.box_schema import (DETECTION_OUTPUTS, DETECTION_TASK, LabelMap, detection_output_shape,
+                               detection_shape_text)
 from ..core.cloud_env import enable_tensorflow_filesystems
+from ..core.label_map_file import model_label_map
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, read_model_info
 from .config import EvaluationError
 
@@ -31,6 +34,7 @@ class LoadedModel:
     info: ModelInfo
     module: Any  # the loaded SavedModel object; keeps the signature's variables alive
     signature: Any  # ConcreteFunction: examples=tf.string [N] -> {"probabilities", "class_ids"}
+    label_map: LabelMap | None = None  # a detector's: the ids it serves
 
     def call(self, records: Sequence[bytes], **options: Any) -> dict[str, Any]:
         """The signature on a list of serialized examples (what batch sizing and predict call)."""
@@ -94,7 +98,16 @@ def load_model(path: str, role: str = "model") -> LoadedModel:
                               f"(has {sorted(signatures)})")
     signature = signatures[SERVING_SIGNATURE]
     _check_signature(path, role, signature, info)
-    return LoadedModel(path, info, module, signature)
+    return LoadedModel(path, info, module, signature, _label_map(path, role, info))
+
+
+def _label_map(path: str, role: str, info: ModelInfo) -> LabelMap | None:
+    if info.task != DETECTION_TASK:
+        return None
+    try:
+        return model_label_map(path, info)
+    except (OSError, ValueError) as err:
+        raise EvaluationError(f"{role} {path}: cannot read its label map: {err}") from err
 
 
 def check_same_labels(candidate: LoadedModel, baseline: LoadedModel) -> None:
@@ -105,3 +118,24 @@ def check_same_labels(candidate: LoadedModel, baseline: LoadedModel) -> None:
         if getattr(ours, name) != getattr(theirs, name):
             raise EvaluationError(f"baseline {baseline.path} is not comparable with model {candidate.path}: "
                                   f"{name} {getattr(theirs, name)!r} vs {getattr(ours, name)!r}")
+    if candidate.label_map != baseline.label_map:  # same names in the same order, other ids
+        raise EvaluationError(f"baseline {baseline.path} is not comparable with model {candidate.path}: label map "
+                              f"{_described(baseline.label_map)} vs {_described(candidate.label_map)}")
+
+
+def check_data_label_map(model: LoadedModel, role: str, data_map: dict | None, examples: str) -> None:
+    """A detector scores only eval data whose label map is its own (the same names with the same ids): the
+    same class count in another order or with other ids would score every box as the wrong class."""
+    if model.label_map is None:
+        return
+    try:
+        ours = LabelMap(data_map or {})
+    except (TypeError, ValueError) as err:
+        raise EvaluationError(f"the examples {examples} record no usable label map ({err})") from None
+    if ours != model.label_map:
+        raise EvaluationError(f"the examples {examples} have label map {ours.describe()}, but {role} {model.path} "
+                              f"serves {model.label_map.describe()}: evaluate on examples made with its label map")
+
+
+def _described(label_map: LabelMap | None) -> str:
+    return "none" if label_map is None else label_map.describe()

@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..core.batch_memory import PROBE_EXAMPLES, BatchSizing, size_batch
-from ..core.box_schema import BOX_FEATURES, BOX_ROLE, DETECTION_TASK
+from ..core.box_schema import AREA, BOX_FEATURES, BOX_ROLE, DETECTION_TASK
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ConfigError
 from ..core.manifest import FeatureSpec, Manifest, read_manifest
@@ -75,8 +75,9 @@ def image_feature(manifest: Manifest, examples: str) -> FeatureSpec:
 
 
 def _check_label(manifest: Manifest, info: ModelInfo, examples: str) -> None:
-    if info.task == DETECTION_TASK:  # the label is the seven box features (core/box_schema.py)
-        missing = [name for name in BOX_FEATURES if name not in manifest.features]
+    if info.task == DETECTION_TASK:  # the label is the eight box features (core/box_schema.py)
+        # AREA is optional: examples made before it have their area ranges measured in stored pixels.
+        missing = [name for name in BOX_FEATURES if name not in manifest.features and name != AREA]
         if missing:
             raise EvaluationError(f"a detection model needs the box features of {examples}, which lacks {missing}: "
                                   "is it a box index's ExampleGen output?")

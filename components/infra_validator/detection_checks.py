@@ -5,14 +5,15 @@ each signature's answer is held to the contract, and `serving_image` (the canari
 `serving_default` (the same canaries as examples). A problem is one line naming the signature, the canary and
 the check; only the first problem of each signature is told (one broken rule usually breaks every canary).
 
-    problems = contract_problems("serving_default", returned, answers, num_classes=3)
+    problems = contract_problems("serving_default", returned, answers, label_ids=(3, 7, 12))
     worst, problems = agreement(answers_by_signature["serving_default"], answers_by_signature["serving_image"],
                                 box_tolerance=1 / 96)
 
 The checks, per canary: the outputs are exactly `DETECTION_OUTPUTS`, float32, of shapes [N, M, 4], [N, M],
 [N, M], [N] with M = `MAX_DETECTIONS` (box_schema's `DETECTION_OUTPUT_SHAPES`); every value finite;
 `num_detections` a whole number in 0..M; in the rows that are detections, boxes within [0, 1] with ymin <= ymax
-and xmin <= xmax, scores in [0, 1] and descending, classes label map ids 1..num_classes; past them, class 0.
+and xmin <= xmax, scores in [0, 1] and descending, classes ids of the model's label map (its label_map.pbtxt);
+past them, class 0.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def _first(bad: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(i) for i in found[0]) if len(found) else None
 
 
-def _row_problem(answers: dict[str, np.ndarray], num_classes: int) -> str | None:
+def _row_problem(answers: dict[str, np.ndarray], label_ids: tuple[int, ...]) -> str | None:
     """The first canary (and detection) breaking a rule of the values, said in one line."""
     boxes, scores, classes, count = (answers[name].astype(np.float64) for name in DETECTION_OUTPUTS)
     finite = np.isfinite(boxes).all(axis=(1, 2)) & np.isfinite(scores).all(axis=1) & np.isfinite(classes).all(axis=1)
@@ -68,8 +69,8 @@ def _row_problem(answers: dict[str, np.ndarray], num_classes: int) -> str | None
         ((scores < 0) | (scores > 1), lambda i, j: f"score {scores[i, j]:g} is not within [0, 1]"),
         (np.pad(np.diff(scores, axis=1) > 0, ((0, 0), (1, 0))),  # detection j scores above detection j - 1
          lambda i, j: f"scores are not descending ({scores[i, j - 1]:g} then {scores[i, j]:g})"),
-        ((classes != np.round(classes)) | (classes < 1) | (classes > num_classes),
-         lambda i, j: f"class {classes[i, j]:g} is not in the label map (ids 1..{num_classes})"),
+        (~np.isin(classes, np.asarray(label_ids, np.float64)),
+         lambda i, j: f"class {classes[i, j]:g} is not in the label map (ids {list(label_ids)})"),
     )
     for bad, said in rules:
         at = _first(bad & detection)
@@ -87,7 +88,7 @@ def _box(box: np.ndarray) -> str:
 
 
 def contract_problems(signature: str, returned: dict[str, Any], answers: dict[str, np.ndarray],
-                      num_classes: int) -> list[str]:
+                      label_ids: tuple[int, ...]) -> list[str]:
     """[] when `signature`'s answers keep the contract; else [its first problem, in one line].
 
     `returned`: the names (and dtypes, shapes) its first call returned; `answers`: its saved outputs per canary."""
@@ -95,7 +96,7 @@ def contract_problems(signature: str, returned: dict[str, Any], answers: dict[st
         return [f"{signature}: returns {sorted(returned)}, the contract is exactly {sorted(DETECTION_OUTPUTS)}"]
     problem = _shape_problem(answers, len(answers[COUNT]))
     if problem is None:
-        problem = _row_problem(answers, num_classes)
+        problem = _row_problem(answers, label_ids)
     return [] if problem is None else [f"{signature}: {problem}"]
 
 
@@ -140,14 +141,14 @@ def agreement(default: dict[str, np.ndarray], image: dict[str, np.ndarray],
     return worst, []
 
 
-def judge_detections(outputs: str, checked: dict[str, Any], num_classes: int, image_shape: list[int] | None,
+def judge_detections(outputs: str, checked: dict[str, Any], label_ids: tuple[int, ...], image_shape: list[int] | None,
                      canaries: int) -> tuple[dict[str, float], list[str], list[str]]:
     """The probe's saved answers (`outputs`/<signature>.npz) judged: ({serving_image: its largest box gap to
     serving_default}, [problems], [what passed, for the report]). `image_shape`: the canaries' stored image
     [H, W, C], whose one pixel is the resize's rounding the two signatures may differ by."""
     answers = {name: dict(np.load(os.path.join(outputs, f"{name}.npz"))) for name in sorted(checked)}
     problems = [line for name in sorted(checked)
-                for line in contract_problems(name, checked[name].get("returned") or {}, answers[name], num_classes)]
+                for line in contract_problems(name, checked[name].get("returned") or {}, answers[name], label_ids)]
     if problems:
         return {}, problems, []
     passed = [f"{', '.join(sorted(checked))}: the detection outputs keep the contract on {canaries} canaries"]

@@ -34,6 +34,7 @@ from ..core import storage
 from ..core.batch_memory import budget_bytes
 from ..core.config_record import recorded_options
 from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK
+from ..core.label_map_file import model_label_map
 from ..core.manifest import FeatureSpec
 from ..core.model_info import IMAGE_SIGNATURE, SERVING_SIGNATURE, ModelInfo, read_model_info
 from ..core.output_dir import OutputDir
@@ -198,6 +199,14 @@ def _compare(canaries: Canaries, fed: Inputs, outputs: str, tolerance: float) ->
     return deltas, reasons
 
 
+def _label_ids(model: str, info: ModelInfo) -> tuple[int, ...]:
+    """The ids a detector may serve: its label_map.pbtxt's (core/label_map_file.py)."""
+    try:
+        return model_label_map(model, info).ids
+    except (OSError, ValueError) as err:
+        raise InfraValidationError(f"model {model}: cannot read its label map: {err}") from None
+
+
 def _judge(config: InfraValidatorConfig, info: ModelInfo, canaries: Canaries, fed: Inputs, probe: dict[str, Any],
            outputs: str, feature: FeatureSpec | str | None) -> tuple[dict[str, float], list[str], list[str]]:
     """The probe's answers judged: (max differences per signature, [reasons against], [what passed]).
@@ -205,7 +214,7 @@ def _judge(config: InfraValidatorConfig, info: ModelInfo, canaries: Canaries, fe
     model by the Evaluator's probabilities."""
     if info.task == DETECTION_TASK:
         shape = list(feature.shape) if isinstance(feature, FeatureSpec) else None
-        return judge_detections(outputs, probe["checked"], info.num_classes, shape, len(canaries.records))
+        return judge_detections(outputs, probe["checked"], _label_ids(config.model, info), shape, len(canaries.records))
     deltas, reasons = _compare(canaries, fed, outputs, config.tolerance)
     passed = [f"{name}: max |Δ| {deltas[name]:.3g} from the Evaluator's probabilities on "
               f"{len(canaries.records)} canaries (tolerance {config.tolerance:g})" for name in sorted(deltas)]

@@ -4,10 +4,10 @@ Pure Python (no Beam, no TensorFlow): the writer DoFn opens one `DetectionPart` 
 
 A JSON line: {"index", "row", "path", "image_size": [height, width] of the image as the file is (EXIF
 orientation applied; the stored image's for --examples), "boxes": [...]}, each box {"class_name", "label_id"
-(the label map's, from 1), "score", "box": [ymin, xmin, ymax, xmax] normalised to [0, 1], "pixels": the same
-in the image's pixels (outer pixel edges, as ExampleGen reads pixel boxes)}, best first, those scoring at
-least the floor. A box of zero area after rounding is no box: it is left out (a labelling tool and
-ExampleGen would refuse it).
+(an id of the model's label map: its label_map.pbtxt's), "score", "box": [ymin, xmin, ymax, xmax] normalised to
+[0, 1], "pixels": the same in the image's pixels (outer pixel edges, as ExampleGen reads pixel boxes)}, best
+first, those scoring at least the floor. A box of zero area after rounding is no box: it is left out (a
+labelling tool and ExampleGen would refuse it).
 
 The CSV is ExampleGen's AutoML input layout without a set column, `path,label,x_min,y_min,,,x_max,y_max,,`
 normalised, a row per box; an image with no box above the floor gets the empty-label row `path,,,,,,,,,`,
@@ -15,7 +15,7 @@ so every image is in it and the file can be corrected in a labelling tool and in
 (example_gen.box_index.read_box_csv reads it back).
 
 >>> outputs = {"boxes": np.array([[0.1, 0.2, 0.5, 0.6]]), "scores": np.array([0.9]), "classes": np.array([2.0])}
->>> line = detection_row("new.csv", 3, "a.jpg", (100, 200), outputs, ["cat", "dog"], 0.5)
+>>> line = detection_row("new.csv", 3, "a.jpg", (100, 200), outputs, ((1, "cat"), (2, "dog")), 0.5)
 >>> line["boxes"][0]["class_name"], line["boxes"][0]["pixels"]
 ('dog', [10.0, 40.0, 50.0, 120.0])
 >>> automl_rows(line)
@@ -27,7 +27,7 @@ import contextlib
 import csv
 import io
 import json
-from typing import Any, BinaryIO, Sequence
+from typing import Any, BinaryIO, Iterable
 
 import numpy as np
 
@@ -38,9 +38,10 @@ DIGITS = 6  # normalised coordinates: a millionth of the side, far below a pixel
 PIXEL_DIGITS = 2
 
 
-def _boxes(outputs: dict[str, np.ndarray], class_names: Sequence[str], size: tuple[int, int],
+def _boxes(outputs: dict[str, np.ndarray], labels: Iterable[tuple[int, str]], size: tuple[int, int],
            min_score: float) -> list[dict[str, Any]]:
     height, width = size
+    names = dict(labels)
     found = []
     for box, score, label in zip(outputs["boxes"], outputs["scores"], outputs["classes"]):
         if score < min_score:
@@ -49,10 +50,10 @@ def _boxes(outputs: dict[str, np.ndarray], class_names: Sequence[str], size: tup
         if ymin >= ymax or xmin >= xmax:
             continue
         label_id = int(round(float(label)))
-        if not 1 <= label_id <= len(class_names):
+        if label_id != float(label) or label_id not in names:
             raise PredictionError(f"the model answered class {float(label):g}, outside its label map's ids "
-                                  f"1..{len(class_names)}: it breaks the detection contract (shardflow infra-validate)")
-        found.append({"class_name": class_names[label_id - 1], "label_id": label_id,
+                                  f"{sorted(names)}: it breaks the detection contract (shardflow infra-validate)")
+        found.append({"class_name": names[label_id], "label_id": label_id,
                       "score": round(float(score), DIGITS), "box": [ymin, xmin, ymax, xmax],
                       "pixels": [round(ymin * height, PIXEL_DIGITS), round(xmin * width, PIXEL_DIGITS),
                                  round(ymax * height, PIXEL_DIGITS), round(xmax * width, PIXEL_DIGITS)]})
@@ -60,11 +61,11 @@ def _boxes(outputs: dict[str, np.ndarray], class_names: Sequence[str], size: tup
 
 
 def detection_row(index: str, row: int, path: str, size: tuple[int, int], outputs: dict[str, np.ndarray],
-                  class_names: Sequence[str], min_score: float) -> dict[str, Any]:
+                  labels: Iterable[tuple[int, str]], min_score: float) -> dict[str, Any]:
     """A row's JSON line. `outputs`: its detections (boxes [n, 4], scores [n], classes [n] label map ids), best
-    first; `size`: (height, width) of the image the pixel boxes are in."""
+    first; `labels`: the label map's (id, name) pairs; `size`: (height, width) of the image the pixel boxes are in."""
     return {"index": index, "row": row, "path": path, "image_size": [int(size[0]), int(size[1])],
-            "boxes": _boxes(outputs, class_names, size, min_score)}
+            "boxes": _boxes(outputs, labels, size, min_score)}
 
 
 def _number(value: float) -> str:

@@ -22,6 +22,7 @@ from ..core.batch_memory import budget_bytes
 from ..core.beam_setup import close_dask_client, describe_runner, make_pipeline, pipeline_options
 from ..core.box_schema import DETECTION_TASK
 from ..core.errors import ConfigError
+from ..core.label_map_file import model_label_map
 from ..core.manifest import read_manifest
 from ..core.model_info import ModelInfo, read_model_info
 from ..core.output_dir import OutputDir
@@ -55,7 +56,8 @@ def run(config: PredictConfig, echo: Callable[[str], None] = print) -> dict[str,
         spec = OutputSpec(info.task, tuple(info.class_names), min(config.top_k, info.num_classes),
                           "jsonl" if detector else config.format, staging, out.staged("masks"), inputs.sources,
                           config.prediction_log, model_dir, config.min_score,
-                          stored_image_size(str(config.examples), info) if detector and config.examples else None)
+                          stored_image_size(str(config.examples), info) if detector and config.examples else None,
+                          _label_names(model_dir, info) if detector else ())
         runner, parts = _execute(config, model_dir, inputs, spec, echo)
         summary = _finish(config, out, inputs, parts, spec, info)
         summary.update({"model": model_dir, "model_reference": config.model, "runner": runner,
@@ -65,6 +67,15 @@ def run(config: PredictConfig, echo: Callable[[str], None] = print) -> dict[str,
     echo(f"predict: {summary['predicted']:,} predicted, {summary['rejected']:,} rejected of {summary['rows']:,} rows "
          f"in {summary['seconds']:.1f} s ({summary['rows_per_second']:,.0f} rows/s) on {runner}; {config.output}")
     return summary
+
+
+def _label_names(model_dir: str, info: ModelInfo) -> tuple[tuple[int, str], ...]:
+    """A detector's (served id, class name) pairs, from its label_map.pbtxt (core/label_map_file.py)."""
+    try:
+        label_map = model_label_map(model_dir, info)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"model {model_dir}: cannot read its label map: {err}") from None
+    return tuple((i, name) for name, i in label_map.ids_by_name.items())
 
 
 def _execute(config: PredictConfig, model_dir: str, inputs: Inputs, spec: OutputSpec,

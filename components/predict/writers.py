@@ -43,6 +43,7 @@ class OutputSpec:
     model_path: str
     min_score: float = 0.0  # a detector's boxes scoring less are not written
     stored_size: tuple[int, int] | None = None  # (H, W) of the examples' stored images: a shard record's size
+    label_names: tuple[tuple[int, str], ...] = ()  # a detector's label map: (id it serves, class name) pairs
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class WritePredictionsFn(beam.DoFn):
         index, outputs, spec = self.spec.sources[source_id], result.inference, self.spec
         if spec.task == DETECTION_TASK:
             record = detection_row(index, row, path, size or spec.stored_size or (1, 1), outputs,
-                                   spec.class_names, spec.min_score)
+                                   spec.label_names, spec.min_score)
         elif spec.task == "classification":
             record = classification_row(index, row, path, outputs["probabilities"], list(spec.class_names), spec.top_k)
         else:

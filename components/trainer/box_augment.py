@@ -3,7 +3,9 @@
 Boxes are a padded batch (`BoxBatch`): float32 [B, K, 4] in the TF Object Detection API's order
 (ymin, xmin, ymax, xmax), normalised to [0, 1] by the image's outer pixel edges; int32 classes
 [B, K]; an int32 count [B]. Rows at and beyond an example's count are padding: boxes 0.0 and classes
-`PADDING_CLASS` (-1, because 0 is a real class id here: labels are 0-based, as in the classifiers).
+`PADDING_CLASS` (-1, because 0 is a real class id here: labels are 0-based, as in the classifiers). An ignore
+region of class c (a COCO crowd, a VOC difficult object) is a row of class `ignore_class(c)` = -2 - c: the ops move
+and drop it as any box, and the targets neither centre an object on it nor count it as background of class c.
 
 The geometric ops that keep a box a box (`flip`, `flip_vertical`, `crop`) take their draws from the
 image ops' own matrices (`augment.op_matrix` on `augment.op_seeds`), so an example's boxes follow
@@ -36,12 +38,17 @@ MIN_VISIBLE = 0.5
 class BoxBatch(NamedTuple):
     """A batch's boxes: float32 [B, K, 4] (ymin, xmin, ymax, xmax) in [0, 1], int32 classes [B, K], int32 count [B].
 
-    Rows >= count are padding: boxes zero, classes PADDING_CLASS.
+    Rows >= count are padding: boxes zero, classes PADDING_CLASS; an ignore region's class is `ignore_class(c)`.
     """
 
     boxes: tf.Tensor
     classes: tf.Tensor
     count: tf.Tensor
+
+
+def ignore_class(classes: tf.Tensor) -> tf.Tensor:
+    """Class c's ignore-region code -2 - c, and back (its own inverse): below PADDING_CLASS, so never a class."""
+    return -2 - classes
 
 
 def augment_detection_batch(images: tf.Tensor, boxes: BoxBatch, ops: tuple[str, ...], seed: tf.Tensor,

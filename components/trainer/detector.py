@@ -11,7 +11,8 @@ centre's sub-cell offset (y, x). Training targets come from detector_targets.py;
     model.fit(images_and_targets, epochs=...)                          # targets: detection_targets(...)
     outputs = decode_detections(**model(images))                       # TF OD API output names
 
-Loss (CenterNet's): focal loss on the heat-map (alpha 2, beta 4) divided by the objects' count, plus
+Loss (CenterNet's): focal loss on the heat-map (alpha 2, beta 4; no negatives inside an ignore region of the
+class, the targets' `heatmap_mask`) divided by the objects' count, plus
 0.1 x L1 on sizes measured in grid cells and 1 x L1 on offsets at the true centres, divided by the objects'
 count (and by 2 coordinates, as CenterNet's RegL1Loss). Counts are those of the global batch (an all-reduce
 over replicas), and each replica returns its share, so the replicas' gradients sum to the global batch's.
@@ -121,7 +122,7 @@ class CenterNetModel(keras.Model):
 def centernet_loss_parts(targets: dict[str, tf.Tensor], outputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """This replica's shares of the unweighted heat-map, size and offset losses, each divided by a global count."""
     heatmap = tf.cast(outputs[HEATMAP], tf.float32)
-    focal, centres = focal_loss_sum(tf.cast(targets[HEATMAP], tf.float32), heatmap)
+    focal, centres = focal_loss_sum(tf.cast(targets[HEATMAP], tf.float32), heatmap, targets.get("heatmap_mask"))
     mask = tf.cast(targets["mask"], tf.float32)
     objects = _global_sum(tf.reduce_sum(mask))
     cells = tf.constant(heatmap.shape.as_list()[1:3], tf.float32)  # sizes in grid cells, as CenterNet regresses them
@@ -131,15 +132,19 @@ def centernet_loss_parts(targets: dict[str, tf.Tensor], outputs: dict[str, tf.Te
             SIZE: size / tf.maximum(2 * objects, 1.0), OFFSET: offset / tf.maximum(2 * objects, 1.0)}
 
 
-def focal_loss_sum(target: tf.Tensor, predicted: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+def focal_loss_sum(target: tf.Tensor, predicted: tf.Tensor,
+                   negatives: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
     """CenterNet's penalty-reduced focal loss, summed, and the count of centres (cells where target is 1).
 
-    Cells near a centre are penalised less as negatives, by (1 - target)^beta.
+    Cells near a centre are penalised less as negatives, by (1 - target)^beta; `negatives` (the targets'
+    `heatmap_mask`, 0 inside ignore regions) weights each cell's negative term.
     """
     p = tf.clip_by_value(predicted, PROBABILITY_CLAMP, 1 - PROBABILITY_CLAMP)
     positive = tf.cast(tf.equal(target, 1.0), tf.float32)
     positive_loss = tf.math.log(p) * (1 - p) ** FOCAL_ALPHA * positive
     negative_loss = tf.math.log(1 - p) * p ** FOCAL_ALPHA * (1 - target) ** FOCAL_BETA * (1 - positive)
+    if negatives is not None:
+        negative_loss *= tf.cast(negatives, tf.float32)
     return -tf.reduce_sum(positive_loss + negative_loss), tf.reduce_sum(positive)
 
 

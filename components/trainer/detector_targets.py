@@ -1,7 +1,8 @@
 """CenterNet ("Objects as Points", Zhou et al. 2019) training targets from a padded box batch.
 
 Boxes follow box_augment.py: float32 [B, K, 4] (ymin, xmin, ymax, xmax) normalised to the image's outer
-pixel edges, int32 classes [B, K] (PADDING_CLASS -1 past each example's count), int32 count [B]. A grid of
+pixel edges, int32 classes [B, K] (PADDING_CLASS -1 past each example's count; an ignore region of class c,
+`box_augment.ignore_class(c)`), int32 count [B]. A grid of
 G rows covers [0, 1] in G equal cells, so cell i spans [i / G, (i + 1) / G] and a normalised coordinate c
 lies in cell floor(c * G) at offset c * G - floor(c * G).
 
@@ -14,15 +15,22 @@ the batch may be unknown, K and the grid are static, so it runs in a tf.data map
     targets["size"]      # float32 [B, K, 2]: (h, w) normalised
     targets["offset"]    # float32 [B, K, 2]: the centre's sub-cell offset (y, x) in [0, 1)
     targets["indices"]   # int32 [B, K]: the centre cell, row * GW + column
-    targets["mask"]      # float32 [B, K]: 1 for a real box, 0 for padding
+    targets["mask"]      # float32 [B, K]: 1 for a real box, 0 for padding and ignore regions
+    targets["heatmap_mask"]  # float32 [B, G, G, C]: 0 in the cells an ignore region of class c touches, else 1
+
+An ignore region (a COCO crowd, a VOC difficult object) is neither positive nor negative, as the Evaluator scores
+it: no centre, size or offset, and its class's heat-map cells that it touches are no background either (the
+focal loss leaves their negative term out; an object's own centre there stays a positive).
 """
 from __future__ import annotations
 
 import tensorflow as tf
 
+from .box_augment import ignore_class
+
 # CenterNet's gaussian_radius: the radius keeps a box whose corners move by it at IoU >= 0.7 with the truth.
 MIN_OVERLAP = 0.7
-TARGET_KEYS = ("heatmap", "size", "offset", "indices", "mask")
+TARGET_KEYS = ("heatmap", "size", "offset", "indices", "mask", "heatmap_mask")
 
 
 def grid_shape(grid_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -51,12 +59,15 @@ def gaussian_radius(height: tf.Tensor, width: tf.Tensor, min_overlap: float = MI
 
 def detection_targets(boxes: tf.Tensor, classes: tf.Tensor, count: tf.Tensor, grid_size: int | tuple[int, int],
                       num_classes: int) -> dict[str, tf.Tensor]:
-    """The CenterNet targets of a padded box batch (module docstring); rows >= count or of class < 0 are none."""
+    """The CenterNet targets of a padded box batch (module docstring); rows >= count or of class < 0 are no
+    object, and those of an ignore class (<= -2) are ignore regions."""
     rows, columns = grid_shape(grid_size)
     boxes = tf.convert_to_tensor(boxes, tf.float32)
     classes = tf.cast(classes, tf.int32)
     slots = boxes.shape[1] if boxes.shape[1] is not None else tf.shape(boxes)[1]
-    real = (tf.range(slots)[None, :] < tf.cast(count, tf.int32)[:, None]) & (classes >= 0) & (classes < num_classes)
+    listed = tf.range(slots)[None, :] < tf.cast(count, tf.int32)[:, None]
+    real = listed & (classes >= 0) & (classes < num_classes)
+    ignored = listed & (ignore_class(classes) >= 0) & (ignore_class(classes) < num_classes)
     scale = tf.constant([rows, columns], tf.float32)
     centre = (boxes[..., :2] + boxes[..., 2:]) / 2 * scale  # [B, K, 2] in cells
     size = boxes[..., 2:] - boxes[..., :2]
@@ -70,7 +81,20 @@ def detection_targets(boxes: tf.Tensor, classes: tf.Tensor, count: tf.Tensor, gr
         "offset": (centre - cell) * weight[..., None],
         "indices": tf.where(real, cell_int[..., 0] * columns + cell_int[..., 1], 0),
         "mask": weight,
+        "heatmap_mask": 1.0 - _ignored_cells(boxes, ignore_class(classes), ignored, (rows, columns), num_classes),
     }
+
+
+def _ignored_cells(boxes: tf.Tensor, classes: tf.Tensor, ignored: tf.Tensor, grid: tuple[int, int],
+                   num_classes: int) -> tf.Tensor:
+    """[B, G, G, C]: 1 in each cell an ignore region's box overlaps (by a positive area), in its class."""
+    rows, columns = grid
+    row_edges = tf.range(rows + 1, dtype=tf.float32) / rows
+    column_edges = tf.range(columns + 1, dtype=tf.float32) / columns
+    in_rows = (row_edges[None, None, 1:] > boxes[..., 0:1]) & (row_edges[None, None, :-1] < boxes[..., 2:3])
+    in_columns = (column_edges[None, None, 1:] > boxes[..., 1:2]) & (column_edges[None, None, :-1] < boxes[..., 3:4])
+    inside = in_rows[..., :, None] & in_columns[..., None, :] & ignored[..., None, None]  # [B, K, GH, GW]
+    return _per_class_max(tf.cast(inside, tf.float32), classes, ignored, grid, num_classes)
 
 
 def _heatmap(cell: tf.Tensor, cells: tf.Tensor, classes: tf.Tensor, real: tf.Tensor, grid: tuple[int, int],
@@ -90,10 +114,17 @@ def _heatmap(cell: tf.Tensor, cells: tf.Tensor, classes: tf.Tensor, real: tf.Ten
     inside = (tf.abs(dy) <= reach)[..., :, None] & (tf.abs(dx) <= reach)[..., None, :]
     exponent = -(dy[..., :, None] ** 2 + dx[..., None, :] ** 2) / (2 * sigma[..., None, None] ** 2)
     gaussian = tf.where(inside & real[..., None, None], tf.exp(exponent), 0.0)  # [B, K, GH, GW]
+    return _per_class_max(gaussian, classes, real, grid, num_classes)
+
+
+def _per_class_max(values: tf.Tensor, classes: tf.Tensor, real: tf.Tensor, grid: tuple[int, int],
+                   num_classes: int) -> tf.Tensor:
+    """[B, GH, GW, C]: per example and class, the maximum of its `real` rows' maps `values` [B, K, GH, GW]."""
+    rows, columns = grid
     batch = tf.shape(classes)[0]
     # Padding rows go to a dropped segment (class C) of their example.
     segment = tf.range(batch)[:, None] * (num_classes + 1) + tf.where(real, classes, num_classes)
-    peaks = tf.math.unsorted_segment_max(tf.reshape(gaussian, [-1, rows, columns]), tf.reshape(segment, [-1]),
+    peaks = tf.math.unsorted_segment_max(tf.reshape(values, [-1, rows, columns]), tf.reshape(segment, [-1]),
                                          batch * (num_classes + 1))
     peaks = tf.maximum(peaks, 0.0)  # an empty segment is the lowest float
     peaks = tf.reshape(peaks, [batch, num_classes + 1, rows, columns])[:, :num_classes]

@@ -224,10 +224,10 @@ def _model_info(config: TrainerConfig, task: TrainingTask, placement: Placement,
 
 
 def _detection_extra(task: TrainingTask) -> dict:
-    """A detector's label map ({name: served class id, from 1}) and box limit, as ExampleGen recorded them."""
-    if task.kind != DETECTION_TASK:
+    """A detector's label map ({name: served class id}) and box limit, as ExampleGen recorded them."""
+    if task.kind != DETECTION_TASK or task.label_map is None:
         return {}
-    return {"label_map": task.label_map, "max_boxes": task.max_boxes}
+    return {"label_map": dict(task.label_map.ids_by_name), "max_boxes": task.max_boxes}
 
 
 def weights_digest(model: keras.Model) -> str:

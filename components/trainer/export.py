@@ -34,9 +34,10 @@ import tf_keras as keras
 
 from ..core import storage
 from ..core.cloud_env import enable_tensorflow_filesystems
-from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK, MAX_DETECTIONS, served_class_id
+from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK, MAX_DETECTIONS
 from ..core.errors import ConfigError
 from ..core.image_decode import CODED
+from ..core.label_map_file import write_label_map
 from ..core.model_info import IMAGE_INPUT, IMAGE_SIGNATURE, SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, write_model_info
 from .features import RawToModel
 from .task import TrainingTask
@@ -59,7 +60,7 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
 
     def predict(image: tf.Tensor) -> dict[str, tf.Tensor]:
         if task.kind == DETECTION_TASK:
-            return served_detections(model({name: image}, training=False))
+            return served_detections(model({name: image}, training=False), task.label_map.ids)
         softmax = tf.cast(model({name: image}, training=False), tf.float32)
         probabilities = served_probabilities(softmax, task.num_classes)
         outputs = {"probabilities": probabilities, "class_ids": tf.argmax(probabilities, axis=-1)}
@@ -87,7 +88,7 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
     return {SERVING_SIGNATURE: serve.get_concrete_function(), **signatures}
 
 
-def served_detections(maps: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+def served_detections(maps: dict[str, tf.Tensor], label_ids: tuple[int, ...]) -> dict[str, tf.Tensor]:
     """The OD API's outputs of a detector's maps: float32 boxes [N, M, 4], scores and label map ids [N, M] (0
     past `num_detections`), num_detections [N]; M = MAX_DETECTIONS."""
     from .detector import HEATMAP, OFFSET, SIZE, decode_detections
@@ -95,7 +96,8 @@ def served_detections(maps: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     found = decode_detections(*(tf.cast(maps[key], tf.float32) for key in (HEATMAP, SIZE, OFFSET)),
                               max_detections=MAX_DETECTIONS)
     real = tf.range(MAX_DETECTIONS)[None, :] < tf.cast(found["num_detections"], tf.int32)[:, None]
-    found["detection_classes"] = tf.where(real, served_class_id(found["detection_classes"]), 0.0)
+    served = tf.gather(tf.constant(label_ids, tf.float32), tf.cast(found["detection_classes"], tf.int32))
+    found["detection_classes"] = tf.where(real, served, 0.0)  # class index i serves label_ids[i] (LabelMap.ids)
     return {name: found[name] for name in DETECTION_OUTPUTS}
 
 
@@ -136,6 +138,8 @@ def export_model(model: keras.Model, to_model: RawToModel, task: TrainingTask, i
         enable_tensorflow_filesystems([model_dir])
         model.save(model_dir, save_format="tf", include_optimizer=False, signatures=signatures,
                    save_traces=SAVE_TRACES)
+        if task.kind == DETECTION_TASK:  # the OD API's label_map.pbtxt beside the model: Push copies it with it
+            write_label_map(model_dir, task.label_map)
         write_model_info(model_dir, info)
         return
     scratch = tempfile.mkdtemp(prefix="shardflow-worker-model-")

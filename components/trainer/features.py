@@ -88,7 +88,7 @@ class RawToModel(tf.Module):
         return self.inputs_and_target(batch)
 
     def _detection_pair(self, batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        """(image, padded boxes): the image as a classifier's, the boxes as stored (label map ids made 0-based)."""
+        """(image, padded boxes): the image as a classifier's, the boxes as stored (ids made class indices)."""
         name = self.task.input_name
         if self.tft_layer is None or self.raw_pixels:
             image = self._scaled(batch[name])
@@ -96,7 +96,7 @@ class RawToModel(tf.Module):
             image = self.image(batch)
         else:
             image = tf.cast(batch[name], tf.float32)
-        return image, padded_boxes(batch, self.task.max_boxes)
+        return image, padded_boxes(batch, self.task.max_boxes, self.task.label_map.ids)
 
     def image(self, parsed: dict[str, tf.Tensor]) -> tf.Tensor:
         """float32 [B, H, W, C] model input from the raw image bytes alone (serving has no labels)."""

@@ -9,8 +9,9 @@ Three inputs are possible:
     task = resolve_task(config.input)
     task.kind, task.input_name, task.target, task.num_classes   # 'classification', 'x', 'y', 10
 
-A detection target (`box_schema.BOX_TARGET`, the seven features of role "boxes") has the label map's classes,
-in id order (ids from 1 in the data, 0-based in training), and at most `max_boxes` boxes an example.
+A detection target (`box_schema.BOX_TARGET`, the eight features of role "boxes") has the label map's classes,
+in id order (the source's ids in the data and served, an id's rank in training: `box_schema.LabelMap`), and at
+most `max_boxes` boxes an example.
 
 A string label's model has one softmax unit more than it has classes (`num_outputs`): the OOV id
 that Transform (or the vocabulary table, without Transform) gives a label unseen in the vocabulary.
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..core import storage
-from ..core.box_schema import BBOX, BOX_ROLE, BOX_TARGET, BOXES_KEY, CLASS_LABEL, DETECTION_TASK
+from ..core.box_schema import BBOX, BOX_ROLE, BOX_TARGET, BOXES_KEY, CLASS_LABEL, DETECTION_TASK, IS_CROWD, LabelMap
 from ..core.errors import ConfigError
 from ..core.manifest import FeatureSpec, Manifest, read_manifest
 from ..core.model_info import OOV_CLASS
@@ -46,14 +47,15 @@ class TrainingTask:
     train_manifest: Manifest
     transform_graph: str | None  # a tft.TFTransformOutput directory, or None
     materialized: bool  # the train_dir shards are already transformed
-    label_map: dict[str, int] | None = None  # detection: {class name: id from 1}
+    label_map: LabelMap | None = None  # detection: {class name: id}, the ids the examples store and the model serves
     max_boxes: int = 0  # detection: the most boxes an example has (the padded stream's K)
 
     @property
     def stream_features(self) -> tuple[str, ...]:
         """The features the input stream parses: the image and the target (a detection target's boxes and ids)."""
-        if self.kind == DETECTION_TASK:
-            return (self.input_name, *BBOX, CLASS_LABEL)
+        if self.kind == DETECTION_TASK:  # crowds are ignore regions in training (box_stream.py)
+            crowd = (IS_CROWD,) if IS_CROWD in self.train_manifest.features else ()
+            return (self.input_name, *BBOX, CLASS_LABEL, *crowd)
         return (self.input_name, self.target)
 
     @property
@@ -148,12 +150,13 @@ def _detection_task(inputs: InputOptions, model_side: Manifest, raw: Manifest, r
         raise ConfigError(f"{inputs.examples}: boxes without the features {missing}: a custom preprocessing_fn must "
                           "pass the box features through unchanged")
     boxes = raw.extra.get(BOXES_KEY) or model_side.extra.get(BOXES_KEY) or {}
-    label_map = {str(name): int(i) for name, i in (boxes.get("label_map") or {}).items()}
-    if not label_map:
+    if not boxes.get("label_map"):
         raise ConfigError(f"{raw_dir}: the manifest records no label map of its boxes ({BOXES_KEY}.label_map)")
-    names = sorted(label_map, key=label_map.__getitem__)
-    if [label_map[n] for n in names] != list(range(1, len(names) + 1)):
-        raise ConfigError(f"{raw_dir}: the label map's ids must be 1..{len(names)}, got {label_map}")
+    try:
+        label_map = LabelMap(boxes["label_map"])
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{raw_dir}: the manifest's label map {boxes['label_map']}: {err}") from None
+    names = list(label_map.names)
     if inputs.num_classes is not None and inputs.num_classes != len(names):
         raise ConfigError(f"--num-classes {inputs.num_classes} differs from the label map's {len(names)} classes; "
                           "drop --num-classes for boxes")

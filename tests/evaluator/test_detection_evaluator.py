@@ -20,7 +20,7 @@ from pycocotools.cocoeval import COCOeval
 
 from detection_oracle import OracleFaults, export_oracle
 from shardflow.cli import main as shardflow_main
-from shardflow.core.box_schema import BBOX, CLASS_LABEL
+from shardflow.core.box_schema import AREA, BBOX, CLASS_LABEL
 from shardflow.core.detection_metrics import coco_boxes
 from shardflow.core.manifest import read_manifest
 from shardflow.core.reader import shard_files
@@ -80,9 +80,11 @@ def pycocotools_stats(records: list[bytes], model: Path) -> np.ndarray:
     for i, record in enumerate(records):
         feature = tf.train.Example.FromString(record).features.feature
         true_boxes = np.stack([feature[name].float_list.value for name in BBOX], axis=-1).reshape(-1, 4)
-        for box, label in zip(coco_boxes(true_boxes, SIZE, SIZE), feature[CLASS_LABEL].int64_list.value):
+        coco = coco_boxes(true_boxes, SIZE, SIZE)
+        areas = list(feature[AREA].float_list.value) or coco[:, 2] * coco[:, 3]  # COCO's `area`: ExampleGen's
+        for box, label, area in zip(coco, feature[CLASS_LABEL].int64_list.value, areas):
             truth["annotations"].append({"id": len(truth["annotations"]) + 1, "image_id": i, "category_id": label,
-                                         "bbox": box.tolist(), "area": float(box[2] * box[3]), "iscrowd": 0})
+                                         "bbox": box.tolist(), "area": float(area), "iscrowd": 0})
         count = int(served["num_detections"][i])
         boxes_px = coco_boxes(served["detection_boxes"][i, :count].numpy(), SIZE, SIZE)
         for box, score, label in zip(boxes_px, served["detection_scores"][i, :count].numpy(),
@@ -125,7 +127,8 @@ def test_equals_pycocotools_on_the_served_detections(tmp_path: Path, boxes: dict
     reference = pycocotools_stats(eval_records(boxes["examples"]), oracles["noisy"])
     ours = np.array([-1.0 if metrics["overall"][name] is None else metrics["overall"][name] for name in METRIC_NAMES])
     np.testing.assert_allclose(ours, reference, rtol=0, atol=1e-6)
-    assert 0.05 < metrics["overall"]["ap"] < 0.9 and metrics["ap_per_class"][boxes["names"][2]] == 0.0
+    # The dropped class is named only by the hashed false positives, which may land on one of its boxes by chance.
+    assert 0.05 < metrics["overall"]["ap"] < 0.9 and metrics["ap_per_class"][boxes["names"][2]] < 0.01
 
 
 @pytest.mark.parametrize("planted", ["swapped", "pixel_off"])
@@ -175,6 +178,6 @@ def test_crowd_flags_are_parsed_with_the_true_boxes(boxes: dict) -> None:
     bare = tf.train.Example.FromString(box_example([[.1, .1, .2, .2]], [3]))
     del bare.features.feature[IS_CROWD]
     records = [crowded.SerializeToString(), box_example([], []), bare.SerializeToString()]
-    found, labels, crowd = true_box_parser(read_manifest(boxes["examples"]))(tf.constant(records))
+    found, labels, crowd, _ = true_box_parser(read_manifest(boxes["examples"]))(tf.constant(records))
     assert [len(b) for b in found] == [2, 0, 1] and labels[0].tolist() == [1, 2]
     assert [flags.tolist() for flags in crowd] == [[False, True], [], [False]]

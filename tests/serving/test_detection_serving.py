@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from detection_oracle import export_oracle
+from detection_oracle import export_oracle, renumbered_examples
 from shardflow.cli import main as shardflow_main
 from shardflow.core.box_schema import BBOX, CLASS_LABEL, DETECTION_TASK, MAX_DETECTIONS, BOX_TARGET
 from shardflow.core.errors import ConfigError
@@ -116,7 +116,7 @@ def test_classes_outside_the_label_map_fail_the_check_in_one_line_naming_the_can
     detection = labels[canary].index(3)  # every score is 1.0: the oracle keeps the stored order
     assert not checked["blessed"]
     assert checked["reasons"] == [f"{signature}: canary {canary}: detection {detection}: class 3 is not in the "
-                                  f"label map (ids 1..2)" for signature in ("serving_default", "serving_image")]
+                                  f"label map (ids [1, 2])" for signature in ("serving_default", "serving_image")]
     assert (box_set["root"] / "infra_two_classes" / "INFRA_NOT_BLESSED").read_text().splitlines() == checked["reasons"]
 
 
@@ -163,6 +163,30 @@ def test_predict_writes_each_examples_boxes_and_a_box_csv_that_example_gen_reads
     assert summary["boxes"] == sum(len(line["boxes"]) for line in lines)
     assert summary["min_score"] == DEFAULT_MIN_SCORE == 0.3
     assert _index_boxes(output / "boxes.csv") == _index_boxes(box_set["data"] / "eval.csv")
+
+
+def test_a_pushed_version_holds_the_label_map_predict_names_classes_by(box_set):
+    """A detector serving COCO's kind of ids (3, 7, 12): Push copies its label_map.pbtxt into the version, and
+    predict on that version names each served id's class from it."""
+    from shardflow.core.box_schema import LabelMap
+    from shardflow.core.label_map_file import LABEL_MAP_NAME, read_label_map
+    from shardflow.pusher import push_model
+
+    ids = {1: 3, 2: 7, 3: 12}
+    examples = renumbered_examples(box_set["examples"], box_set["root"] / "coco_ids", ids)
+    coco_map = {name: ids[i] for i, name in enumerate(box_set["names"], start=1)}
+    model = export_oracle(box_set["root"] / "coco_oracle", box_set["names"], label_map=coco_map)
+    version, served = push_model(str(model), str(box_set["root"] / "serving"), gated_against=None)
+    assert (Path(served) / LABEL_MAP_NAME).read_bytes() == (model / LABEL_MAP_NAME).read_bytes()
+    assert read_label_map(Path(served) / LABEL_MAP_NAME) == LabelMap(coco_map)
+    output = box_set["root"] / "predicted_coco"
+    assert shardflow_main(["predict", "--model", served, "--examples", str(examples), "--output", str(output)]) == 0
+    names = {i: name for name, i in coco_map.items()}
+    lines = _lines(output)
+    assert sum(len(line["boxes"]) for line in lines) > 0
+    for line, record in zip(lines, box_set["records"]):
+        labels = [ids[i] for i in _true_boxes(record)[1]]
+        assert [(b["label_id"], b["class_name"]) for b in line["boxes"]] == [(i, names[i]) for i in labels]
 
 
 class _FixedBoxes(tf.Module):

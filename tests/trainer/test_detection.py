@@ -16,8 +16,11 @@ import tensorflow as tf
 from PIL import Image
 
 from shardflow.cli import main
-from shardflow.core.box_schema import BBOX, BOX_FEATURES, BOX_TARGET, CLASS_LABEL, DETECTION_OUTPUTS, MAX_DETECTIONS
+from shardflow.core.box_schema import (BBOX, BOX_DTYPES, BOX_FEATURES, BOX_TARGET, CLASS_LABEL, DETECTION_OUTPUTS,
+                                       MAX_DETECTIONS)
+from shardflow.core.box_schema import LabelMap
 from shardflow.core.errors import ConfigError
+from shardflow.core.label_map_file import LABEL_MAP_NAME, read_label_map
 from shardflow.core.manifest import read_manifest
 from shardflow.core.model_info import IMAGE_SIGNATURE, SERVING_SIGNATURE, read_model_info
 from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
@@ -35,8 +38,8 @@ def _records(examples: Path, split: str) -> list[bytes]:
 
 
 def _boxes_of(record: bytes) -> dict[str, np.ndarray]:
-    spec = {name: tf.io.VarLenFeature(tf.string if name.endswith("text") else
-                                      tf.float32 if name in BBOX else tf.int64) for name in BOX_FEATURES}
+    kinds = {"string": tf.string, "float32": tf.float32, "int64": tf.int64}
+    spec = {name: tf.io.VarLenFeature(kinds[BOX_DTYPES[name]]) for name in BOX_FEATURES}
     parsed = tf.io.parse_single_example(record, spec)
     return {name: tf.sparse.to_dense(value).numpy() for name, value in parsed.items()}
 
@@ -96,6 +99,7 @@ def test_the_export_answers_the_od_api_outputs_on_both_signatures(trained: tuple
     label_map = read_manifest(box_examples).extra["boxes"]["label_map"]
     assert (info.task, info.label, info.num_classes) == ("detection", BOX_TARGET, len(label_map))
     assert info.class_names == sorted(label_map, key=label_map.get) and info.extra["label_map"] == label_map
+    assert read_label_map(out / "model" / LABEL_MAP_NAME) == LabelMap(label_map)  # the OD API's file beside it
     loaded = tf.saved_model.load(str(out / "model"))
     records = _records(box_examples, "eval")[:8]
     served = {k: v.numpy() for k, v in loaded.signatures[SERVING_SIGNATURE](examples=tf.constant(records)).items()}

@@ -15,9 +15,11 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
+from shardflow.core.box_schema import BBOX, CLASS_LABEL, IS_CROWD
 from shardflow.core.detection_metrics import DetectionAccumulator
 from shardflow.trainer.backbones import BackbonePreprocess, backbone_spec
-from shardflow.trainer.box_augment import PADDING_CLASS
+from shardflow.trainer.box_augment import PADDING_CLASS, ignore_class
+from shardflow.trainer.box_stream import padded_boxes
 from shardflow.trainer.detector import build_detector, centernet_loss_parts, decode_detections, tiny_backbone
 from shardflow.trainer.detector_targets import detection_targets
 
@@ -227,3 +229,55 @@ def test_heads_plug_onto_a_mobilenet_v2_feature_map() -> None:
     outputs = model(tf.zeros((2, SIDE, SIDE, 3)))
     assert outputs["heatmap"].shape == (2, 8, 8, CLASSES) and model.get_layer("backbone") is features
     assert decode_detections(**outputs, max_detections=20)["detection_boxes"].shape == (2, 20, 4)
+
+
+def _crowd_targets() -> dict[str, tf.Tensor]:
+    """A disc (class 0) at cells 2-5 and a crowd of class 1 over rows 8-11, columns 4-11 (a 16-cell grid)."""
+    boxes = tf.constant([[[0.125, 0.125, 0.375, 0.375], [0.5, 0.25, 0.75, 0.75], [0, 0, 0, 0]]], tf.float32)
+    classes = tf.constant([[0, int(ignore_class(1)), PADDING_CLASS]])
+    return detection_targets(boxes, classes, tf.constant([2]), GRID, CLASSES)
+
+
+def test_an_ignore_region_has_no_peak_and_no_background_in_its_class() -> None:
+    targets = _crowd_targets()
+    heatmap, keep = targets["heatmap"].numpy()[0], targets["heatmap_mask"].numpy()[0]
+    assert np.argwhere(heatmap == 1.0).tolist() == [[4, 4, 0]] and heatmap[..., 1].max() == 0.0  # no crowd peak
+    assert targets["mask"].numpy().tolist() == [[1.0, 0.0, 0.0]]  # no size or offset regressed for it
+    assert not targets["size"].numpy()[0, 1].any() and not targets["offset"].numpy()[0, 1].any()
+    inside = np.zeros((GRID, GRID), bool)
+    inside[8:12, 4:12] = True  # the cells the box [0.5, 0.75) x [0.25, 0.75) covers, and no neighbour
+    np.testing.assert_array_equal(keep[..., 1], np.where(inside, 0.0, 1.0))
+    assert keep[..., 0].min() == 1.0 and keep[..., 2].min() == 1.0  # other classes' background stays
+
+
+def test_the_loss_ignores_the_crowd_region_and_still_trains() -> None:
+    """The focal loss's gradient is zero in the crowd's cells of its class and not outside them; a detector
+    takes optimizer steps on a stream of such targets."""
+    targets = _crowd_targets()
+    predicted = tf.Variable(tf.fill((1, GRID, GRID, CLASSES), 0.3))
+    with tf.GradientTape() as tape:
+        parts = centernet_loss_parts(targets, {"heatmap": predicted, "size": tf.zeros((1, GRID, GRID, 2)),
+                                               "offset": tf.zeros((1, GRID, GRID, 2))})
+    gradient = tape.gradient(parts["heatmap"], predicted).numpy()[0]
+    assert not gradient[8:12, 4:12, 1].any() and np.all(gradient[8:12, 4:12, 0] != 0)
+    assert np.all(gradient[:8, :, 1] != 0) and np.all(gradient[12:, :, 1] != 0)
+    keras.utils.set_random_seed(0)
+    model = build_detector(tiny_backbone((SIDE, SIDE, 3), (4, 8, 8)), CLASSES, head_channels=8)
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
+    stream = tf.data.Dataset.from_tensors((tf.zeros((1, SIDE, SIDE, 3)), targets)).repeat(2)
+    history = model.fit(stream, verbose=0).history
+    assert np.isfinite(history["heatmap_loss"][0]) and history["heatmap_loss"][0] > 0
+
+
+def test_stored_ids_become_class_indices_and_crowds_ignore_regions() -> None:
+    """The label map's ids (3, 7, 12) are class indices 0, 1, 2 (the id's rank); an is_crowd box is its class's
+    ignore region; an id outside the map stops the stream naming it, never becoming another class."""
+    parsed = {name: tf.ragged.constant([[0.1, 0.2, 0.3], []], tf.float32) for name in BBOX}
+    parsed[CLASS_LABEL] = tf.ragged.constant([[12, 3, 7], []], tf.int64)
+    parsed[IS_CROWD] = tf.ragged.constant([[0, 1, 0], []], tf.int64)
+    target = padded_boxes(parsed, 4, (3, 7, 12))
+    assert target["classes"].numpy().tolist() == [[2, int(ignore_class(0)), 1, PADDING_CLASS], [PADDING_CLASS] * 4]
+    assert target["count"].numpy().tolist() == [3, 0]
+    parsed[CLASS_LABEL] = tf.ragged.constant([[12, 5, 7], []], tf.int64)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"not in the label map \(ids \[3, 7, 12\]\).*5"):
+        tf.data.Dataset.from_tensors(parsed).map(lambda p: padded_boxes(p, 4, (3, 7, 12))).get_single_element()
