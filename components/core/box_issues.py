@@ -3,15 +3,20 @@
 The three kinds of cleanlab's `object_detection` (Tkachenko et al., 2023, "ObjectLab"), scored our own
 way (cleanlab is AGPL-3.0: the label-issue benchmark runs it as a contender on the same detections):
 
-- **overlooked**: a confident detection that no given box of any class covers (IoU < `iou`), nor a crowd
-  region (a crowd box is an ignore region: never an issue, never a reason for one); the suggested box is
-  the detection. Near-duplicate detections of one object (IoU >= `iou` with a stronger one) count once.
 - **swapped**: a given box that a confident detection of another class covers (IoU >= `iou`) more
-  strongly than any detection of its own class does; the suggested class is that detection's.
-- **badly_located**: a given box that no detection of its class covers (IoU >= `iou`). The suggested box is
-  the confident detection of its class overlapping it most, which covers no other given box (the object
-  the box was meant for); when no detection of its class touches it at all, it lies on background (no
-  suggested box). A box only unsure detections of its class touch is no issue: the model doubts, not the box.
+  strongly than any detection of its own class does; the suggested class is that detection's. A detection
+  covering a given box of its own class is that box's object, not a rival (a small object drawn over a
+  larger one of another class is covered by both).
+- **badly_located**: a given box no confident detection of its class covers, beside an *orphan* (a confident
+  detection covering no given box nor crowd region) of its class overlapping it: the object the box was
+  meant for, suggested as its box (an orphan goes to the open box it overlaps most). A box that no
+  detection of its class touches at all lies on background (no suggested box). A box only unsure
+  detections of its class touch, with no orphan beside it, is no issue: the model doubts, not the box.
+- **overlooked**: an orphan no open box of its class overlaps; the suggested box is the orphan. Peaks on
+  one object (IoU >= `iou` with a stronger orphan) count once.
+
+Crowd boxes are ignore regions: never an issue, never a reason for one (a detection mostly inside one is
+no orphan).
 
 Confident, as confident learning's per-class threshold (core/label_issues.py): a detection of class k is
 confident when its score reaches t_k, the mean score of the detections of class k that cover a given box
@@ -20,8 +25,8 @@ t_k = 1: nothing is confidently that class.
 
 Each issue's `quality` is in [0, 1], lower is more likely an error (cleanlab's convention, and the
 classification list's): overlooked 1 − s (s the detection's score); swapped 1 − (s_other − s_own);
-badly_located with a suggestion 1 − s·(1 − IoU), on background 1 − BACKGROUND_WEIGHT·(1 − s_other), s_other
-the best score of another class's detections covering it. Boxes are normalised (ymin, xmin, ymax, xmax).
+badly_located with a suggestion 1 − s·(1 − IoU) (s the orphan's), on background 1 − BACKGROUND_WEIGHT·(1 −
+s_other), s_other the best score of another class's detections covering it. Boxes are normalised (ymin, xmin, ymax, xmax).
 
 >>> given = Annotation(np.array([[.1, .1, .4, .4], [.6, .6, .9, .9]]), np.array([1, 2]))
 >>> found = Detections(np.array([[.1, .1, .4, .4], [.6, .6, .9, .9], [.1, .6, .4, .9]]),
@@ -43,7 +48,7 @@ KINDS = ("overlooked", "swapped", "badly_located")
 DEFAULT_IOU = 0.5  # COCO's AP50 match: a box covers an object when IoU >= 0.5
 # A box no detection of its class touches ranks below boxes with a better-placed detection beside them: a
 # model that missed an object gives the same evidence as a box on background.
-BACKGROUND_WEIGHT = 0.5
+BACKGROUND_WEIGHT = 0.25
 
 
 @dataclass(frozen=True)
@@ -119,61 +124,71 @@ def find_box_issues(given: Sequence[Annotation], found: Sequence[Detections], th
 
 def image_issues(image: int, truth: Annotation, seen: Detections, thresholds: dict[int, float],
                  iou: float = DEFAULT_IOU) -> list[BoxIssue]:
-    """One image's issues, unsorted."""
+    """One image's issues, unsorted: swaps first; then each orphan (a confident detection covering no given
+    box nor crowd region), strongest first, is the true place of the unconfirmed box of its class it overlaps
+    most (badly located), else an overlooked object; last, unconfirmed boxes nothing of their class touches."""
     crowd = np.asarray(truth.crowd, bool)
     regular = np.flatnonzero(~crowd)
     overlaps = iou_matrix(seen.boxes, truth.boxes)  # [D, G]
     confident = seen.scores >= np.array([thresholds.get(int(k), 1.0) for k in seen.classes]) - 1e-9
-    # A detection covering a given box explains it; a confident one suggested for a badly located box is used.
-    covers = overlaps[:, regular] >= iou if len(regular) else np.zeros((len(seen.scores), 0), bool)
-    issues, used = [], np.zeros(len(seen.scores), bool)
+    own = seen.classes[:, None] == np.asarray(truth.classes)[None, :]  # [D, G]
+    covers = (overlaps >= iou) & ~crowd[None, :]
+    explained = (own & covers).any(axis=1)  # a detection of a given box's class covering it: that box's object
+    issues = [issue for g in regular if (issue := _swapped(image, int(g), truth, seen, overlaps[:, g], own[:, g],
+                                                           confident & ~explained, iou)) is not None]
+    settled = {issue.box for issue in issues} | {int(g) for g in regular if (confident & own[:, g] & covers[:, g]).any()}
+    orphans = confident & ~covers.any(axis=1) & ~_in_crowd(truth, seen, crowd, iou)
+    loose = []
+    for d in np.argsort(-seen.scores, kind="stable"):
+        if not orphans[d]:
+            continue
+        open_boxes = [int(g) for g in regular if g not in settled and own[d, g] and overlaps[d, g] > 0]
+        if not open_boxes:
+            loose.append(int(d))
+            continue
+        g = max(open_boxes, key=lambda b: overlaps[d, b])
+        settled.add(g)
+        issues.append(BoxIssue(image, "badly_located", g, int(truth.classes[g]), int(truth.classes[g]),
+                               _box(truth.boxes[g]), _box(seen.boxes[d]),
+                               1.0 - float(seen.scores[d]) * (1.0 - float(overlaps[d, g]))))
+    issues += _overlooked(image, seen, loose, iou)
     for g in regular:
-        issue = _box_issue(image, int(g), truth, seen, overlaps[:, g], confident, covers, regular, used, iou)
-        if issue is not None:
-            issues.append(issue)
-    issues += _overlooked(image, truth, seen, overlaps, confident & ~used & ~covers.any(axis=1), crowd, iou)
+        if g not in settled and not (own[:, g] & (overlaps[:, g] > 0)).any():  # on background
+            other = float(np.max(seen.scores[overlaps[:, g] >= iou], initial=0.0))  # another class there, weakly
+            issues.append(BoxIssue(image, "badly_located", int(g), int(truth.classes[g]), None, _box(truth.boxes[g]),
+                                   None, 1.0 - BACKGROUND_WEIGHT * (1.0 - other)))
     return issues
 
 
-def _box_issue(image: int, g: int, truth: Annotation, seen: Detections, overlap: np.ndarray, confident: np.ndarray,
-               covers: np.ndarray, regular: np.ndarray, used: np.ndarray, iou: float) -> BoxIssue | None:
-    """Given box g's issue (swapped or badly located), or None; marks a suggested detection `used`."""
-    k = int(truth.classes[g])
-    own = seen.classes == k
+def _box(values: np.ndarray) -> tuple[float, ...]:
+    return tuple(float(v) for v in values)
+
+
+def _swapped(image: int, g: int, truth: Annotation, seen: Detections, overlap: np.ndarray, own: np.ndarray,
+             confident: np.ndarray, iou: float) -> BoxIssue | None:
+    """Given box g as swapped: a confident detection of another class covers it more strongly than its own does."""
     own_cover = float(np.max(seen.scores[own & (overlap >= iou)], initial=0.0))
     rivals = np.flatnonzero(~own & confident & (overlap >= iou) & (seen.scores > own_cover))
-    given_box = tuple(float(v) for v in truth.boxes[g])
-    if len(rivals):
-        d = int(rivals[np.argmax(seen.scores[rivals])])
-        return BoxIssue(image, "swapped", g, k, int(seen.classes[d]), given_box, given_box,
-                        1.0 - float(seen.scores[d] - own_cover))
-    if own_cover > 0:
+    if not len(rivals):
         return None
-    others = np.delete(covers, np.flatnonzero(regular == g), axis=1).any(axis=1)  # covering another given box
-    near = np.flatnonzero(own & confident & (overlap > 0) & ~others & ~used)
-    if len(near):
-        d = int(near[np.argmax(overlap[near])])
-        used[d] = True
-        return BoxIssue(image, "badly_located", g, k, k, given_box, tuple(float(v) for v in seen.boxes[d]),
-                        1.0 - float(seen.scores[d]) * (1.0 - float(overlap[d])))
-    if (own & (overlap > 0)).any():
-        return None  # only an unsure detection of its class near it: the model's doubt, not the box's
-    other = float(np.max(seen.scores[overlap >= iou], initial=0.0))  # something of another class there, weakly
-    return BoxIssue(image, "badly_located", g, k, None, given_box, None, 1.0 - BACKGROUND_WEIGHT * (1.0 - other))
+    d = int(rivals[np.argmax(seen.scores[rivals])])
+    return BoxIssue(image, "swapped", g, int(truth.classes[g]), int(seen.classes[d]), _box(truth.boxes[g]),
+                    _box(truth.boxes[g]), 1.0 - float(seen.scores[d] - own_cover))
 
 
-def _overlooked(image: int, truth: Annotation, seen: Detections, overlaps: np.ndarray, candidates: np.ndarray,
-                crowd: np.ndarray, iou: float) -> list[BoxIssue]:
-    """Confident detections covering no given box nor crowd region, one per object (the strongest)."""
-    in_crowd = np.zeros(len(seen.scores), bool)
-    if crowd.any():
-        in_crowd = (iou_matrix(seen.boxes, truth.boxes[crowd], np.ones(int(crowd.sum()), bool)) >= iou).any(axis=1)
+def _in_crowd(truth: Annotation, seen: Detections, crowd: np.ndarray, iou: float) -> np.ndarray:
+    """bool [D]: detections mostly inside a crowd region (intersection over the detection's area >= iou)."""
+    if not crowd.any():
+        return np.zeros(len(seen.scores), bool)
+    return (iou_matrix(seen.boxes, truth.boxes[crowd], np.ones(int(crowd.sum()), bool)) >= iou).any(axis=1)
+
+
+def _overlooked(image: int, seen: Detections, loose: list[int], iou: float) -> list[BoxIssue]:
+    """The loose orphans (strongest first) as overlooked objects, one per object: a peak on an object already
+    listed (IoU >= iou with a stronger one) is left out."""
     taken: list[int] = []
-    for d in np.argsort(-seen.scores, kind="stable"):
-        if not candidates[d] or in_crowd[d] or (overlaps[d, ~crowd] >= iou).any():
-            continue
-        if taken and (iou_matrix(seen.boxes[[d]], seen.boxes[taken]) >= iou).any():
-            continue  # another peak on an object already listed
-        taken.append(int(d))
-    return [BoxIssue(image, "overlooked", -1, None, int(seen.classes[d]), None,
-                     tuple(float(v) for v in seen.boxes[d]), 1.0 - float(seen.scores[d])) for d in taken]
+    for d in loose:
+        if not taken or not (iou_matrix(seen.boxes[[d]], seen.boxes[taken]) >= iou).any():
+            taken.append(d)
+    return [BoxIssue(image, "overlooked", -1, None, int(seen.classes[d]), None, _box(seen.boxes[d]),
+                     1.0 - float(seen.scores[d])) for d in taken]

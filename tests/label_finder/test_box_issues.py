@@ -49,6 +49,13 @@ def test_a_box_another_class_covers_more_strongly_is_swapped() -> None:
     assert _kinds(_given([B], [1]), _found([B, B], [.8, .8], [2, 1])) == []
 
 
+def test_a_small_object_drawn_over_a_larger_one_is_not_swapped_by_the_larger_one_s_detection() -> None:
+    inner = [.12, .12, .38, .38]  # inside A: a detection of A's class covers both at IoU >= 0.5
+    assert _kinds(_given([A, inner], [2, 1]), _found([A, inner], [.9, .2], [2, 1])) == []
+    # without A's own box, the same detection is a rival of the inner box's class
+    assert _kinds(_given([inner], [1]), _found([A], [.9], [2])) == [("swapped", 0)]
+
+
 def test_a_box_beside_its_object_is_badly_located_with_the_object_s_box_suggested() -> None:
     shifted = [.25, .25, .55, .55]  # A moved by half its size: IoU 0.14 with A
     issues = image_issues(0, _given([shifted, B], [1, 2]), _found([A, B], [.9, .9], [1, 2]), THRESHOLDS)
@@ -56,7 +63,7 @@ def test_a_box_beside_its_object_is_badly_located_with_the_object_s_box_suggeste
     assert 0.1 < issues[0].quality < 0.3
     # a box no detection of its class touches lies on background: listed, less likely than the one above
     background = image_issues(0, _given([[.0, .6, .2, .9], B], [1, 2]), _found([B], [.9], [2]), THRESHOLDS)
-    assert [(i.kind, i.suggested_box, i.quality) for i in background] == [("badly_located", None, 0.5)]
+    assert [(i.kind, i.suggested_box, i.quality) for i in background] == [("badly_located", None, 0.75)]
 
 
 def test_crowd_regions_are_never_issues_nor_reasons_for_one() -> None:
