@@ -48,6 +48,9 @@ class FakeKfpServer:
         self.versions: dict[str, dict] = {}
         self.recurring_runs: dict[str, dict] = {}
         self.runs: dict[str, dict] = {}
+        # What every created run becomes after `polls` reads of it (GET /runs/ID): RUNNING until then.
+        self.run_outcome: dict = {"state": "SUCCEEDED"}
+        self.polls = 1
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -186,9 +189,18 @@ def _delete_recurring_run(fake: FakeKfpServer, request: Request, run_id: str) ->
 
 
 def _create_run(fake: FakeKfpServer, request: Request) -> tuple[int, dict]:
-    run = {**request.body, "run_id": fake.new_id("run"), "state": "PENDING"}
+    run = {**request.body, "run_id": fake.new_id("run"), "state": "PENDING", "reads": 0}
     fake.runs[run["run_id"]] = run
     return 200, run
+
+
+def _get_run(fake: FakeKfpServer, request: Request, run_id: str) -> tuple[int, dict]:
+    run = fake.runs.get(run_id)
+    if run is None:
+        return 404, {"error": f"no run {run_id}"}
+    run["reads"] += 1
+    run.update(fake.run_outcome if run["reads"] > fake.polls else {"state": "RUNNING"})
+    return 200, {k: v for k, v in run.items() if k != "reads"}
 
 
 _ROUTES = {
@@ -204,6 +216,7 @@ _ROUTES = {
     ("POST", "/recurringruns/{}:disable"): _disable_recurring_run,
     ("DELETE", "/recurringruns/{}"): _delete_recurring_run,
     ("POST", "/runs"): _create_run,
+    ("GET", "/runs/{}"): _get_run,
 }
 
 

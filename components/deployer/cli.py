@@ -36,6 +36,13 @@ def add_pointer_arguments(parser: argparse.ArgumentParser) -> None:
                                                      "the pointer too (default %(default)s)")
     add("--serving-base-path", default="", metavar="PATH",
         help="the serving directory as TF Serving reads it, written into models.config (default: --serving-dir)")
+    add_storage_base_argument(parser)
+
+
+def add_storage_base_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kserve-storage-base", default="", metavar="URI",
+                        help="the serving directory as KServe reads it, e.g. pvc://artifacts/serving for "
+                             "/artifacts/serving on the claim `artifacts` (default: --serving-dir as it is)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,4 +71,5 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> DeployConfig
                           cpu_limit=args.cpu_limit, memory_limit=args.memory_limit,
                           service_account=args.service_account)
     return DeployConfig(serving_dir=args.serving_dir, target=target_from_args(args), predictor=predictor,
-                        canary_percent=args.canary_percent, mode=args.mode, tf_serving=tf_serving_from_args(args))
+                        canary_percent=args.canary_percent, mode=args.mode, tf_serving=tf_serving_from_args(args),
+                        storage_base=args.kserve_storage_base)

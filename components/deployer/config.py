@@ -36,6 +36,12 @@ class ClusterTarget:
             raise ConfigError(f"kube API must be a URL such as http://127.0.0.1:8001, got {self.api_server!r}")
 
 
+def check_storage_base(value: str) -> None:
+    """'' or a URI KServe's storage initializer reads (pvc://, s3://, gs://, ...)."""
+    if not isinstance(value, str) or (value and not re.match(r"^[a-z][a-z0-9+.-]*://\S+$", value)):
+        raise ConfigError(f"kserve storage base must be a URI such as pvc://artifacts/serving, got {value!r}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class DeployConfig:
     """Serve `serving_dir`'s pointer version with `target`; with `canary_percent`, its version as a canary
@@ -49,9 +55,11 @@ class DeployConfig:
     canary_percent: int | None = None
     mode: str = STANDARD
     tf_serving: TfServing = field(default_factory=TfServing)
+    storage_base: str = ""  # the serving directory as KServe reads it (pvc://CLAIM/PATH); '' : as it is written
 
     def __post_init__(self) -> None:
         require_locations(self, "serving_dir")
+        check_storage_base(self.storage_base)
         if self.canary_percent is not None:
             check_percent(self.canary_percent)
         if self.mode not in MODES:
@@ -68,9 +76,11 @@ class PromoteConfig:
     serving_dir: str
     target: ClusterTarget = field(default_factory=ClusterTarget)
     tf_serving: TfServing = field(default_factory=TfServing)
+    storage_base: str = ""  # as DeployConfig's
 
     def __post_init__(self) -> None:
         require_locations(self, "serving_dir")
+        check_storage_base(self.storage_base)
 
     def check_inputs(self) -> None:
         """Nothing to read before the run."""

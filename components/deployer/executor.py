@@ -68,7 +68,7 @@ def run(config: DeployConfig, echo: Callable[[str], None] = print) -> DeployResu
     serving_dir = config.serving_dir
     served = read_served(serving_dir)
     record = None if config.canary_percent is None else as_canary(serving_dir, served, config.canary_percent)
-    want = wanted(serving_dir, record or served.pointer)
+    want = wanted(serving_dir, record or served.pointer, config.storage_base)
     check_runtimes(want, config.predictor.runtime_version)
     api = InferenceServices(config.target)
     live = api.get()

@@ -54,6 +54,7 @@ class Target:
     storage_uri: str
     version: int
     percent: int = 0
+    source: str = ""  # where shardflow reads the same prefix, when KServe's URI differs (a pvc:// of a mount)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,10 +13,12 @@ running it again, or by `shardflow deploy`, which makes the InferenceService fol
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from ..core import storage
+from ..core.uri import relative_to
 from ..core.errors import ConfigError
 from ..pusher.serving import Served, serve_pointer_version, served_history, successor, swap_pointer
 from ..pusher.storage_uri import served_storage_uri
@@ -37,21 +39,41 @@ class Wanted:
         return [self.stable] + ([self.canary] if self.canary else [])
 
 
-def wanted(serving_dir: str, pointer: dict[str, Any] | None) -> Wanted:
-    """The InferenceService's versions for `pointer` (CURRENT.json's content); ConfigError when nothing is served."""
+def wanted(serving_dir: str, pointer: dict[str, Any] | None, storage_base: str = "") -> Wanted:
+    """The InferenceService's versions for `pointer` (CURRENT.json's content), their URIs as KServe reads them
+    (`as_kserve_reads`); ConfigError when nothing is served."""
     if pointer is None:
         raise ConfigError(f"nothing is served from {serving_dir} yet (no version in its CURRENT.json): push first")
-    stable = Target(served_storage_uri(serving_dir, pointer["version"], pointer), pointer["version"])
+    uri = served_storage_uri(serving_dir, pointer["version"], pointer)
+    stable = Target(as_kserve_reads(serving_dir, uri, storage_base), pointer["version"], source=uri)
     canary = pointer.get(CANARY)
     if not canary:
         return Wanted(stable)
-    return Wanted(stable, Target(served_storage_uri(serving_dir, canary["version"], canary), canary["version"],
-                                 canary["percent"]))
+    uri = served_storage_uri(serving_dir, canary["version"], canary)
+    return Wanted(stable, Target(as_kserve_reads(serving_dir, uri, storage_base), canary["version"],
+                                 canary["percent"], source=uri))
+
+
+def as_kserve_reads(serving_dir: str, uri: str, storage_base: str) -> str:
+    """A version's storage URI with the serving directory replaced by `storage_base`, the same directory as KServe
+    reads it (e.g. pvc://artifacts/serving for /artifacts/serving on the `artifacts` claim); '' : as it is.
+
+    >>> as_kserve_reads("/artifacts/serving", "/artifacts/serving/7/model", "pvc://artifacts/serving")
+    'pvc://artifacts/serving/7/model'
+    """
+    if not storage_base:
+        return uri
+    root = serving_dir if storage.is_remote(serving_dir) else os.path.abspath(serving_dir)
+    try:
+        return f"{storage_base.rstrip('/')}/{relative_to(uri, root)}"
+    except ValueError:
+        raise ConfigError(f"storage URI {uri} is not below the serving directory {root}: --kserve-storage-base "
+                          "cannot be applied to it") from None
 
 
 def model_dir(target: Target) -> str:
     """The SavedModel KServe loads for `target`: the one integer folder under its storage URI."""
-    return storage.join(target.storage_uri, str(target.version))
+    return storage.join(target.source or target.storage_uri, str(target.version))
 
 
 def record_of(serving_dir: str, served: Served, version: int, action: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def run(config: PromoteConfig, echo: Callable[[str], None] = print) -> DeployRes
     if live is None:
         raise ConfigError(f"{api.where} does not exist: nothing to promote (shardflow deploy creates it)")
     record = promoted(serving_dir, served)
-    want = wanted(serving_dir, record or served.pointer)
+    want = wanted(serving_dir, record or served.pointer, config.storage_base)
     options, mode = predictor_of(live), mode_of(live)
     check_runtimes(want, options.runtime_version)
     spec = desired_spec(mode, want.stable, None, options)

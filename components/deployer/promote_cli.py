@@ -22,4 +22,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> PromoteConfig:
     del extra
     return PromoteConfig(serving_dir=args.serving_dir, target=target_from_args(args),
-                         tf_serving=tf_serving_from_args(args))
+                         tf_serving=tf_serving_from_args(args), storage_base=args.kserve_storage_base)

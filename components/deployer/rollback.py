@@ -30,6 +30,7 @@ class FollowedRollback:
 
     rollback: RollbackConfig
     target: ClusterTarget | None = None
+    storage_base: str = ""  # the serving directory as KServe reads it (DeployConfig's)
 
     def check_inputs(self) -> None:
         self.rollback.check_inputs()
@@ -41,7 +42,7 @@ def run(config: FollowedRollback, echo: Callable[[str], None] = print) -> object
     serving_dir, version = config.rollback.serving_dir, config.rollback.version
     served = read_served(serving_dir)
     record = record_of(serving_dir, served, version, "rollback")
-    want = wanted(serving_dir, record)
+    want = wanted(serving_dir, record, config.storage_base)
     api = InferenceServices(config.target)
     live = api.get()
     if live is None:

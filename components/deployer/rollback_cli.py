@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ..pusher import rollback_cli
-from .cli import target_from_args
+from .cli import add_storage_base_argument, target_from_args
 from .rollback import FollowedRollback
 
 
@@ -21,8 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the KServe InferenceService that serves the directory: it serves version K too (default: none)")
     add("--namespace", default="", help="its namespace (default: the pod's own, else default)")
     add("--kube-api", default="", metavar="URL", help="the Kubernetes API without credentials (kubectl proxy's)")
+    add_storage_base_argument(parser)
 
 
 def config_from_args(args: argparse.Namespace, extra: list[str]) -> FollowedRollback:
     rollback = rollback_cli.config_from_args(args, extra)
-    return FollowedRollback(rollback=rollback, target=target_from_args(args) if args.inference_service else None)
+    return FollowedRollback(rollback=rollback, target=target_from_args(args) if args.inference_service else None,
+                            storage_base=args.kserve_storage_base)

@@ -28,6 +28,7 @@ from shardflow.trainer import cli as trainer_cli
 from k8s_checks import (KUSTOMIZATIONS, PLACEHOLDER_DIGEST, _at, containers_of, katib_problems, katib_trial_args,
                         name_of, pod_specs, pod_templates, rbac_offenders, render, restricted_offenders,
                         tfjob_problems)
+from fake_kube_server import FakeKubeServer
 from k8s_serving_checks import tf_serving_problems
 
 K8S_VERSION = "1.30.0"
@@ -53,7 +54,7 @@ def pipeline_spec(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict]) -> None:
     kinds = sorted({obj["kind"] for obj in rendered})
-    assert kinds == ["ConfigMap", "CronJob", "Deployment", "Experiment", "Namespace", "NetworkPolicy",
+    assert kinds == ["ConfigMap", "CronJob", "Deployment", "Experiment", "InferenceService", "Namespace", "NetworkPolicy",
                      "PersistentVolumeClaim", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount",
                      "StatefulSet", "TFJob"]
 
@@ -61,7 +62,8 @@ def test_every_kustomization_renders_offline_with_every_part(rendered: list[dict
 def test_every_object_and_pod_template_validates_strictly(rendered: list[dict]) -> None:
     failures = []
     for obj in rendered:
-        custom = {"TFJob": tfjob_problems, "Experiment": katib_problems}.get(obj["kind"])
+        custom = {"TFJob": tfjob_problems, "Experiment": katib_problems,  # KServe's own CRD schema, trimmed:
+                  "InferenceService": FakeKubeServer.problems}.get(obj["kind"])
         checks = [(name_of(obj), obj)] if custom is None else []
         failures += [f"{name_of(obj)}: {p}" for p in (custom(obj) if custom else [])]
         for where, candidate in checks + pod_templates(obj):
@@ -88,7 +90,8 @@ def test_no_role_grants_wildcards_or_more_than_submitting_needs(rendered: list[d
                for group in rule["apiGroups"] for resource in rule["resources"] for verb in rule["verbs"]}
     submit_needs = {("pipelines.kubeflow.org", "experiments", v) for v in ("get", "list", "create")} | {
         ("pipelines.kubeflow.org", "runs", "create")}
-    assert granted == submit_needs
+    deploy_needs = {("serving.kserve.io", "inferenceservices", v) for v in ("get", "patch")}  # test_k8s_kserve.py
+    assert granted == submit_needs | deploy_needs
 
 
 def test_the_checks_catch_weakened_manifests(base: list[dict]) -> None:

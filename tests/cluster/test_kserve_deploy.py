@@ -246,3 +246,15 @@ def test_the_training_tensorflow_is_read_from_a_real_saved_model(tmp_path: Path)
 
     tf.saved_model.save(tf.Module(), str(tmp_path / "m"))
     assert trained_with(str(tmp_path / "m")) == tf.__version__
+
+
+def test_a_serving_directory_on_a_volume_is_served_through_its_claim(kube: FakeKubeServer, tmp_path: Path) -> None:
+    serving = tmp_path / "serving"
+    push(tmp_path, serving, "a")
+    push(tmp_path, serving, "b")
+    assert deploy(kube, serving, "--kserve-storage-base", "pvc://artifacts/serving") == 0
+    assert served(kube) == ("pvc://artifacts/serving/2/model", [])
+    assert shardflow(kube, "rollback", "--serving-dir", str(serving), "--version", "1",
+                     "--kserve-storage-base", "pvc://artifacts/serving") == 0
+    assert served(kube) == ("pvc://artifacts/serving/1/model", [])
+    assert deploy(kube, serving, "--kserve-storage-base", "artifacts/serving") == 2

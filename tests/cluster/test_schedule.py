@@ -218,3 +218,47 @@ def _parse(add_arguments, argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     return parser.parse_args(argv)
+
+
+def _task(name: str, state: str) -> dict:
+    return {"display_name": name, "state": state, "task_id": name}
+
+
+@pytest.mark.parametrize("tasks, state, status", [
+    ([_task("train", "SUCCEEDED"), _task("push", "SUCCEEDED")], "SUCCEEDED", 0),
+    ([_task("evaluate", "SUCCEEDED"), _task("push", "FAILED"), _task("shardflow-run", "FAILED")], "FAILED", 75),
+    ([_task("train", "FAILED"), _task("shardflow-run", "FAILED")], "FAILED", 1),
+    ([], "CANCELED", 1),
+])
+def test_submit_wait_exits_75_when_the_runs_push_lost_the_race(server: FakeKfpServer, package: str, tasks: list,
+                                                                state: str, status: int,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    from shardflow.cli import main
+    from shardflow.pipelines import run_wait
+
+    monkeypatch.setattr(run_wait, "POLL_SECONDS", 0.01)
+    server.run_outcome, server.polls = {"state": state, "run_details": {"task_details": tasks}}, 3
+    assert main(["submit", "--host", server.url, "--pipeline-package", package, "--param", "times=1",
+                 "--token-path", NO_TOKEN, "--service-account", "pipeline-runner", "--wait"]) == status
+    (run_id,) = server.runs
+    assert len(server.requests_to("GET", f"/runs/{run_id}")) == 4  # RUNNING three times, then the end
+    assert _only(server.requests_to("POST", "/runs")).body["service_account"] == "pipeline-runner"
+    err = capsys.readouterr().err
+    assert (err == "") == (status == 0) and len(err.splitlines()) <= 1, err
+    if status == 75:
+        assert "push step" in err
+
+
+def test_submit_wait_gives_up_after_its_timeout(server: FakeKfpServer, package: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from shardflow.pipelines import run_wait
+
+    monkeypatch.setattr(run_wait, "POLL_SECONDS", 0.05)
+    server.polls = 10 ** 6  # never ends
+    args = _parse(add_submit_arguments, ["--host", server.url, "--pipeline-package", package, "--param", "times=1",
+                                         "--token-path", NO_TOKEN, "--wait", "--timeout", "0.3"])
+    with pytest.raises(Exception, match="did not finish within 0.3 s") as raised:
+        submit_main(args, [])
+    assert raised.value.exit_code == 1
+    assert 3 <= len(server.requests_to("GET", f"/runs/{next(iter(server.runs))}")) <= 8
