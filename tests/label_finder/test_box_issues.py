@@ -33,12 +33,12 @@ def test_boxes_the_detections_confirm_are_no_issue() -> None:
 
 
 def test_a_confident_detection_on_no_box_is_an_overlooked_object_listed_once() -> None:
-    seen = _found([A, B, [.51, .5, .8, .81], [.5, .5, .8, .8]], [.9, .8, .7, .5], [1, 2, 2, 2])
+    seen = _found([A, B, [.51, .5, .8, .81], [.5, .5, .8, .8]], [.9, .8, .7, .4], [1, 2, 2, 2])
     issues = image_issues(0, _given([A], [1]), seen, THRESHOLDS)
     assert [(i.kind, i.suggested_class, i.suggested_box) for i in issues] == [("overlooked", 2, tuple(B))]
     assert issues[0].quality == pytest.approx(0.2)
     # below its class's threshold, a detection is not confident: no issue
-    assert _kinds(_given([A], [1]), _found([A, B], [.9, .5], [1, 2])) == []
+    assert _kinds(_given([A], [1]), _found([A, B], [.9, .4], [1, 2])) == []
 
 
 def test_a_box_another_class_covers_more_strongly_is_swapped() -> None:
