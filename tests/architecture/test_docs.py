@@ -18,7 +18,7 @@ REPO = doc_checks.REPO
 DOCS = doc_checks.doc_files()
 TOPICS = ("example-gen", "validation", "transform", "trainer", "evaluator", "push", "infra-validation", "predict",
           "near-duplicates", "label-issues", "tuning", "photos", "photo-models", "serving", "storage", "pipeline", "retraining",
-          "tfx", "cluster", "errors", "benchmarks", "architecture", "data-service")
+          "tfx", "cluster", "kserve", "errors", "benchmarks", "architecture", "data-service")
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
