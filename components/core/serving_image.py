@@ -9,6 +9,8 @@ Pillow at ingest (`ingest_ops` in the manifest):
    Pillow's integer ITU-R 601-2 luma, L = (19595 R + 38470 G + 7471 B + 32768) >> 16;
 3. resize to the stored H x W, bilinear with antialiasing (Pillow's BILINEAR widens its filter
    when it shrinks, as `antialias=True` does), rounded and clipped to uint8; none at the stored size.
+   A letterboxed column (ingest_ops' `resize_mode`) is resized with its aspect kept and padded with 0
+   (core/letterbox.py), and `canonical_sized` gives the decoded size its boxes are mapped back with.
 
 Pure graph ops (no py_function), so TF Serving runs it.
 
@@ -32,8 +34,16 @@ _MAX_IFD_ENTRIES = 64
 _LUMA = (19595, 38470, 7471)  # Pillow's L conversion weights, in 1/65536
 
 
-def canonical_pixels(blob: tf.Tensor, shape: tuple[int, int, int], exif: bool) -> tf.Tensor:
+def canonical_pixels(blob: tf.Tensor, shape: tuple[int, int, int], exif: bool, letterbox: bool = False) -> tf.Tensor:
     """One encoded image (string scalar) → uint8 [H, W, C] as ExampleGen stores it (C: 1 gray or 3 RGB)."""
+    return canonical_sized(blob, shape, exif, letterbox)[0]
+
+
+def canonical_sized(blob: tf.Tensor, shape: tuple[int, int, int], exif: bool,
+                    letterbox: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
+    """`canonical_pixels`, and the image's (h, w) as decoded, EXIF orientation applied (int32 [2]): what a
+    letterboxed image's boxes are mapped back with. `letterbox`: resized as ExampleGen's `--box-resize letterbox`
+    does (core/letterbox.py: `tf.image.resize_with_pad` itself, padded with 0) instead of stretched."""
     height, width, channels = shape
     decoded = 4 if channels == 4 else 3
     is_jpeg = tf.equal(tf.strings.substr(blob, 0, 2), b"\xff\xd8")
@@ -45,8 +55,9 @@ def canonical_pixels(blob: tf.Tensor, shape: tuple[int, int, int], exif: bool) -
         pixels = gray(pixels)
     size = tf.shape(pixels)[:2]
     same = tf.reduce_all(tf.equal(size, [height, width]))
-    pixels = tf.cond(same, lambda: pixels, lambda: _resized(pixels, height, width))
-    return tf.ensure_shape(pixels, [height, width, channels])
+    resize = _letterboxed if letterbox else _resized
+    pixels = tf.cond(same, lambda: pixels, lambda: resize(pixels, height, width))
+    return tf.ensure_shape(pixels, [height, width, channels]), size
 
 
 def at_stored_layout(blob: tf.Tensor, shape: tuple[int, int, int], exif: bool) -> tf.Tensor:
@@ -100,6 +111,12 @@ def gray(pixels: tf.Tensor) -> tf.Tensor:
 def _resized(pixels: tf.Tensor, height: int, width: int) -> tf.Tensor:
     resized = tf.image.resize(tf.cast(pixels, tf.float32), [height, width], method="bilinear", antialias=True)
     return tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8)
+
+
+def _letterboxed(pixels: tf.Tensor, height: int, width: int) -> tf.Tensor:
+    """Aspect kept, centred and padded with 0, as ExampleGen letterboxes with Pillow (the same rows and columns)."""
+    padded = tf.image.resize_with_pad(tf.cast(pixels, tf.float32), height, width, method="bilinear", antialias=True)
+    return tf.cast(tf.clip_by_value(tf.round(padded), 0.0, 255.0), tf.uint8)
 
 
 def exif_orientation(blob: tf.Tensor) -> tf.Tensor:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.box_schema import BBOX, CLASS_TEXT
 from .box_features import BoxesUnfit, BoxFigures, box_features
+from .box_frame import stored_frame
 from .box_groups import image_rejects
 from .box_index import BoxReject, ImageBoxes
 from .box_ingest import first_row
@@ -43,7 +44,7 @@ def encode_image_boxes(encoder: RowEncoder, image: ImageBoxes, labels: dict[str,
 
     def add(size: tuple[int, int]) -> dict[str, Any]:
         try:
-            return box_features(image, size, labels)
+            return stored_frame(box_features(image, size, labels), size, encoder.primary.rules)  # type: ignore[union-attr]
         except BoxesUnfit as unfit:
             faults.update(unfit.faults)
             raise BadCell(*next(iter(unfit.faults.values()))) from None

@@ -13,6 +13,7 @@ from typing import Callable
 
 from ..core import storage, uri
 from ..core.errors import ConfigError  # noqa: F401  (re-exported: callers catch it from here too)
+from ..core.letterbox import MODES as LETTERBOX_MODES
 from .box_index import IMAGE_COLUMN, box_format
 from .csv_index import read_header
 from .spans import has_span_pattern
@@ -24,6 +25,7 @@ CHANNEL_MODES = ("gray", "rgb")
 ROLE_OVERRIDES = ("image", "mask", "label", "metadata")
 NEAR_DUPLICATE_MODES = ("off", "warn", "fail")
 BOX_UNITS = ("normalized", "pixels", "auto")  # box_types.UNITS, checked here to name the option
+BOX_RESIZE_MODES = LETTERBOX_MODES  # a box index's images under --resize: aspect kept and padded, or stretched
 DEFAULT_NEAR_DUPLICATE_DISTANCE = 10  # bits of 64: recall 0.99, 0.05 % false pairs (docs/near-duplicates.md)
 MAX_NEAR_DUPLICATE_DISTANCE = 20  # the search's cost grows steeply beyond
 DEFAULT_MAX_PIXELS = 89_478_485  # PIL's own decompression-bomb limit (1024 * 1024 * 1024 // 4 // 3)
@@ -73,6 +75,7 @@ class ExampleGenConfig:
     near_duplicate_distance: int = DEFAULT_NEAR_DUPLICATE_DISTANCE  # Hamming bits of the 64-bit dct hash
     box_units: str = "auto"  # a box index's coordinates: normalized | pixels | auto (decided per file)
     max_boxes: int = 100  # a box index's image with more boxes is rejected (the TF OD API's default)
+    box_resize: str = "letterbox"  # a box index's images: letterbox | stretch (core/letterbox.py; docs/trainer.md)
 
     @property
     def uses_spans(self) -> bool:
@@ -104,6 +107,8 @@ class ExampleGenConfig:
             raise ConfigError(f"box_units must be one of {BOX_UNITS}, got {self.box_units!r}")
         if isinstance(self.max_boxes, bool) or not isinstance(self.max_boxes, int) or self.max_boxes < 1:
             raise ConfigError(f"max_boxes must be an integer >= 1, got {self.max_boxes!r}")
+        if self.box_resize not in BOX_RESIZE_MODES:
+            raise ConfigError(f"box_resize must be one of {BOX_RESIZE_MODES}, got {self.box_resize!r}")
 
     def _check_near_duplicates(self) -> None:
         if self.near_duplicates not in NEAR_DUPLICATE_MODES:

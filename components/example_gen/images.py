@@ -22,6 +22,7 @@ from PIL import Image, ImageOps
 
 from .data_root import BadCell, too_many_pixels
 from .jpeg_decode import decode_turbo, draft, draft_scale
+from ..core.letterbox import PAD, letterbox_layout
 from ..core.pixel_codec import PNG_MAGIC, encode_pixels, saved_image
 from .png_codec import fast_png
 
@@ -50,6 +51,7 @@ class ImageRules:
     resize: tuple[int, int] | None = None  # (H, W)
     nearest: bool = False  # masks: nearest-neighbour resize, palette indices and class ids kept
     exif_transpose: bool = True  # apply EXIF orientation as viewers do; False keeps the stored pixels
+    letterbox: bool = False  # resize keeping the aspect, padded to H x W (core/letterbox.py); False stretches
 
 
 def sniff_format(data: bytes) -> str:
@@ -145,6 +147,9 @@ def _load_jpeg(data: bytes, header: Image.Image,
     width, height = header.size  # `draft` below shrinks header.size: the file's size is taken first
     source = (width, height) if orientation in _QUARTER_TURNS else (height, width)
     target = None if rules.resize is None or rules.nearest else (rules.resize[1], rules.resize[0])
+    if target is not None and rules.letterbox:  # the content's size: the rest is padding
+        layout = letterbox_layout(source, rules.resize)  # type: ignore[arg-type]
+        target = (max(layout.width, 1), max(layout.height, 1))
     if target is not None and orientation in _QUARTER_TURNS:  # the stored image is turned: so is the target
         target = (target[1], target[0])
     scale = draft_scale(header.size, target)
@@ -211,6 +216,8 @@ def _resized(image: Image.Image, rules: ImageRules, turn: int = 1) -> Image.Imag
     """
     if not rules.resize:
         return image if turn == 1 else image.transpose(_UPRIGHT[turn])
+    if rules.letterbox:  # turned first: the padding is placed on the upright image
+        return _letterboxed(image if turn == 1 else image.transpose(_UPRIGHT[turn]), rules.resize)
     height, width = rules.resize
     resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
     if turn in _QUARTER_TURNS:
@@ -222,6 +229,25 @@ def _resized(image: Image.Image, rules: ImageRules, turn: int = 1) -> Image.Imag
     return image if turn == 1 else image.transpose(_UPRIGHT[turn])
 
 
+def _letterboxed(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """The image resized to fit `size` (H, W) with its aspect kept and padded with PAD (core/letterbox.py)."""
+    if image.size == (size[1], size[0]):
+        return image
+    top, left, height, width = _content(image.height, image.width, size)
+    canvas = Image.new(image.mode, (size[1], size[0]), PAD)
+    canvas.paste(image.resize((width, height), Image.Resampling.BILINEAR), (left, top))
+    return canvas
+
+
+def _content(height: int, width: int, size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The letterbox's layout of an (height, width) image in `size`; BadCell when a side would be 0 pixels."""
+    layout = letterbox_layout((height, width), size)
+    if layout.height < 1 or layout.width < 1:
+        raise BadCell("too_narrow_to_letterbox", f"image {height}x{width} letterboxed to {size[0]}x{size[1]} "
+                                                 f"keeps no whole pixel on one side; pass --box-resize stretch")
+    return layout
+
+
 def _finish16(pixels: np.ndarray, rules: ImageRules) -> Image.Image | np.ndarray:
     """`_finish` for 16-bit samples: conversion and resize at 16 bits; one channel becomes I;16."""
     if rules.channels == "gray" and pixels.shape[2] >= 3:  # Pillow's L weights (ITU-R 601-2), at 16 bits
@@ -231,10 +257,14 @@ def _finish16(pixels: np.ndarray, rules: ImageRules) -> Image.Image | np.ndarray
         pixels = pixels[:, :, :3] if pixels.shape[2] == 4 else np.repeat(pixels, 3, axis=2)
     if rules.resize and pixels.shape[:2] != rules.resize:
         resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
-        size = (rules.resize[1], rules.resize[0])
-        planes = [np.asarray(Image.fromarray(pixels[:, :, c].astype(np.float32)).resize(size, resample))
+        top, left, height, width = _content(*pixels.shape[:2], rules.resize) if rules.letterbox else (
+            0, 0, *rules.resize)
+        planes = [np.asarray(Image.fromarray(pixels[:, :, c].astype(np.float32)).resize((width, height), resample))
                   for c in range(pixels.shape[2])]  # float32 holds every uint16 exactly
         pixels = np.clip(np.rint(np.stack(planes, axis=2)), 0, 65535).astype(np.uint16)
+        if rules.letterbox:
+            pixels = np.pad(pixels, ((top, rules.resize[0] - top - height), (left, rules.resize[1] - left - width),
+                                     (0, 0)), constant_values=PAD)
     if pixels.shape[2] == 1:
         return Image.fromarray(np.ascontiguousarray(pixels[:, :, 0]))  # mode I;16, as 16-bit gray PNGs
     return np.ascontiguousarray(pixels)

@@ -4,6 +4,7 @@ rows) or a box index (chunks of images, box_ingest.py).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from .box_index import IMAGE_COLUMN
@@ -76,7 +77,15 @@ def plan_boxes(config: ExampleGenConfig, boxes: BoxSource) -> Planned:
     """A box index: the one-column table [image] of its images, chunks of images (`--rows-per-chunk` counts
     images), the image column and the box columns."""
     header, samples = [IMAGE_COLUMN], boxes.samples()
-    columns = detect_columns(header, samples, config) + box_column_specs()
+    columns = [_box_image(column, config) for column in detect_columns(header, samples, config)] + box_column_specs()
     work = estimate_work(columns, samples, open_data_root(config.data_root), boxes.num_images)
     chunks = boxes.chunks(rows_per_chunk(config, boxes.num_images, work.seconds / max(boxes.num_images, 1)))
     return header, chunks, columns, work
+
+
+def _box_image(column: ColumnSpec, config: ExampleGenConfig) -> ColumnSpec:
+    """A box index's image column, letterboxed under --resize unless `--box-resize stretch` (images.py). Without
+    --resize every image has the stored size already, and a served photo of another size is stretched as before."""
+    if column.rules is None or not column.rules.resize or config.box_resize != "letterbox":
+        return column
+    return dataclasses.replace(column, rules=dataclasses.replace(column.rules, letterbox=True))

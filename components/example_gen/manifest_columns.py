@@ -29,7 +29,8 @@ def _rules(manifest: Manifest, name: str, role: str) -> ImageRules:
     max_pixels = int((manifest.extra.get("options") or {}).get("max_pixels") or DEFAULT_MAX_PIXELS)
     return ImageRules(max_pixels, ops.get("channels"), resize,  # type: ignore[arg-type]
                       nearest=role == "mask" or ops.get("resize_method") == "nearest",
-                      exif_transpose=str(ops.get("exif_orientation", "applied")) == "applied")
+                      exif_transpose=str(ops.get("exif_orientation", "applied")) == "applied",
+                      letterbox=ops.get("resize_mode") == "letterbox")
 
 
 def columns_from_manifest(manifest: Manifest, header: list[str], names: list[str]) -> list[ColumnSpec]:

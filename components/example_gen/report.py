@@ -6,6 +6,7 @@ from typing import Any
 from ..core import storage
 from ..core.box_schema import BOXES_KEY
 from ..core.config_record import recorded_options
+from ..core.letterbox import PAD
 from ..core.hashing import sha256_of  # noqa: F401  (re-exported)
 from ..core.manifest import Manifest
 from .columns import ColumnSpec
@@ -26,6 +27,9 @@ def ingest_ops(columns: list[ColumnSpec]) -> dict[str, dict[str, Any]]:
             ops[column.name] = {
                 "resize": list(column.rules.resize) if column.rules.resize else None,
                 "resize_method": "nearest" if column.rules.nearest else "bilinear",
+                # letterbox: aspect kept, centred, padded with `pad` (core/letterbox.py); what serving_image repeats
+                "resize_mode": "letterbox" if column.rules.letterbox else "stretch",
+                **({"pad": PAD} if column.rules.letterbox else {}),
                 "channels": column.rules.channels,
                 "exif_orientation": "applied" if column.rules.exif_transpose else "ignored (pixels as stored)",
                 "storage": column.storage,

@@ -69,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     expose(add("--data-service", metavar="grpc://HOST:PORT",
                help="a tf.data service dispatcher (shardflow data-service): the training batches are made on its "
                     "workers, in the order a local stream makes them"))
+    add("--nms-iou", type=float, default=0.5, metavar="IOU",
+        help="a detector's served boxes: drop a box overlapping a higher-scored box of its class by more than IOU "
+             "(class-aware non-maximum suppression, default 0.5; 0 turns it off)")
     add("--record-order", metavar="FILE", help="write which examples each step trained on (JSON lines: shard, "
                                                "record, CSV row) to this local file; off by default")
 
@@ -86,5 +89,5 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfi
     fit = FitOptions(epochs=args.epochs, steps=args.steps, learning_rate=args.learning_rate,
                      checkpoint_every=args.checkpoint_every, freeze_epochs=args.freeze_epochs,
                      fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate)
-    export = ExportOptions(output=args.output, record_order=args.record_order)
+    export = ExportOptions(output=args.output, record_order=args.record_order, nms_iou=args.nms_iou)
     return TrainerConfig(input=inputs, model=model, fit=fit, export=export, hyperparameters=args.hyperparameters)

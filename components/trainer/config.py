@@ -171,10 +171,13 @@ class FitOptions:
 @dataclass(frozen=True, kw_only=True)
 class ExportOptions:
     """Where the run writes: `output`, the model directory (model/, reports, checkpoints while it runs);
-    `record_order`: a local file listing which examples each step trained on (record_order.py), or None."""
+    `record_order`: a local file listing which examples each step trained on (record_order.py), or None;
+    `nms_iou`: a detector's served boxes of one class overlapping a higher-scored one by more are dropped
+    (trainer/detection_outputs.py), 0 keeps every heat-map peak."""
 
     output: str
     record_order: str | None = None
+    nms_iou: float = 0.5  # detection_outputs.NMS_IOU (not imported: that module imports TensorFlow)
 
     def __post_init__(self) -> None:
         require_locations(self, "output")
@@ -182,6 +185,9 @@ class ExportOptions:
         if order is not None and (not isinstance(order, str) or not order.strip() or "://" in order):
             raise ConfigError(f"record_order must be a local file (lines are appended as training reads), "
                               f"got {order!r}")
+        iou = self.nms_iou
+        if isinstance(iou, bool) or not isinstance(iou, (int, float)) or not 0 <= iou < 1:
+            raise ConfigError(f"nms_iou must be in [0, 1) (0: no suppression), got {iou!r}")
 
 
 # The flat option names (flags, best_hyperparameters.json, the options a model records) → (group, field).

@@ -174,7 +174,7 @@ def _finish(config: TrainerConfig, task: TrainingTask, placement: Placement, out
             to_model: RawToModel, timer: TrainTimer, history: HistoryFile, probe: tuple[float, int], started: float,
             echo: Callable[[str], None], steps: int, streams: Streams) -> dict:
     info = _model_info(config, task, placement, steps)
-    export_model(model, to_model, task, info, out.staged(MODEL), placement.is_chief)
+    export_model(model, to_model, task, info, out.staged(MODEL), placement.is_chief, config.export.nms_iou)
     digest = weights_digest(model)
     storage.write_json(storage.join(out.root, "workers", f"worker-{placement.worker_index}.json"),
                        {"worker_index": placement.worker_index, "weights_sha256": digest, "optimizer_steps": steps})

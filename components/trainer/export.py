@@ -39,6 +39,7 @@ from ..core.errors import ConfigError
 from ..core.image_decode import CODED
 from ..core.label_map_file import write_label_map
 from ..core.model_info import IMAGE_INPUT, IMAGE_SIGNATURE, SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, write_model_info
+from .detection_outputs import NMS_IOU, in_request_frame, suppress_duplicates
 from .features import RawToModel
 from .task import TrainingTask
 
@@ -49,9 +50,10 @@ WEIGHTS_PREFIX = "variables/variables"  # the SavedModel's own checkpoint: what 
 SAVE_TRACES = False
 
 
-def serving_functions(model: keras.Model, to_model: RawToModel,
-                      task: TrainingTask) -> dict[str, tf.types.experimental.ConcreteFunction]:
-    """`serving_default` on tf.Examples and, for uint8 images, `serving_image` on encoded files of any size."""
+def serving_functions(model: keras.Model, to_model: RawToModel, task: TrainingTask,
+                      nms_iou: float = NMS_IOU) -> dict[str, tf.types.experimental.ConcreteFunction]:
+    """`serving_default` on tf.Examples and, for uint8 images, `serving_image` on encoded files of any size;
+    a detector's duplicates suppressed above `nms_iou` (0: off; detection_outputs.py)."""
     name, stored = task.input_name, task.raw_input_spec
     spec = {name: tf.io.FixedLenFeature([], tf.string if stored.is_file else tf.float32)}
     named = task.kind == "classification" and task.label_vocabulary is not None
@@ -60,7 +62,7 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
 
     def predict(image: tf.Tensor) -> dict[str, tf.Tensor]:
         if task.kind == DETECTION_TASK:
-            return served_detections(model({name: image}, training=False), task.label_map.ids)
+            return served_detections(model({name: image}, training=False), task.label_map.ids, nms_iou)
         softmax = tf.cast(model({name: image}, training=False), tf.float32)
         probabilities = served_probabilities(softmax, task.num_classes)
         outputs = {"probabilities": probabilities, "class_ids": tf.argmax(probabilities, axis=-1)}
@@ -74,6 +76,9 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
     if to_model.serves_any_size:
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGE_INPUT)], autograph=False)
         def serve_image(images: tf.Tensor) -> dict[str, tf.Tensor]:
+            if task.kind == DETECTION_TASK and to_model.letterbox:  # boxes normalised to each request's image
+                image, sizes = to_model.image_and_sizes(images)
+                return in_request_frame(predict(image), sizes, tuple(stored.shape[:2]))
             return predict(to_model.image_from_files(images))
 
         signatures[IMAGE_SIGNATURE] = serve_image.get_concrete_function()
@@ -88,13 +93,16 @@ def serving_functions(model: keras.Model, to_model: RawToModel,
     return {SERVING_SIGNATURE: serve.get_concrete_function(), **signatures}
 
 
-def served_detections(maps: dict[str, tf.Tensor], label_ids: tuple[int, ...]) -> dict[str, tf.Tensor]:
+def served_detections(maps: dict[str, tf.Tensor], label_ids: tuple[int, ...],
+                      nms_iou: float = NMS_IOU) -> dict[str, tf.Tensor]:
     """The OD API's outputs of a detector's maps: float32 boxes [N, M, 4], scores and label map ids [N, M] (0
-    past `num_detections`), num_detections [N]; M = MAX_DETECTIONS."""
+    past `num_detections`), num_detections [N]; M = MAX_DETECTIONS. Duplicates of a class suppressed above
+    `nms_iou` (0: off)."""
     from .detector import HEATMAP, OFFSET, SIZE, decode_detections
 
     found = decode_detections(*(tf.cast(maps[key], tf.float32) for key in (HEATMAP, SIZE, OFFSET)),
                               max_detections=MAX_DETECTIONS)
+    found = suppress_duplicates(found, nms_iou)
     real = tf.range(MAX_DETECTIONS)[None, :] < tf.cast(found["num_detections"], tf.int32)[:, None]
     served = tf.gather(tf.constant(label_ids, tf.float32), tf.cast(found["detection_classes"], tf.int32))
     found["detection_classes"] = tf.where(real, served, 0.0)  # class index i serves label_ids[i] (LabelMap.ids)
@@ -124,14 +132,14 @@ def class_name_outputs(names: tf.Tensor, probabilities: tf.Tensor, class_ids: tf
 
 
 def export_model(model: keras.Model, to_model: RawToModel, task: TrainingTask, info: ModelInfo,
-                 model_dir: str | os.PathLike, is_chief: bool) -> None:
+                 model_dir: str | os.PathLike, is_chief: bool, nms_iou: float = NMS_IOU) -> None:
     """Saves on every worker (saving is collective under MultiWorkerMirroredStrategy); only the chief keeps it.
 
     The chief writes `model_dir` (a local path or a URI) from scratch; other workers save to a local
     scratch directory of their own that is deleted right away (they share nothing but the outputs).
     """
     model.raw_to_model = to_model  # tracked, so the transform graph's assets and tables are saved with it
-    signatures = serving_functions(model, to_model, task)
+    signatures = serving_functions(model, to_model, task, nms_iou)
     if is_chief:
         model_dir = os.fspath(model_dir)
         storage.remove(model_dir)  # a killed earlier export's objects must not mix with this one

@@ -30,7 +30,7 @@ from ..core.errors import ConfigError
 from ..core.image_decode import CODED
 from ..core.manifest import Manifest
 from ..core.reader import decode_batch
-from ..core.serving_image import at_stored_layout, canonical_pixels, stored_bytes
+from ..core.serving_image import at_stored_layout, canonical_sized, stored_bytes
 from .box_stream import padded_boxes
 from .task import TrainingTask
 
@@ -114,30 +114,43 @@ class RawToModel(tf.Module):
         spec = self.task.raw_input_spec
         return spec.dtype == "uint8" and spec.shape[2] in (1, 3, 4)
 
+    @property
+    def letterbox(self) -> bool:
+        """Whether ingest letterboxed the image (ingest_ops' `resize_mode`; core/letterbox.py) rather than stretched it."""
+        return self._ingest_ops.get("resize_mode") == "letterbox"
+
+    @property
+    def _ingest_ops(self) -> dict:
+        return (self.task.raw_manifest.extra.get("ingest_ops") or {}).get(self.task.input_name) or {}
+
     def image_from_files(self, blobs: tf.Tensor) -> tf.Tensor:
-        """float32 model input from encoded image files of any size [B] (serving): ingest's ops, then `image`.
+        """float32 model input from encoded image files of any size [B] (serving): ingest's ops, then `image`."""
+        return self.image_and_sizes(blobs)[0]
+
+    def image_and_sizes(self, blobs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """`image_from_files`' input, and each file's (h, w) as decoded, EXIF orientation applied (int32 [B, 2]).
 
         A batch whose files all have the stored layout (the Evaluator's, stored examples) takes
-        `image` directly, as training does; any other goes through `canonical_pixels` first. Raw-stored
-        pixels always do: a file is never the stored bytes then, even at the stored size.
+        `image` directly, as training does (their sizes: the stored one); any other goes through
+        `canonical_sized` first. Raw-stored pixels always do: a file is never the stored bytes then.
         """
         spec, name = self.task.raw_input_spec, self.task.input_name
-        ops = (self.task.raw_manifest.extra.get("ingest_ops") or {}).get(name) or {}
-        exif = ops.get("exif_orientation", "applied") == "applied"
+        exif = self._ingest_ops.get("exif_orientation", "applied") == "applied"
         if spec.encoding not in CODED:
             return self._image_from_canonical(blobs, exif)
         fits = tf.map_fn(lambda blob: at_stored_layout(blob, tuple(spec.shape), exif), blobs,
                          fn_output_signature=tf.TensorSpec([], tf.bool))
-        return tf.cond(tf.reduce_all(fits), lambda: self.image({name: blobs}),
+        stored = tf.tile(tf.constant([spec.shape[:2]], tf.int32), tf.stack([tf.shape(blobs)[0], 1]))
+        return tf.cond(tf.reduce_all(fits), lambda: (self.image({name: blobs}), stored),
                        lambda: self._image_from_canonical(blobs, exif))
 
-    def _image_from_canonical(self, blobs: tf.Tensor, exif: bool) -> tf.Tensor:
+    def _image_from_canonical(self, blobs: tf.Tensor, exif: bool) -> tuple[tf.Tensor, tf.Tensor]:
         spec = self.task.raw_input_spec
-        pixels = tf.map_fn(lambda blob: canonical_pixels(blob, tuple(spec.shape), exif), blobs,
-                           fn_output_signature=tf.TensorSpec(spec.shape, tf.uint8))
+        pixels, sizes = tf.map_fn(lambda blob: canonical_sized(blob, tuple(spec.shape), exif, self.letterbox), blobs,
+                                  fn_output_signature=(tf.TensorSpec(spec.shape, tf.uint8), tf.TensorSpec([2], tf.int32)))
         if self.tft_layer is None or self.raw_pixels:
-            return tf.cast(pixels, tf.float32) / _PIXEL_MAX["uint8"]
-        return self.image({self.task.input_name: stored_bytes(pixels, spec.encoding)})
+            return tf.cast(pixels, tf.float32) / _PIXEL_MAX["uint8"], sizes
+        return self.image({self.task.input_name: stored_bytes(pixels, spec.encoding)}), sizes
 
     def inputs_and_target(self, parsed: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
         """(image, class ids): ids are int32 [B] for labels, [B, H, W] for masks."""

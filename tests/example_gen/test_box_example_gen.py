@@ -72,7 +72,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("boxes")
     write_boxes(root, count=60)
     return _run(root, root / "out", f"train={root / 'train.csv'}", f"eval={root / 'eval.csv'}",
-                extra=("--resize", "48x64", "--storage", "png"))
+                extra=("--resize", "48x64", "--storage", "png", "--box-resize", "stretch"))  # boxes as the CSV says
 
 
 def test_demo_manifest_follows_box_schema(demo: dict) -> None:
