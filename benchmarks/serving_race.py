@@ -20,6 +20,7 @@ from typing import Any
 from shardflow.core import storage
 from shardflow.pusher import MODEL_CONFIG, PusherConfig
 from shardflow.pusher import run as push
+from shardflow.pusher.layout import storage_uri
 
 MODEL_FILES = ("saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001",
                "shardflow_model.json")
@@ -93,8 +94,8 @@ def served_now(serving: str, policy: str = "config") -> tuple[int, str] | None:
     if policy == "config":
         found = configured(serving)
     else:
-        numbers = [int(name) for name in storage.list_names(serving) if name.isdigit()]
-        found = (serving, max(numbers)) if numbers else None
+        numbers = [int(name) for name in storage.list_names(serving) if name.isdigit()]  # the newest version's folder
+        found = (storage_uri(serving, max(numbers)), max(numbers)) if numbers else None  # (pusher/layout.py)
     return None if found is None else (found[1], _tag_of(*found))
 
 

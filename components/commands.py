@@ -26,10 +26,10 @@ from .example_gen import cli as example_gen_cli
 from .infra_validator import cli as infra_validator_cli
 from .label_finder import cli as label_finder_cli
 from .predict import cli as predict_cli
-from .pusher import clean_cli as clean_serving_cli
 from .pusher import cli as pusher_cli
 from .trainer import cli as trainer_cli
 from .transform import cli as transform_cli
+from .tracking import clean_cli as clean_serving_cli
 from .tracking import cli as tracking_cli
 from .tuner import cli as tuner_cli
 from .validation import cli as validation_cli
@@ -75,8 +75,8 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
             deploy_cli, pipeline_step=False),
     Command("promote", "serve the canary: CURRENT.json and the KServe InferenceService together", promote_cli,
             pipeline_step=False, executor="promote"),
-    Command("clean-serving", "remove what killed pushes left in a serving directory", clean_serving_cli,
-            pipeline_step=False, executor="clean"),
+    Command("clean-serving", "remove what killed pushes left in a serving directory; --keep K: old versions too",
+            clean_serving_cli, pipeline_step=False, executor="clean_serving"),
     Command("predict", "batch inference of a served model over a CSV index or examples (Beam RunInference)",
             predict_cli, True),
     Command("find-label-issues", "rank the train split's likely label errors: K fold models' out-of-fold "

@@ -4,8 +4,8 @@
 
     pushed = run(PusherConfig(model="s3://b/runs/train/model", evaluation="s3://b/runs/eval",
                               serving_dir="s3://b/serving"))
-    pushed.version, pushed.location      # 3, 's3://b/serving/3'
-    resolve_latest("s3://b/serving")      # 's3://b/serving/3' ('' when nothing was pushed yet)
+    pushed.version, pushed.location      # 3, 's3://b/serving/3/model/3' (pusher/layout.py)
+    resolve_latest("s3://b/serving")      # 's3://b/serving/3/model/3' ('' when nothing was pushed yet)
 
 The pointer moves only while it names the baseline the evaluation gated the model against; a refused
 push is `pushed=False` with one reason (`ServingChanged`'s line from `push_model`). TF Serving serves the

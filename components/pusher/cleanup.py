@@ -22,6 +22,7 @@ from typing import Any
 
 from ..core import storage
 from ..core.process_identity import process_gone
+from .layout import SAVED_MODEL
 from .serving import CLAIMS, Served, read_served, served_history, write_record
 
 STAGING = re.compile(r"^\.(\d+)\.tmp-")  # storage.temp_name of a version directory: `.<N>.tmp-<hex>`
@@ -91,9 +92,19 @@ def _remove_abandoned(serving_dir: str, served: Served) -> list[str]:
             staged = STAGING.match(name) if folder == serving_dir else None
             number = int(name) if name.isdigit() else int(staged.group(1)) if staged else None
             if number is not None and number <= mark and number not in kept:
-                storage.remove(storage.join(folder, name))
+                remove_version(storage.join(folder, name))
                 removed.append(storage.join(folder, name))
     return removed
+
+
+def remove_version(location: str) -> None:
+    """Removes a version's folder (or a claim), whole or not looking whole: every `saved_model.pb` first (a push
+    copies it last, and without it TF Serving and KServe's rule find no model), then the rest."""
+    if storage.is_dir(location):
+        for path in storage.list_files(location):
+            if storage.basename(path) == SAVED_MODEL:
+                storage.remove(path)
+    storage.remove(location)
 
 
 def clean_serving_dir(serving_dir: str, served: Served, stale_after: float) -> tuple[Served, list[str]]:

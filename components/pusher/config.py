@@ -20,7 +20,8 @@ LATEST = "latest"
 GATED, ANY = "gated", "any"
 REPLACE_MODES = (GATED, ANY)
 POINTER_FIELDS = ("version", "model", "pushed_at", "pushed_from", "gated_against", "replaced_version", "action",
-                  "content_digest", "served_versions", "abandoned_through", "rolled_back_from")
+                  "content_digest", "served_versions", "abandoned_through", "rolled_back_from", "storage_uri",
+                  "serial", "retired_versions", "canary_version")
 # A claim whose push neither won nor was refused after this long is abandoned (its process killed on another
 # host; on this host a dead process is seen at once). An hour: ten times the longest copy of a model to a
 # bucket we expect (a 1 GB model at 20 MB/s is under a minute), and a push judged abandoned is only refused.
@@ -105,15 +106,30 @@ class RollbackConfig:
 @dataclass(frozen=True, kw_only=True)
 class CleanServingConfig:
     """Remove what killed pushes left in `serving_dir` (cleanup.py) and write TF Serving's config of the version
-    served; `tf_serving` and `stale_claims_after` as in PusherConfig."""
+    served; `tf_serving` and `stale_claims_after` as in PusherConfig. `keep` (None: no retention): also remove the
+    served versions beyond the `keep` most recent, never the pointer's, a canary's, one in `protect`, nor, with
+    `tracking_uri`, the one `alias` names on `registered_model` in the MLflow registry (retention.py)."""
 
     serving_dir: str
     tf_serving: TfServing = field(default_factory=TfServing)
     stale_claims_after: float = STALE_CLAIM_SECONDS
+    keep: int | None = None
+    protect: frozenset[int] = frozenset()
+    tracking_uri: str = ""
+    registered_model: str = ""
+    alias: str = "champion"
 
     def __post_init__(self) -> None:
         require_locations(self, "serving_dir")
         check_stale_after(self.stale_claims_after)
+        if self.keep is not None and (isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 1):
+            raise ConfigError(f"keep must be a number of versions (1 or more), got {self.keep!r}")
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.protect):
+            raise ConfigError(f"protect must be version numbers (1 or more), got {sorted(self.protect)!r}")
+        if self.tracking_uri and (self.keep is None or not self.registered_model or not self.alias):
+            raise ConfigError("a tracking URI protects a registry alias's version from retention: give --keep, "
+                              f"--registered-model and --alias (got {self.keep!r}, {self.registered_model!r}, "
+                              f"{self.alias!r})")
 
     def check_inputs(self) -> None:
         """Nothing to read before the run."""

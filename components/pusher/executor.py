@@ -1,14 +1,16 @@
 """`run(config)`: push a blessed model to `<serving_dir>/<N>/`, repoint `<serving_dir>/CURRENT.json` and TF Serving.
 
 `CURRENT.json` names the version served (the model a pipeline's `latest` means for warm starts and
-baselines), and `models.config` makes TF Serving serve exactly that version (tf_serving.py):
+baselines), and `models.config` makes TF Serving serve exactly that version (tf_serving.py); its `storage_uri`
+is what a KServe InferenceService's storageUri names (layout.py: a prefix holding that version alone):
 
-    {"version": 3, "model": "s3://b/serving/3", "pushed_from": "s3://b/runs/train/model", "content_digest": "…",
-     "gated_against": "s3://b/serving/2", "replaced_version": 2, "pushed_at": "2026-11-23T12:00:00Z",
-     "action": "push", "served_versions": {"1": {…}, "3": {…}}, "abandoned_through": 2, **source}
+    {"version": 3, "model": "s3://b/serving/3/model/3", "storage_uri": "s3://b/serving/3/model", "serial": 5,
+     "pushed_from": "s3://b/runs/train/model", "content_digest": "…", "gated_against": "s3://b/serving/2/model/2",
+     "replaced_version": 2, "pushed_at": "2026-11-23T12:00:00Z", "action": "push",
+     "served_versions": {"1": {…}, "3": {…}}, "abandoned_through": 2, **source}
 
 Locally the copy is made under a temporary sibling and renamed to `<N>`; object stores have no rename, so
-the copy goes straight to `<N>/`. The pointer is swapped only after the copy is complete, and TF Serving's
+the copy goes straight to `<N>/model/<N>/`, `saved_model.pb` last. The pointer is swapped only after the copy is complete, and TF Serving's
 config follows the pointer, so what TF Serving loads is never a half copy, a loser or an orphan. A model
 whose evaluation did not end in BLESSED (or, with `infra_validation`, not INFRA_BLESSED) is not pushed; the
 validator's TF Serving warm-up file goes into the version (`<N>/assets.extra/`) within the same copy.
@@ -36,9 +38,8 @@ from .cleanup import clean_serving_dir
 from .config import GATED, LATEST, STALE_CLAIM_SECONDS, PusherConfig, ServingChanged
 from .serving import (SERVING_POINTER, check_gated, check_unchanged, claim_version, normalized, read_pointer,
                       read_served, serve_pointer_version, successor, swap_pointer)
+from .layout import SAVED_MODEL, model_location, relative_model, storage_uri, version_folder
 from .tf_serving import MODEL_CONFIG, TfServing
-
-SAVED_MODEL = "saved_model.pb"
 
 
 @dataclass(frozen=True)
@@ -133,18 +134,19 @@ def push_model(model_dir: str, serving_dir: str, source: dict[str, Any] | None =
         return served.version, served.pointer["model"]
     check_gated(served, gated_against)
     version = claim_version(serving_dir, origin, served)
-    target = storage.join(serving_dir, str(version))
-    record = {"version": version, "model": target, "pushed_from": origin, "content_digest": digest,
+    target = version_folder(serving_dir, version)  # holds one folder, `model/<N>`: one storage URI, one version
+    record = {"version": version, "model": model_location(serving_dir, version), "pushed_from": origin,
+              "content_digest": digest, "storage_uri": storage_uri(serving_dir, version),
               "gated_against": gated_against, "action": "push", **(source or {})}
     try:
-        _publish(model_dir, target, extra_files or {},
+        _publish(model_dir, target, relative_model(version), extra_files or {},
                  lambda: check_unchanged(serving_dir, served, gated_against, version))
         swap_pointer(serving_dir, served, lambda now: successor(serving_dir, now, record), gated_against)
     except BaseException:  # refused, failed or interrupted before the swap: no pointer names this copy
         _discard(target)
         raise
     serve_pointer_version(serving_dir, tf_serving)
-    return version, target
+    return version, record["model"]
 
 
 def served_digest(pointer: dict[str, Any]) -> str:
@@ -160,14 +162,16 @@ def _discard(target: str) -> None:
         pass
 
 
-def _publish(model_dir: str, target: str, extra_files: dict[str, str], still_current: Callable[[], None]) -> None:
-    """Makes `target` a copy of the model: whole when it appears where the scheme renames, in place elsewhere."""
+def _publish(model_dir: str, target: str, inner: str, extra_files: dict[str, str],
+             still_current: Callable[[], None]) -> None:
+    """Makes `target/inner` a copy of the model: whole when `target` appears where the scheme renames, in place
+    elsewhere."""
     if not storage.can_rename(target):  # object stores: written in place (the claim made `target` this push's)
-        _copy_version(model_dir, target, extra_files)
+        _copy_version(model_dir, storage.join(target, *inner.split("/")), extra_files)
         return
     staging = storage.temp_name(target)
     try:
-        _copy_version(model_dir, staging, extra_files)
+        _copy_version(model_dir, storage.join(staging, *inner.split("/")), extra_files)
         still_current()  # a push that already lost is refused before its version appears
         storage.move(staging, target)  # atomic rename: the version appears whole
     finally:

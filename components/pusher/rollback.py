@@ -18,6 +18,8 @@ from ..core.errors import ConfigError, ShardflowError
 from ..core.model_info import model_digest
 from .cleanup import clean_serving_dir
 from .config import RollbackConfig
+from .layout import SAVED_MODEL, entry_model
+from .retention import retired, still_served
 from .serving import SERVING_POINTER, read_served, serve_pointer_version, served_history, successor, swap_pointer
 from .tf_serving import MODEL_CONFIG
 
@@ -37,16 +39,19 @@ def run(config: RollbackConfig, echo: Callable[[str], None] = print) -> Rollback
     entry = history.get(str(version))
     if entry is None:
         listed = ", ".join(sorted(history, key=int)) or "none"
-        raise ConfigError(f"version {version} was never served from {serving_dir} (served versions: {listed})")
-    target = storage.join(serving_dir, str(version))
-    digest = model_digest(target) if storage.is_dir(target) else ""
+        never = "was retired by clean-serving --keep" if version in retired(served) else "was never served"
+        raise ConfigError(f"version {version} {never} from {serving_dir} (served versions: {listed})")
+    target = entry_model(serving_dir, version, entry)
+    digest = model_digest(target) if storage.is_file(storage.join(target, SAVED_MODEL)) else ""
     if not digest or entry.get("content_digest", digest) != digest:
         raise ShardflowError(f"{target} no longer holds the model served as version {version}: not served again")
     if served.version != version:
         record = {"version": version, "model": target, "pushed_from": entry.get("pushed_from"),
                   "content_digest": digest, "gated_against": None, "action": "rollback",
-                  "rolled_back_from": served.version}
-        swap_pointer(serving_dir, served, lambda now: successor(serving_dir, now, record), None)
+                  "rolled_back_from": served.version, **({"storage_uri": entry["storage_uri"]}
+                                                         if entry.get("storage_uri") else {})}
+        swap_pointer(serving_dir, served, lambda now: successor(serving_dir, still_served(now, version), record),
+                     None)
     serve_pointer_version(serving_dir, config.tf_serving)
     echo(f"rollback: {target} (version {version}) is served again, replacing version {served.version}; "
          f"{SERVING_POINTER} and TF Serving's {MODEL_CONFIG} name it")

@@ -34,6 +34,7 @@ from .tf_serving import TfServing, publish_model_config
 SERVING_POINTER = "CURRENT.json"
 CLAIMS = ".claims"
 CLAIM_ATTEMPTS = 1000  # numbers tried past the highest one seen: others claiming them all is not a race
+KEPT_FIELDS = ("retired_versions",)  # the record's own fields a swap carries over (retention.py)
 
 
 @dataclass(frozen=True)
@@ -159,15 +160,22 @@ def swap_pointer(serving_dir: str, served: Served, make_pointer: Callable[[Serve
 def successor(serving_dir: str, served: Served, record: dict[str, Any]) -> dict[str, Any]:
     """The pointer that replaces `served` by `record`'s version: what it replaced, when, and every version served."""
     history = served_history(serving_dir, served)
+    entry = {key: record[key] for key in ("model", "storage_uri") if record.get(key)}
     history[str(record["version"])] = {"content_digest": record["content_digest"],
-                                       "pushed_from": record["pushed_from"], "pushed_at": now_text()}
+                                       "pushed_from": record["pushed_from"], "pushed_at": now_text(), **entry}
     return {**record, "replaced_version": served.version, "pushed_at": now_text(), "served_versions": history,
-            "abandoned_through": served.abandoned_through}
+            "abandoned_through": served.abandoned_through, "serial": serial_of(served) + 1,
+            **{key: served.record[key] for key in KEPT_FIELDS if served.record and key in served.record}}
+
+
+def serial_of(served: Served) -> int:
+    """The pointer's serial: one more at every swap of the served version (0: none yet, or an older shardflow's)."""
+    return int((served.record or {}).get("serial") or 0)
 
 
 def serve_pointer_version(serving_dir: str, tf_serving: TfServing) -> int | None:
     """TF Serving's model config made to serve the version CURRENT.json names now (tf_serving.py); that version."""
-    return publish_model_config(serving_dir, tf_serving, lambda: read_served(serving_dir).version)
+    return publish_model_config(serving_dir, tf_serving, lambda: read_served(serving_dir).pointer)
 
 
 def write_record(serving_dir: str, served: Served, record: dict[str, Any]) -> Served:

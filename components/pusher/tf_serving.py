@@ -5,12 +5,12 @@ push that lost the swap, a copy still arriving, a killed push's orphan. Started 
 `--model_config_file=SERVING/models.config --model_config_file_poll_wait_seconds=S` it serves the versions
 its config names, and nothing else (`model_version_policy { specific { versions: N } }`):
 
->>> print(render_model_config(TfServing("shardflow", "/artifacts/serving"), 7), end="")
-# Written by shardflow push from CURRENT.json: TF Serving serves exactly the version it names.
+>>> print(render_model_config(TfServing("shardflow", "/artifacts/serving/7/model"), 7, serial=12), end="")
+# Written by shardflow push from CURRENT.json (pointer serial 12): TF Serving serves exactly the version it names.
 model_config_list {
   config {
     name: "shardflow"
-    base_path: "/artifacts/serving"
+    base_path: "/artifacts/serving/7/model"
     model_platform: "tensorflow"
     model_version_policy {
       specific {
@@ -26,17 +26,20 @@ The config is derived from the pointer, never the other way round: the pointer's
 then `publish_model_config` writes the config of the version the pointer names now, by a compare-and-swap of
 its own, so a late writer never puts back an older version (its token is stale: it reads the pointer again).
 A push killed between the two leaves the config on the version served before, a gated one; the next push, a
-rollback or `shardflow clean-serving` writes it.
+rollback or `shardflow clean-serving` writes it. Each config names the pointer's `serial` (one more at every swap),
+so no two configs of different pointers are the same bytes: a compare-and-swap whose token is the content's hash
+(locally) or ETag (S3) is not fooled by a config rewritten to an earlier text (push 5, rollback to 4).
 """
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from ..core import storage
 from ..core.errors import ConfigError
+from .layout import tf_serving_base_path
 
 MODEL_CONFIG = "models.config"
 CONFIG_ATTEMPTS = 20  # a conflict means another push wrote it meanwhile: each attempt reads the pointer anew
@@ -60,9 +63,10 @@ class TfServing:
             raise ConfigError(f"the TF Serving base path must be a path or URI without quotes, got {self.base_path!r}")
 
 
-def render_model_config(serving: TfServing, version: int) -> str:
-    """TF Serving's ModelServerConfig (text format) serving `version` alone."""
-    return ("# Written by shardflow push from CURRENT.json: TF Serving serves exactly the version it names.\n"
+def render_model_config(serving: TfServing, version: int, serial: int = 0) -> str:
+    """TF Serving's ModelServerConfig (text format) serving `version` alone; `serial`: the pointer's."""
+    return (f"# Written by shardflow push from CURRENT.json (pointer serial {serial}): TF Serving serves exactly the "
+            "version it names.\n"
             "model_config_list {\n  config {\n"
             f'    name: "{serving.name}"\n    base_path: "{serving.base_path}"\n    model_platform: "tensorflow"\n'
             "    model_version_policy {\n      specific {\n"
@@ -84,8 +88,9 @@ def base_path_of(serving: TfServing, serving_dir: str) -> TfServing:
     return TfServing(serving.name, location)
 
 
-def publish_model_config(serving_dir: str, serving: TfServing, read_version: Callable[[], int | None]) -> int | None:
-    """Makes SERVING/models.config serve the version `read_version()` returns now (the pointer's); that version.
+def publish_model_config(serving_dir: str, serving: TfServing,
+                         read_pointer: Callable[[], dict[str, Any] | None]) -> int | None:
+    """Makes SERVING/models.config serve the version of the pointer `read_pointer()` returns now; that version.
 
     None, and nothing written, when nothing is served. The config's token is read before the pointer, so a
     conflict means someone wrote the config after this read of the pointer: read both again."""
@@ -93,10 +98,12 @@ def publish_model_config(serving_dir: str, serving: TfServing, read_version: Cal
     serving = base_path_of(serving, serving_dir)
     for _ in range(CONFIG_ATTEMPTS):
         text, token = storage.read_with_token(location)
-        version = read_version()
-        if version is None:
+        pointer = read_pointer()
+        if pointer is None:
             return None
-        wanted = render_model_config(serving, version).encode("utf-8")
+        version = pointer["version"]
+        served = TfServing(serving.name, tf_serving_base_path(serving.base_path, pointer))
+        wanted = render_model_config(served, version, int(pointer.get("serial") or 0)).encode("utf-8")
         if text == wanted:
             return version
         try:

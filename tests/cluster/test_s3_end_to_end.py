@@ -64,7 +64,8 @@ def test_whole_chain_on_s3_matches_local_and_writes_nothing_locally(
     remote = _chain(data, f"s3://{s3_bucket}/run")
 
     assert list(workdir.iterdir()) == [], "the s3 chain wrote into the working directory"
-    assert remote["pointer"]["version"] == 1 and remote["pointer"]["model"] == f"s3://{s3_bucket}/run/serving/1"
+    served = f"s3://{s3_bucket}/run/serving/1/model/1"  # version 1's model (pusher/layout.py)
+    assert remote["pointer"]["version"] == 1 and remote["pointer"]["model"] == served
     print(f"eval accuracy: s3 chain {_accuracy(remote['metrics']):.4f}, local chain {_accuracy(local['metrics']):.4f}")
     assert _accuracy(remote["metrics"]) >= 0.8
     # Same shards, same options and seed; CPU training is not bit-reproducible (multi-threaded reductions):
@@ -73,7 +74,7 @@ def test_whole_chain_on_s3_matches_local_and_writes_nothing_locally(
     keys = list_keys(s3_server, f"s3://{s3_bucket}/run")
     for expected in ("examples/manifest.json", "validation/anomalies.json", "transform/manifest.json",
                      "train/training.json", "train/model/saved_model.pb", "evaluation/BLESSED",
-                     "serving/CURRENT.json", "serving/1/saved_model.pb", "examples/provenance/eval.npz",
+                     "serving/CURRENT.json", "serving/1/model/1/saved_model.pb", "examples/provenance/eval.npz",
                      "transform/provenance/train.npz", "evaluation/label_issues.jsonl", "evaluation/label_issues.png"):
         assert expected in keys, f"{expected} missing from the bucket"
     assert not [k for k in keys if "/.staging/" in k or ".tmp-" in k], "staging or temporary objects left behind"

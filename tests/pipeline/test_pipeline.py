@@ -127,8 +127,8 @@ def test_the_second_span_reuses_the_first_and_warm_starts_from_the_served_model(
     assert [(s["span"], s["reused"]) for s in spans] == [("1", True), ("2", False)]
     assert spans[0]["dir"] == read_manifest(first["outputs"]["examples"]).extra["spans"][0]["dir"]
     assert second["metrics"]["num_examples"] == 48  # the window's eval: both spans
-    assert second["training"]["options"]["warm_start"] == str(out / "serving" / "1")
-    assert second["metrics"]["baseline_model"] == str(out / "serving" / "1")
+    assert second["training"]["options"]["warm_start"] == str(out / "serving" / "1" / "model" / "1")
+    assert second["metrics"]["baseline_model"] == str(out / "serving" / "1" / "model" / "1")
     assert second["blessing"]["blessed"] is True and second["serving_pointer"]["version"] == 2
 
 

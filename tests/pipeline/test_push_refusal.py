@@ -33,18 +33,19 @@ def test_a_refused_push_fails_its_step_and_the_summary_names_it(tmp_path: Path) 
     out = tmp_path / "out"
     serving = out / "serving"
     first = _blessed(tmp_path, "first", "none")
-    assert step_bodies.push(*first, "", str(serving), {}) == str(serving / "1")
+    one = serving / "1" / "model" / "1"  # version 1's model (pusher/layout.py)
+    assert step_bodies.push(*first, "", str(serving), {}) == str(one)
     second = _blessed(tmp_path, "second", "none")  # gated while nothing was served, as the first was
     with pytest.raises(step_bodies.StepFailed) as refused:
         step_bodies.push(*second, "", str(serving), {})
-    line = (f"{serving / '1'} (version 1) is served now, but the model was gated against none (nothing was "
+    line = (f"{one} (version 1) is served now, but the model was gated against none (nothing was "
             "served): evaluate it against the served model, then push (a rerun of the pipeline does both)")
     assert str(refused.value) == f"shardflow push: not pushed: {line}" and refused.value.exit_code == 75
     assert sorted(p.name for p in serving.iterdir() if not p.name.startswith(".")) == ["1", "CURRENT.json", "models.config"]
 
     first_run, second_run = out / "pipeline_root" / "shardflow-1", out / "pipeline_root" / "shardflow-2"
     (first_run / "push").mkdir(parents=True)
-    (first_run / "push" / "pushed").write_text(str(serving / "1") + "\n")  # what the push component writes
+    (first_run / "push" / "pushed").write_text(str(one) + "\n")  # what the push component writes
     record = Path(step_bodies.record_outcome(str(out / "runs"), first_run.name, "SUCCEEDED", "", ""))
     record.rename(record.with_name("run-0-first.json"))  # two runs' exit handlers: two processes, two names
     second_run.mkdir()  # the second run, into the same --output: its push step failed with the refusal
@@ -53,9 +54,9 @@ def test_a_refused_push_fails_its_step_and_the_summary_names_it(tmp_path: Path) 
     summary = summarize(out, second_run)
     assert summary["push"] == {"refused": line} and summary["outcome"]["state"] == "FAILED"
     shown = render_summary(summary).splitlines()
-    assert shown[-2:] == [f"serving: {serving / '1'} (version 1)", f"not pushed: {line}"]
+    assert shown[-2:] == [f"serving: {one} (version 1)", f"not pushed: {line}"]
     # Each run's summary is its own, whichever finished last (both print theirs when they end).
     first = summarize(out, first_run)
-    assert first["push"] == {"pushed": str(serving / "1")} and first["outcome"]["state"] == "SUCCEEDED"
+    assert first["push"] == {"pushed": str(one)} and first["outcome"]["state"] == "SUCCEEDED"
     assert not any(text.startswith(("not pushed", "error")) for text in render_summary(first).splitlines())
     assert summarize(out)["run"] == str(second_run) and summarize(tmp_path / "nothing")["run"] is None

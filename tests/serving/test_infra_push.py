@@ -51,10 +51,10 @@ def test_push_copies_the_warmup_file_into_the_version_and_the_model_answers_it(
     serving = tmp_path / "serving"
     assert shardflow_main(["push", "--model", str(model), "--evaluation", str(evaluation), "--serving-dir",
                            str(serving), "--infra-validation", str(out)]) == 0
-    warmup = serving / "1" / WARMUP
+    warmup = serving / "1" / "model" / "1" / WARMUP
     assert warmup.read_bytes() == (out / WARMUP).read_bytes()
-    assert _tree(serving / "1") == {**_tree(model), WARMUP: warmup.read_bytes()}
-    served = tf.saved_model.load(str(serving / "1"))
+    assert _tree(serving / "1" / "model" / "1") == {**_tree(model), WARMUP: warmup.read_bytes()}
+    served = tf.saved_model.load(str(serving / "1" / "model" / "1"))
     canaries = np.load(evaluation / "canary_predictions.npy")
     logs = [prediction_log_pb2.PredictionLog.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(warmup))]
     assert len(logs) == 256

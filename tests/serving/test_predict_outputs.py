@@ -38,7 +38,7 @@ def test_a_serving_dir_or_its_current_json_names_the_model_parquet_and_predictio
     assert shardflow_main([*base, "--model", str(serving / "CURRENT.json"), "--output", str(tmp_path / "b"),
                            "--format", "parquet", "--prediction-log", "--batch-size", "4"]) == 0
     summary = json.loads((tmp_path / "b" / "predict.json").read_text())
-    assert summary["model"] == str(serving / "1") and summary["model_reference"] == str(serving / "CURRENT.json")
+    assert summary["model"] == str(serving / "1" / "model" / "1") and summary["model_reference"] == str(serving / "CURRENT.json")
     csv_rows = sorted(_table(tmp_path / "a"), key=lambda r: int(r["row"]))
     assert_same_table(csv_rows, _table(bands_run[1]))
     parquet = pq.read_table(tmp_path / "b" / "predictions").to_pylist()

@@ -21,6 +21,7 @@ import pytest
 from benchmarks.serving_race import MODEL_FILES, SPREAD, candidate, poll_served, pusher
 from shardflow.core import storage
 from shardflow.pusher import read_pointer
+from shardflow.pusher.layout import model_location
 
 TRIALS = 10
 
@@ -45,14 +46,14 @@ def _check_trial(serving: str, before: dict | None, outcomes: list[tuple], serve
     assert len(won) == 1 and len(lost) == 1, outcomes  # both gated against `before`: only one may replace it
     (_, model, _, version, _), (_, _, _, _, reasons) = won[0], lost[0]
     pointer = read_pointer(serving)
-    assert (pointer["version"], pointer["model"]) == (version, storage.join(serving, str(version)))
+    assert (pointer["version"], pointer["model"]) == (version, model_location(serving, version))
     assert pointer["replaced_version"] == (before["version"] if before else None)  # it replaced what it was gated on
     assert pointer["gated_against"] == (before["model"] if before else "none")
     assert not served or version > served[-1]  # strictly increasing
     assert reasons == [f"{pointer['model']} (version {version}) is served now, but the model was gated against "
                        f"{pointer['gated_against'] if before else 'none (nothing was served)'}: evaluate it against "
                        "the served model, then push (a rerun of the pipeline does both)"]
-    copy = storage.join(serving, str(version))
+    copy = model_location(serving, version)
     for relative in MODEL_FILES:  # the version is the winner's alone: no other push wrote into it
         assert storage.read_text(storage.join(copy, *relative.split("/"))) == storage.read_text(
             storage.join(model, *relative.split("/")))

@@ -35,14 +35,15 @@ def test_a_model_retrained_in_place_is_pushed_as_a_new_version(digits_examples: 
     out, serving = tmp_path / "train", tmp_path / "serving"
     assert _train_evaluate_push(digits_examples, out, serving, seed=1, name="eval1") == 0
     first = model_digest(str(out / "model"))
-    assert read_pointer(str(serving))["version"] == 1 and configured(str(serving)) == (str(serving), 1)
+    assert read_pointer(str(serving))["version"] == 1 and configured(str(serving)) == (str(serving / "1" / "model"), 1)
     # The rerun of the same model: already served, nothing copied.
     assert shardflow_main(["push", "--model", str(out / "model"), "--evaluation", str(tmp_path / "eval1"),
                            "--serving-dir", str(serving)]) == 0
     assert sorted(p.name for p in serving.iterdir() if p.name.isdigit()) == ["1"]
     assert _train_evaluate_push(digits_examples, out, serving, seed=2, name="eval2") == 0
     pointer = read_pointer(str(serving))
-    assert pointer["version"] == 2 and pointer["gated_against"] == str(serving / "1")  # gated against version 1
-    assert model_digest(str(serving / "2")) == model_digest(str(out / "model")) == pointer["content_digest"] != first
-    assert model_digest(str(serving / "1")) == first  # version 1 still holds the first weights (a rollback target)
-    assert configured(str(serving)) == (str(serving), 2)  # what TF Serving serves: the new weights
+    one, two = str(serving / "1" / "model" / "1"), str(serving / "2" / "model" / "2")  # pusher/layout.py
+    assert pointer["version"] == 2 and pointer["gated_against"] == one  # gated against version 1
+    assert model_digest(two) == model_digest(str(out / "model")) == pointer["content_digest"] != first
+    assert model_digest(one) == first  # version 1 still holds the first weights (a rollback target)
+    assert configured(str(serving)) == (str(serving / "2" / "model"), 2)  # what TF Serving serves: the new weights

@@ -21,6 +21,7 @@ from benchmarks.serving_race import candidate, served_now
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage
 from shardflow.pusher import LATEST, read_pointer, resolve_latest, resolve_model_reference
+from shardflow.pusher.layout import model_location
 
 KILLER = Path(__file__).parents[1] / "push_killed.py"
 STAGES = ("claimed", "mid-copy", "copied", "swapped")
@@ -103,8 +104,8 @@ def test_rollback_serves_an_earlier_version_again_through_the_same_swap(root: st
     pointer = read_pointer(serving)
     assert (pointer["version"], pointer["action"], pointer["rolled_back_from"], pointer["replaced_version"]) == \
         (1, "rollback", 2, 2)
-    assert served_now(serving) == (1, "one") and resolve_latest(serving) == storage.join(serving, "1")
-    assert resolve_model_reference(LATEST, serving, stale_model) == storage.join(serving, "1")  # the baseline
+    assert served_now(serving) == (1, "one") and resolve_latest(serving) == model_location(serving, 1)
+    assert resolve_model_reference(LATEST, serving, stale_model) == model_location(serving, 1)  # the baseline
     # A model gated against version 2 no longer replaces anything: the served model changed (retryable).
     assert shardflow_main(_push_argv(stale_model, stale_evaluation, serving)) == 75
     assert served_now(serving) == (1, "one") and _versions(serving) == ["1", "2"]

@@ -13,6 +13,7 @@ import pytest
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage
 from shardflow.core.errors import ConfigError
+from shardflow.pusher.layout import model_location
 from shardflow.pusher import (ANY, LATEST, PusherConfig, ServingChanged, push_model, read_pointer, resolve_latest,
                               resolve_model_reference, run)
 
@@ -63,22 +64,22 @@ def test_blessed_models_become_versions_and_the_pointer_follows(root: str) -> No
     assert resolve_latest(serving) == "" and read_pointer(serving) is None
     one = run(PusherConfig(model=first, evaluation=_evaluation(root, "eval1", first, True), serving_dir=serving,
                            source={"data_fingerprint": "abc"}), echo=lambda _: None)
-    gated = _evaluation(root, "eval2", second, True, gated_against=storage.join(serving, "1"))
+    gated = _evaluation(root, "eval2", second, True, gated_against=model_location(serving, 1))
     two = run(PusherConfig(model=second, evaluation=gated, serving_dir=serving), echo=lambda _: None)
     assert (one.pushed, one.version, two.version) == (True, 1, 2)
-    assert two.location == storage.join(serving, "2")
-    assert _tree(storage.join(serving, "1")) == _tree(first)
-    assert _tree(storage.join(serving, "2")) == _tree(second) != _tree(first)
+    assert two.location == model_location(serving, 2)
+    assert _tree(model_location(serving, 1)) == _tree(first)
+    assert _tree(model_location(serving, 2)) == _tree(second) != _tree(first)
     pointer = read_pointer(serving)
-    assert (pointer["version"], pointer["model"]) == (2, storage.join(serving, "2"))
+    assert (pointer["version"], pointer["model"]) == (2, model_location(serving, 2))
     assert pointer["pushed_at"].endswith("Z") and "data_fingerprint" not in pointer
     assert json.loads(storage.read_text(storage.join(serving, "CURRENT.json"))) == pointer
     assert _served_names(serving) == ["1", "2", "CURRENT.json", "models.config"]  # no temporary copies left
-    assert resolve_model_reference(LATEST, serving) == storage.join(serving, "2")
+    assert resolve_model_reference(LATEST, serving) == model_location(serving, 2)
     assert resolve_model_reference(first, serving) == first
     # A baseline for the model served now, pushed from it: none (a model is not gated against itself).
     assert resolve_model_reference(LATEST, serving, candidate=second) == ""
-    assert resolve_model_reference(LATEST, serving, candidate=first) == storage.join(serving, "2")
+    assert resolve_model_reference(LATEST, serving, candidate=first) == model_location(serving, 2)
 
 
 def test_an_unblessed_or_unfinished_or_other_models_evaluation_pushes_nothing(root: str) -> None:
@@ -116,7 +117,7 @@ def test_a_model_gated_against_what_is_no_longer_served_is_refused(root: str) ->
     assert run(PusherConfig(model=first, evaluation=_evaluation(root, "eval1", first, True), serving_dir=serving),
                echo=lambda _: None).pushed
     before, pointer = _tree(serving), read_pointer(serving)
-    served = f"{storage.join(serving, '1')} (version 1) is served now"
+    served = f"{model_location(serving, 1)} (version 1) is served now"
     elsewhere = storage.join(root, "elsewhere")
     cases = [("none", f"{served}, but the model was gated against none (nothing was served)"),
              (elsewhere, f"{served}, but the model was gated against {elsewhere}")]
@@ -135,7 +136,7 @@ def test_a_model_gated_against_what_is_no_longer_served_is_refused(root: str) ->
 
 def test_replace_any_takes_no_gate_and_push_model_raises_the_refusal(root: str) -> None:
     serving, first, second = storage.join(root, "serving"), _model(root, "run1"), _model(root, "run2", b"-v2")
-    assert push_model(first, serving, gated_against="none") == (1, storage.join(serving, "1"))
+    assert push_model(first, serving, gated_against="none") == (1, model_location(serving, 1))
     with pytest.raises(ServingChanged, match="version 1\\) is served now, but the model was gated against none"):
         push_model(second, serving, gated_against="none")
     unrecorded = storage.join(root, "old-eval")  # an Evaluator output without the record: refused, unless `any`
@@ -156,7 +157,7 @@ def test_the_command_exits_75_with_the_lost_races_one_line(tmp_path, capsys: pyt
                                "--serving-dir", serving])
         assert code == (0 if model == first else 75)  # retryable: a rerun evaluates against version 1
     printed = capsys.readouterr()
-    assert printed.out.splitlines()[-1] == (f"push: not pushed: {serving}/1 (version 1) is served now, but the model "
+    assert printed.out.splitlines()[-1] == (f"push: not pushed: {serving}/1/model/1 (version 1) is served now, but the model "
                                             "was gated against none (nothing was served): evaluate it against the "
                                             "served model, then push (a rerun of the pipeline does both)")
     assert "Traceback" not in printed.err and _served_names(serving) == ["1", "CURRENT.json", "models.config"]
