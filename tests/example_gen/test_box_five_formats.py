@@ -3,40 +3,24 @@ a header CSV in pixels, COCO JSON, Ultralytics YOLO and Pascal VOC — gives byt
 then YOLO and VOC runs on files with faults: each fault costs its own image, named by its label or XML file, and
 a user's mistake is one line.
 
-The boxes lie on multiples of 5 px across and 4 px down on 100x80 images, so every format writes them exactly (a
-pixel, its fraction of the side, or YOLO's centre and size in decimal) and all five must agree to the bit.
+The set (tests/helpers_box_formats.py) puts its boxes on whole pixels that every format writes exactly, so all five
+must agree to the bit.
 """
 from __future__ import annotations
 
 import contextlib
 import io
 import json
-import shutil
-from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw
 
 from shardflow.cli import main as shardflow_main
 from shardflow.core.box_schema import BBOX, BOXES_KEY, CLASS_LABEL, CLASS_TEXT, IS_CROWD
 
 import test_box_example_gen as box_runs  # its reader of a split's examples and their values, reused
-
-W, H = 100, 80
-CLASSES = ("disc", "square", "triangle")
-COLOURS = {"disc": (220, 40, 40), "square": (40, 200, 60), "triangle": (50, 70, 230)}
-SPLITS = {  # split → image → [(class, (xmin, ymin, xmax, ymax) in pixels)]
-    "train": {"i1": [("disc", (10, 8, 40, 32)), ("square", (50, 40, 95, 76))],
-              "i2": [("triangle", (0, 0, 100, 80))],  # the whole image: corners 0 and 1 exactly
-              "i3": [("square", (5, 4, 25, 20)), ("disc", (60, 12, 85, 44)), ("disc", (35, 52, 55, 72))],
-              "i4": []},  # an image without objects
-    "eval": {"i5": [("disc", (20, 16, 65, 48))],
-             "i6": [("triangle", (70, 4, 100, 36)), ("square", (15, 44, 45, 80))]},
-}
-YOLO_SPLIT = {"train": "train", "eval": "val"}
-FORMATS = ("automl", "header", "coco", "yolo", "voc")
+from helpers_box_formats import CLASSES, COLOURS, FORMATS, H, SPLITS, W, picture as _picture, write_set
 
 
 def _run(args: list[str], out: Path) -> dict:
@@ -58,85 +42,6 @@ def _mistake(args: list[str]) -> str:
     return errors.getvalue()
 
 
-def _picture(path: Path, boxes: list[tuple[str, tuple[int, ...]]], shade: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    image = Image.new("RGB", (W, H), (shade, shade, shade))
-    draw = ImageDraw.Draw(image)
-    for name, (x0, y0, x1, y1) in boxes:
-        draw.rectangle((x0, y0, x1 - 1, y1 - 1), fill=COLOURS[name])
-    image.save(path, quality=90)
-
-
-def _fraction(value: int, side: int) -> str:
-    return str(Decimal(value) / side)  # 10 / 100 → "0.1": the exact decimal
-
-
-def _csvs(data: Path) -> None:
-    for split, images in SPLITS.items():
-        automl, header = [], ["filename,class,xmin,ymin,xmax,ymax"]
-        for image, boxes in images.items():
-            path = f"VOC/JPEGImages/{image}.jpg"
-            for name, (x0, y0, x1, y1) in boxes:
-                corners = (_fraction(x0, W), _fraction(y0, H), _fraction(x1, W), _fraction(y1, H))
-                automl.append(f"{path},{name},{corners[0]},{corners[1]},,,{corners[2]},{corners[3]},,")
-                header.append(f"{path},{name},{x0},{y0},{x1},{y1}")
-            if not boxes:
-                automl.append(f"{path},,,,,,,,,")
-                header.append(f"{path},,,,,")
-        (data / f"automl_{split}.csv").write_text("\n".join(automl) + "\n")
-        (data / f"header_{split}.csv").write_text("\r\n".join(header) + "\r\n")
-
-
-def _coco(data: Path) -> None:
-    categories = [{"id": number, "name": name} for number, name in enumerate(CLASSES, 1)]
-    for split, images in SPLITS.items():
-        entries, annotations = [], []
-        for number, (image, boxes) in enumerate(images.items(), 1):
-            entries.append({"id": number, "file_name": f"VOC/JPEGImages/{image}.jpg", "width": W, "height": H})
-            annotations += [{"id": len(annotations) + 1, "image_id": number, "category_id": CLASSES.index(name) + 1,
-                             "bbox": [x0, y0, x1 - x0, y1 - y0], "iscrowd": 0} for name, (x0, y0, x1, y1) in boxes]
-        (data / f"coco_{split}.json").write_text(json.dumps({"images": entries, "categories": categories,
-                                                             "annotations": annotations}))
-
-
-def _yolo(data: Path) -> None:
-    for split, images in SPLITS.items():
-        for image, boxes in images.items():
-            folder = YOLO_SPLIT[split]
-            shutil.copy(data / "VOC" / "JPEGImages" / f"{image}.jpg", data / "yolo" / "images" / folder)
-            if boxes:  # an image without objects has no label file, as YOLO's own tools leave it
-                lines = [" ".join((str(CLASSES.index(name)), _fraction(x0 + x1, 2 * W), _fraction(y0 + y1, 2 * H),
-                                   _fraction(x1 - x0, W), _fraction(y1 - y0, H)))
-                         for name, (x0, y0, x1, y1) in boxes]
-                (data / "yolo" / "labels" / folder / f"{image}.txt").write_text("\n".join(lines) + "\n")
-    (data / "yolo" / "data.yaml").write_text("path: .\ntrain: images/train\nval: images/val\nnames:\n"
-                                             + "".join(f"  {n}: {name}\n" for n, name in enumerate(CLASSES)))
-
-
-def _voc(data: Path) -> None:
-    for split, images in SPLITS.items():
-        for image, boxes in images.items():
-            objects = "".join(f"<object><name>{name}</name><difficult>0</difficult><bndbox><xmin>{x0}</xmin>"
-                              f"<ymin>{y0}</ymin><xmax>{x1}</xmax><ymax>{y1}</ymax></bndbox></object>"
-                              for name, (x0, y0, x1, y1) in boxes)
-            (data / "VOC" / "Annotations" / f"{image}.xml").write_text(
-                f"<annotation><folder>VOC</folder><filename>{image}.jpg</filename><size><width>{W}</width>"
-                f"<height>{H}</height><depth>3</depth></size>{objects}</annotation>")
-        (data / "VOC" / "ImageSets" / "Main" / f"{YOLO_SPLIT[split]}.txt").write_text("\n".join(images) + "\n")
-
-
-def _write_set(data: Path) -> None:
-    for folder in ("VOC/JPEGImages", "VOC/Annotations", "VOC/ImageSets/Main", "yolo/images/train",
-                   "yolo/images/val", "yolo/labels/train", "yolo/labels/val"):
-        (data / folder).mkdir(parents=True)
-    for shade, (image, boxes) in enumerate((i for images in SPLITS.values() for i in images.items())):
-        _picture(data / "VOC" / "JPEGImages" / f"{image}.jpg", boxes, 30 * shade)
-    _csvs(data)
-    _coco(data)
-    _yolo(data)
-    _voc(data)
-
-
 def _arguments(data: Path, layout: str) -> list[str]:
     if layout == "yolo":
         return ["--index", str(data / "yolo" / "data.yaml")]  # no --data-root: the yaml's path is the root
@@ -152,7 +57,7 @@ def _arguments(data: Path, layout: str) -> list[str]:
 @pytest.fixture(scope="module")
 def five(tmp_path_factory: pytest.TempPathFactory) -> dict:
     data = tmp_path_factory.mktemp("five") / "data"
-    _write_set(data)
+    write_set(data)
     return {layout: _run(_arguments(data, layout), data.parent / f"out_{layout}") for layout in FORMATS}
 
 
@@ -264,7 +169,7 @@ def test_a_voc_fault_costs_its_own_image_and_difficult_objects_are_ignore_region
 
 def test_yolo_and_voc_mistakes_are_one_line(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    _write_set(data)
+    write_set(data)
     assert "names its own splits" in _mistake(["--index", f"train={data / 'yolo' / 'data.yaml'}"])
     assert "--data-root is required" in _mistake(["--index", f"train={data / 'header_train.csv'}"])
     lists = data / "VOC" / "ImageSets" / "Main"
