@@ -32,6 +32,9 @@ def _train(**options: object) -> TrainerConfig:
     ({"output": ""}, "output must be a non-empty path or URI, got ''"),
     ({"output": "runs/examples/issues"}, "must be a directory apart from examples"),
     ({"train": _train(warm_start="runs/model")}, "a fold model must not start from weights"),
+    ({"box_iou": 1.0}, "box_iou must be a number between 0 and 1 (exclusive), got 1.0"),
+    ({"box_iou": True}, "box_iou must be a number between 0 and 1 (exclusive), got True"),
+    ({"pictures": -1}, "pictures must be an integer >= 0, got -1"),
 ])
 def test_bad_values_are_config_errors_naming_the_option(options: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -84,6 +87,7 @@ def tiny_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (["--warm-start", "m"], "drop --warm-start"),
     (["--epochs", "2", "--folds-typo", "3"], "unknown option --folds-typo"),
     (["--rule", "both"], "argument --rule: invalid choice: 'both'"),
+    (["--box-iou", "0"], "box_iou must be a number between 0 and 1 (exclusive), got 0.0"),
 ])
 def test_the_command_refuses_with_one_line_and_exit_code_2(tiny_examples: Path, tmp_path: Path, flags: list[str],
                                                            message: str, capsys: pytest.CaptureFixture) -> None:
