@@ -124,15 +124,22 @@ def _options(params: SimpleNamespace, step: str) -> Any:
     return getattr(params, BY_NAME[step].options.param)
 
 
-def _wire_row_steps(ops: Components, configured: StepSettings, params: SimpleNamespace, produced: dict) -> None:
+def _wire_row_steps(ops: Components, configured: StepSettings, params: SimpleNamespace, produced: dict,
+                    after_push: bool = False) -> None:
     """The steps wired from their rows alone (`consumes`, `produces`: step_spec.py), in the table's order, each
-    after the steps whose artifacts it takes; `produced`: (step, artifact) → that output, theirs added."""
-    for step in (step for step in STEPS if step.consumes):
+    after the steps whose artifacts it takes; `produced`: (step, artifact) → that output, theirs added.
+    `after_push`: the ones taking Push's model (KServe's deploy: pipelines/deploy_step.py), wired inside Push's
+    conditions (a task outside them cannot take its output); the others otherwise."""
+    for step in (step for step in STEPS if step.consumes and after_push == _takes_push(step)):
         inputs = {f"input_{i}": produced[(c.step, c.artifact)] for i, c in enumerate(step.consumes, 1)}
         task = configured(getattr(ops, step.component)(step=step.name, flags=_flags(params, step.name),
                                                        options=_options(params, step.name),
                                                        input_flags=[c.flag for c in step.consumes], **inputs))
         produced[(step.name, step.produces)] = task.outputs["output"]
+
+
+def _takes_push(step: Any) -> bool:
+    return any(consumed.step == "push" for consumed in step.consumes)
 
 
 def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespace) -> dict:
@@ -175,6 +182,10 @@ def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespa
                                            options=_options(params, "infra-validate")))
     configured(ops.run_report(examples=examples.outputs["examples"], model=trained.outputs["model"],
                               evaluation=scored.outputs["evaluation"], infra=served.outputs["infra"]))
+    produced = {("example-gen", "examples"): examples.outputs["examples"],
+                ("transform", "transformed"): transformed.outputs["transformed"], ("train", "model"): trained.outputs[
+                    "model"], ("evaluate", "evaluation"): scored.outputs["evaluation"],
+                ("infra-validate", "infra"): served.outputs["infra"]}
     with dsl.If(scored.outputs["blessed"] == True, name="blessed"):  # noqa: E712 (a KFP condition, not Python)
         with dsl.If(served.outputs["infra_blessed"] == True, name="infra-blessed"):  # noqa: E712
             pushed = configured(ops.push(model=trained.outputs["model"], evaluation=scored.outputs["evaluation"],
@@ -185,6 +196,5 @@ def _wire_steps(ops: Components, configured: StepSettings, params: SimpleNamespa
                                        data_root=params.predict_data_root, default_data_root=params.data_root,
                                        flags=_flags(params, "predict"), options=_options(params, "predict"),
                                        beam_args=params.beam_args))
-    return {("example-gen", "examples"): examples.outputs["examples"],
-            ("transform", "transformed"): transformed.outputs["transformed"],
-            ("train", "model"): trained.outputs["model"], ("evaluate", "evaluation"): scored.outputs["evaluation"], ("infra-validate", "infra"): served.outputs["infra"]}
+            _wire_row_steps(ops, configured, params, {**produced, ("push", "pushed"): pushed.outputs["pushed"]}, True)
+    return produced

@@ -57,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--mode", default=STANDARD, choices=MODES,
         help="KServe's deployment mode of an InferenceService this creates (an existing one keeps its own)")
     add("--service-account", default="", help="the predictor's service account (the storage's credentials)")
+    add("--output", default="", metavar="DIR", help="write deployed.json there: the versions served (a pipeline "
+                                                    "step's output)")
+    add("--pushed", default="", metavar="FILE", help="the Pusher's note of the version it pushed (a pipeline step's "
+                                                     "input), recorded in deployed.json")
     for flag, default in (("cpu", "1"), ("memory", "2Gi"), ("cpu-limit", "2"), ("memory-limit", "4Gi")):
         add(f"--{flag}", default=default, help=f"the predictor's {flag.replace('-', ' ')} (default %(default)s)")
 
@@ -72,4 +76,4 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> DeployConfig
                           service_account=args.service_account)
     return DeployConfig(serving_dir=args.serving_dir, target=target_from_args(args), predictor=predictor,
                         canary_percent=args.canary_percent, mode=args.mode, tf_serving=tf_serving_from_args(args),
-                        storage_base=args.kserve_storage_base)
+                        storage_base=args.kserve_storage_base, output=args.output, pushed=args.pushed)

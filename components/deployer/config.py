@@ -56,6 +56,8 @@ class DeployConfig:
     mode: str = STANDARD
     tf_serving: TfServing = field(default_factory=TfServing)
     storage_base: str = ""  # the serving directory as KServe reads it (pvc://CLAIM/PATH); '' : as it is written
+    output: str = ""  # where deployed.json records what is served (a pipeline step's output); '' : nowhere
+    pushed: str = ""  # the Pusher's note of the version it pushed (a pipeline step's input), recorded beside it
 
     def __post_init__(self) -> None:
         require_locations(self, "serving_dir")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core import storage
 from ..core.errors import ConfigError, ShardflowError
 from ..pusher.serving import read_served
 from .cluster import InferenceServices
@@ -24,6 +25,9 @@ from .inference_service import (KNATIVE, check_runtime, desired_spec, knative_ca
                                 mode_of, new_inference_service)
 from .moves import Wanted, as_canary, model_dir, move, wanted
 from .saved_model_version import trained_with
+
+
+DEPLOYED = "deployed.json"
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,12 @@ def run(config: DeployConfig, echo: Callable[[str], None] = print) -> DeployResu
     spec = desired_spec(mode, want.stable, want.canary, config.predictor)
     changed = apply(api, live, spec, mode, None if record is None else
                     lambda: move(serving_dir, served, record, config.tf_serving))
+    if config.output:
+        storage.write_json(storage.join(config.output, DEPLOYED), {
+            "inference_service": api.where, "mode": mode, "version": want.stable.version,
+            "storage_uri": want.stable.storage_uri, "canary": want.canary.version if want.canary else None,
+            "canary_percent": want.canary.percent if want.canary else None, "changed": changed,
+            "pushed": storage.read_text(config.pushed).strip() if config.pushed else None})
     echo(f"deploy: {api.where} ({mode}) serves version {want.stable.version} from {want.stable.storage_uri}"
          + (f", version {want.canary.version} as a canary at {want.canary.percent} %" if want.canary else "")
          + ("" if changed else " (already)"))

@@ -96,8 +96,12 @@ def test_deploy_creates_then_follows_each_push_with_one_version_per_storage_uri(
     assert deploy(kube, serving) == 0  # already served: nothing sent
     assert len(kube.writes()) == 2
     assert push(tmp_path, serving, "b") == 2
-    assert deploy(kube, serving) == 0
+    (tmp_path / "pushed").write_text(pointer(serving)["model"] + "\n")  # the pipeline's Push note
+    assert deploy(kube, serving, "--output", str(tmp_path / "out"), "--pushed", str(tmp_path / "pushed")) == 0
     assert served(kube) == (uri(serving, 2), [])
+    record = json.loads((tmp_path / "out" / "deployed.json").read_text())
+    assert (record["version"], record["storage_uri"], record["canary"]) == (2, uri(serving, 2), None)
+    assert record["pushed"] == pointer(serving)["model"] and record["changed"] is True
     assert [(r.method, r.dry_run) for r in kube.writes()][2:] == [("PATCH", True), ("PATCH", False)]
     assert all(r.content_type == "application/merge-patch+json" for r in kube.writes() if r.method == "PATCH")
 
