@@ -3,7 +3,8 @@ and its golden IR are unchanged), on when this module is registered as a step:
 
     SHARDFLOW_STEPS=shardflow.pipelines.deploy_step shardflow compile --output pipeline.yaml --image IMAGE \
         --param 'deploy_options=["--serving-dir", "/artifacts/serving", "--runtime-version", "2.16.1",
-                                 "--inference-service", "shardflow", "--kserve-storage-base", "pvc://artifacts/serving"]'
+                                 "--inference-service", "shardflow",
+                                 "--kserve-storage-base", "pvc://artifacts/serving"]'
 
 The step runs `shardflow deploy --pushed PUSHED --output OUT` with `deploy_options`, only when Push ran (inside its
 conditions: the model was blessed and pushed), after it: the InferenceService then serves what CURRENT.json names

@@ -50,8 +50,8 @@ def outcome(run_id: str, state: str, failed: list[str]) -> str:
     >>> try:
     ...     outcome("r1", "FAILED", ["push", "shardflow-run"])
     ... except RetryableError as lost:
-    ...     print(lost.exit_code, lost)
-    75 run r1 FAILED at its push step: another run pushed first (or the store failed mid-push); submit again to evaluate against the served model
+    ...     print(lost.exit_code, str(lost).split(" (")[0])
+    75 run r1 FAILED at its push step: another run pushed first
     """
     if state == "SUCCEEDED":
         return state

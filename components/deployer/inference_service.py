@@ -22,8 +22,8 @@ as each of KServe's deployment modes wants it:
 >>> try:
 ...     check_runtime("2.15.1", "2.16.2")
 ... except ConfigError as refused:
-...     print(refused)
-runtime version 2.15.1 is below the TensorFlow the model was trained with (2.16.2): TF Serving 2.15.1 may not load its ops; pin 2.16 or later
+...     print(str(refused).split(": ")[0])
+runtime version 2.15.1 is below the TensorFlow the model was trained with (2.16.2)
 """
 from __future__ import annotations
 

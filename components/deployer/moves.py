@@ -2,7 +2,8 @@
 
 CURRENT.json is the one record of what is served: its version is the InferenceService's predictor, the next
 run's baseline (`latest`) and the registry's alias; a canary beside it is the pointer's `canary` field
-({"version", "percent", "storage_uri", "content_digest", "pushed_from"}). Every command moves the pointer
+({"version", "percent", "storage_uri", "content_digest", "pushed_from"}; its version also as `canary_version`,
+which `clean-serving --keep` protects). Every command moves the pointer
 first (a compare-and-swap: a lost race is exit 75 and the InferenceService is left as it was), then makes the
 InferenceService what the pointer says (`wanted`); so a command cut off between the two is repaired by
 running it again, or by `shardflow deploy`, which makes the InferenceService follow the pointer as it is.
@@ -26,6 +27,7 @@ from ..pusher.tf_serving import TfServing
 from .inference_service import Target
 
 CANARY = "canary"
+CANARY_VERSION = "canary_version"  # the version retention never removes while it is a canary (pusher/retention.py)
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,8 @@ def as_canary(serving_dir: str, served: Served, percent: int) -> dict[str, Any] 
     if canary:
         if canary["percent"] == percent:
             return None
-        return {**record_of(serving_dir, served, pointer["version"], "canary"), CANARY: {**canary, "percent": percent}}
+        return {**record_of(serving_dir, served, pointer["version"], "canary"), CANARY: {**canary, "percent": percent},
+                CANARY_VERSION: canary["version"]}
     previous = pointer.get("replaced_version")
     if previous is None or previous == pointer["version"]:
         raise ConfigError(f"version {pointer['version']} of {serving_dir} replaced no other version: there is nothing "
@@ -107,7 +110,8 @@ def as_canary(serving_dir: str, served: Served, percent: int) -> dict[str, Any] 
     candidate = {"version": pointer["version"], "percent": percent,
                  "storage_uri": served_storage_uri(serving_dir, pointer["version"], pointer),
                  **{key: pointer.get(key) for key in ("content_digest", "pushed_from", "model")}}
-    return {**record_of(serving_dir, served, previous, "canary"), CANARY: candidate}
+    return {**record_of(serving_dir, served, previous, "canary"), CANARY: candidate,
+            CANARY_VERSION: candidate["version"]}
 
 
 def promoted(serving_dir: str, served: Served) -> dict[str, Any] | None:

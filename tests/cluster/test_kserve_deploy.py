@@ -16,6 +16,7 @@ import pytest
 from shardflow.cli import main
 from shardflow.deployer.saved_model_version import _field, trained_with
 from shardflow.pusher import push_model, resolve_latest
+from shardflow.pusher.retention import protected_versions
 from shardflow.pusher.serving import read_served
 
 from fake_kube_server import FakeKubeServer
@@ -116,6 +117,7 @@ def test_a_canary_in_standard_mode_is_promoted_with_the_pointer(kube: FakeKubeSe
     assert served(kube) == (uri(serving, 1), [(uri(serving, 2), 10, "v2")])
     assert isvc(kube)["spec"]["predictor"]["name"] == "v1"
     assert pointer(serving)["version"] == 1 and pointer(serving)["canary"]["version"] == 2
+    assert protected_versions(str(serving)) == {1, 2}  # clean-serving --keep removes neither
     assert resolve_latest(str(serving)) == pointer(serving)["model"] and config_version(serving) == 1
     assert deploy(kube, serving, "--canary-percent", "30") == 0
     assert served(kube) == (uri(serving, 1), [(uri(serving, 2), 30, "v2")])
@@ -124,7 +126,7 @@ def test_a_canary_in_standard_mode_is_promoted_with_the_pointer(kube: FakeKubeSe
     assert served(kube) == (uri(serving, 2), [])
     assert isvc(kube)["spec"]["predictor"]["name"] == "v2"  # the canary's name: KServe keeps its pods
     assert pointer(serving)["version"] == 2 and "canary" not in pointer(serving) and config_version(serving) == 2
-    assert pointer(serving)["action"] == "promote"
+    assert pointer(serving)["action"] == "promote" and protected_versions(str(serving)) == {2}
     assert shardflow(kube, "promote", "--serving-dir", str(serving)) == 2  # nothing left to promote
 
 
@@ -182,7 +184,8 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(kube: FakeKubeServer, 
     assert shardflow(kube, *argv) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "Traceback" not in error, error
-    expected = {"no inference service": "does not exist", "forbidden": "403 Forbidden", "invalid": "422 Unprocessable Entity: admission webhook denied",
+    expected = {"no inference service": "does not exist", "forbidden": "403 Forbidden",
+                "invalid": "422 Unprocessable Entity: admission webhook denied",
                 "conflict": "409 Conflict", "old runtime": "below the TensorFlow the model was trained with (2.17.0)",
                 "percent 0": "1 to 99", "percent 100": "1 to 99", "knative without the stable version":
                 "deploy version 1 first"}[case]
