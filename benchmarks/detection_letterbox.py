@@ -1,7 +1,8 @@
 """Issue 65's measurements on photos of any size and aspect: letterbox against stretch, NMS on against off.
 
     python -m benchmarks.detection_letterbox --work /tmp/lb --images 1125 --epochs 25
-    python -m benchmarks.detection_letterbox --work /tmp/lb --images 1125 --epochs 8 --modes letterbox
+    python -m benchmarks.detection_letterbox --work /tmp/lb --images 1125 --epochs 8 --modes letterbox \
+        --train-args "--batch-size 32 --learning-rate 0.002"
 
 Data: `demo_boxes.write_boxes(mixed=True)` (64-200 px a side, aspect 1/3-3, objects 8 px to 40 % of the short
 side, a fifth gray, a fifth EXIF-turned; 80 % train, 20 % eval). For each `--box-resize` mode: `shardflow
@@ -59,15 +60,15 @@ def reexport(examples: str, model_dir: str, out: str, nms_iou: float) -> None:
     export_model(model, RawToModel(task, None), task, read_model_info(model_dir), f"{out}/model", True, nms_iou)
 
 
-def run_mode(work: Path, data: Path, mode: str, epochs: int) -> dict[str, Any]:
+def run_mode(work: Path, data: Path, mode: str, epochs: int, train_args: list[str]) -> dict[str, Any]:
     logs = work / "logs"
     examples, trained = work / f"examples-{mode}", work / f"train-{mode}"
-    figures = {"example_gen": _shardflow(
+    figures = {"example_gen": None if (examples / "manifest.json").exists() else _shardflow(  # made by an earlier run
         ["example-gen", "--index", f"train={data / 'train.csv'}", "--index", f"eval={data / 'eval.csv'}",
          "--data-root", str(data), "--output", str(examples), "--resize", SIZE, "--channels", "rgb",
          "--storage", "png", "--box-resize", mode, "--near-duplicates", "off"], logs / f"eg-{mode}")}
     figures["train"] = _shardflow(["train", "--examples", str(examples), "--output", str(trained),
-                                   "--epochs", str(epochs)], logs / f"train-{mode}")
+                                   "--epochs", str(epochs), *train_args], logs / f"train-{mode}")
     figures["evaluate_nms"] = _shardflow(["evaluate", "--model", str(trained / "model"), "--examples",
                                           str(examples), "--output", str(work / f"eval-{mode}")], logs / f"ev-{mode}")
     figures["nms"] = _scores(work / f"eval-{mode}")
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--images", type=int, default=1125)
     parser.add_argument("--epochs", type=int, default=25)
     parser.add_argument("--modes", nargs="+", default=["letterbox", "stretch"])
+    parser.add_argument("--train-args", default="", help="more `shardflow train` flags, the same for every mode")
     args = parser.parse_args(argv)
     from shardflow.demo_boxes import write_boxes
 
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     results_file = args.work / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
     for mode in args.modes:
-        results[f"{mode}-{args.epochs}"] = run_mode(args.work, data, mode, args.epochs)
+        results[f"{mode}-{args.epochs}"] = run_mode(args.work, data, mode, args.epochs, args.train_args.split())
         results_file.write_text(json.dumps(results, indent=1))
         print(mode, json.dumps(results[f"{mode}-{args.epochs}"]), flush=True)
     return 0

@@ -17,7 +17,8 @@ encoding "value"; `manifest.extra[BOXES_KEY]` is {"label_map": {name: id}, "unit
 
 Served model (`ModelInfo.task == "detection"`): both signatures answer the OD API's outputs
 `DETECTION_OUTPUTS`: `detection_boxes` float32 [N, M, 4] (ymin, xmin, ymax, xmax) normalised to the image
-the request carried, `detection_scores` float32 [N, M] descending, `detection_classes` float32 [N, M] label
+the request carried (a letterboxed image's padding and scale undone: core/letterbox.py), `detection_scores`
+float32 [N, M] descending, `detection_classes` float32 [N, M] label
 map ids (from 1; 0 past `num_detections`), `num_detections` float32 [N]. M is `MAX_DETECTIONS`.
 
 Class ids (`LabelMap`, the one owner of the rule): the label map {name: id} keeps the source's ids (COCO's

@@ -8,8 +8,9 @@ The features (`core.example_proto.encode_example` takes them as they are):
 An image without objects (a negative example) has the features with empty lists, so every example parses
 with the same spec.
 
-Boxes survive ExampleGen's `--resize` exactly: the resize stretches the whole image, and a box normalised on
-the outer pixel edges is the same fraction of the image before and after it. Pixel boxes are normalised by
+Boxes survive ExampleGen's `--resize` exactly: a stretch keeps a box normalised on the outer pixel edges the
+same fraction of the image; a letterbox (the default, `--box-resize`) moves it into the padded frame after these
+features are made (box_frame.py), the area staying the decoded image's. Pixel boxes are normalised by
 the file's own size as decoded (EXIF orientation applied, before any resize: `images.decode_sized`); boxes of
 every source are taken as drawn on the upright image, as labelling tools show it, so orientation moves pixels
 and boxes alike. The decoded size is checked first (`decode_faults`): a declared size (COCO, VOC) that differs

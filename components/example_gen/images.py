@@ -22,6 +22,7 @@ from PIL import Image, ImageOps
 
 from .data_root import BadCell, too_many_pixels
 from .jpeg_decode import decode_turbo, draft, draft_scale
+from .letterbox_image import letterbox_content, letterboxed
 from ..core.letterbox import PAD, letterbox_layout
 from ..core.pixel_codec import PNG_MAGIC, encode_pixels, saved_image
 from .png_codec import fast_png
@@ -217,7 +218,7 @@ def _resized(image: Image.Image, rules: ImageRules, turn: int = 1) -> Image.Imag
     if not rules.resize:
         return image if turn == 1 else image.transpose(_UPRIGHT[turn])
     if rules.letterbox:  # turned first: the padding is placed on the upright image
-        return _letterboxed(image if turn == 1 else image.transpose(_UPRIGHT[turn]), rules.resize)
+        return letterboxed(image if turn == 1 else image.transpose(_UPRIGHT[turn]), rules.resize)
     height, width = rules.resize
     resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
     if turn in _QUARTER_TURNS:
@@ -229,25 +230,6 @@ def _resized(image: Image.Image, rules: ImageRules, turn: int = 1) -> Image.Imag
     return image if turn == 1 else image.transpose(_UPRIGHT[turn])
 
 
-def _letterboxed(image: Image.Image, size: tuple[int, int]) -> Image.Image:
-    """The image resized to fit `size` (H, W) with its aspect kept and padded with PAD (core/letterbox.py)."""
-    if image.size == (size[1], size[0]):
-        return image
-    top, left, height, width = _content(image.height, image.width, size)
-    canvas = Image.new(image.mode, (size[1], size[0]), PAD)
-    canvas.paste(image.resize((width, height), Image.Resampling.BILINEAR), (left, top))
-    return canvas
-
-
-def _content(height: int, width: int, size: tuple[int, int]) -> tuple[int, int, int, int]:
-    """The letterbox's layout of an (height, width) image in `size`; BadCell when a side would be 0 pixels."""
-    layout = letterbox_layout((height, width), size)
-    if layout.height < 1 or layout.width < 1:
-        raise BadCell("too_narrow_to_letterbox", f"image {height}x{width} letterboxed to {size[0]}x{size[1]} "
-                                                 f"keeps no whole pixel on one side; pass --box-resize stretch")
-    return layout
-
-
 def _finish16(pixels: np.ndarray, rules: ImageRules) -> Image.Image | np.ndarray:
     """`_finish` for 16-bit samples: conversion and resize at 16 bits; one channel becomes I;16."""
     if rules.channels == "gray" and pixels.shape[2] >= 3:  # Pillow's L weights (ITU-R 601-2), at 16 bits
@@ -257,7 +239,7 @@ def _finish16(pixels: np.ndarray, rules: ImageRules) -> Image.Image | np.ndarray
         pixels = pixels[:, :, :3] if pixels.shape[2] == 4 else np.repeat(pixels, 3, axis=2)
     if rules.resize and pixels.shape[:2] != rules.resize:
         resample = Image.Resampling.NEAREST if rules.nearest else Image.Resampling.BILINEAR
-        top, left, height, width = _content(*pixels.shape[:2], rules.resize) if rules.letterbox else (
+        top, left, height, width = letterbox_content(*pixels.shape[:2], rules.resize) if rules.letterbox else (
             0, 0, *rules.resize)
         planes = [np.asarray(Image.fromarray(pixels[:, :, c].astype(np.float32)).resize((width, height), resample))
                   for c in range(pixels.shape[2])]  # float32 holds every uint16 exactly

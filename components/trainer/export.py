@@ -19,9 +19,10 @@ place when published; on an object store the final `MOUT/model/` prefix itself, 
     served(examples=tf.constant([record_bytes]))["class_ids"]
 
 A detector (task "detection") answers both signatures with the TF OD API's outputs instead
-(`box_schema.DETECTION_OUTPUTS`, `served_detections`): the top MAX_DETECTIONS heat-map peaks, boxes
-normalised to the image the request carried (`serving_image` stretches a photo of any size to the stored
-size, as ExampleGen's --resize does, so normalised boxes are the original's), classes as label map ids.
+(`box_schema.DETECTION_OUTPUTS`, `served_detections`): the top MAX_DETECTIONS heat-map peaks, a class's
+duplicates suppressed (`nms_iou`, detection_outputs.py), boxes normalised to the image the request carried
+(`serving_image` resizes a photo of any size as ExampleGen's --resize did: letterboxed, then the boxes moved
+back onto the photo, or stretched, so normalised boxes are the original's), classes as label map ids.
 """
 from __future__ import annotations
 

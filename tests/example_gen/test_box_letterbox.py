@@ -135,3 +135,15 @@ def test_stretched_boxes_are_the_sources_normalised_boxes(mixed: dict) -> None:
         height, width = scene.image.shape[:2]
         np.testing.assert_allclose(boxes, _extents(scene) / [height, width, height, width], atol=1e-6)
         assert image.shape[:2] == SIZE and image[0].any() and image[-1].any()
+
+
+@pytest.mark.unit
+def test_an_image_too_narrow_to_keep_a_pixel_is_rejected_with_the_fix() -> None:
+    from shardflow.example_gen.data_root import BadCell
+
+    out = io.BytesIO()
+    Image.new("RGB", (200, 1), (9, 9, 9)).save(out, "PNG")  # 1 px tall: 0.32 px once fitted into 64 x 64
+    with pytest.raises(BadCell) as raised:
+        decode(out.getvalue(), ImageRules(10**6, resize=(64, 64), letterbox=True))
+    assert raised.value.code == "too_narrow_to_letterbox" and "--box-resize stretch" in raised.value.reason
+    assert decode(out.getvalue(), ImageRules(10**6, resize=(64, 64))).shape == (64, 64, 3)  # a stretch keeps it
