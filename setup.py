@@ -41,6 +41,7 @@ setup(
         "tensorflow-transform>=1.16,<1.17",
         "kfp>=2.13,<2.14",
         "kfp-kubernetes>=1.5,<1.6",
+        "kubernetes>=30,<31",  # shardflow deploy/promote: the InferenceService (also kfp's; 30.1.0 in both locks)
         "tensorflow-io==0.37.1",  # s3:// for TensorFlow (built for TF 2.16)
         "boto3",
         "dill",
