@@ -158,3 +158,30 @@ def test_suppression_uses_an_op_old_tf_serving_has() -> None:
         node.op for function in graph.as_graph_def().library.function for node in function.node_def}
     assert "NonMaxSuppressionV3" in ops
     assert not ops & {"NonMaxSuppressionV5", "CombinedNonMaxSuppression", "NonMaxSuppressionV4"}
+
+
+@pytest.mark.unit
+def test_the_options_name_a_bad_value_and_the_flags_reach_the_configs() -> None:
+    import argparse
+
+    from shardflow.core.errors import ConfigError
+    from shardflow.example_gen import cli as example_gen_cli
+    from shardflow.trainer import cli as trainer_cli
+    from shardflow.trainer.config import ExportOptions
+
+    for bad in (1.0, -0.1, True, "0.5"):
+        with pytest.raises(ConfigError, match="nms_iou"):
+            ExportOptions(output="m", nms_iou=bad)
+    with pytest.raises(ConfigError, match="box_resize"):
+        ExampleGenConfig(indexes=(IndexSpec("a.csv"),), data_root="d", output="o", box_resize="crop")
+    parser = argparse.ArgumentParser()
+    trainer_cli.add_arguments(parser)
+    train = trainer_cli.config_from_args(parser.parse_args(["--examples", "e", "--output", "m", "--epochs", "1",
+                                                            "--nms-iou", "0"]), [])
+    assert train.export.nms_iou == 0.0 and ExportOptions(output="m").nms_iou == 0.5
+    parser = argparse.ArgumentParser()
+    example_gen_cli.add_arguments(parser)
+    args = ["--index", "a.csv", "--data-root", "d", "--output", "o"]
+    assert example_gen_cli.config_from_args(parser.parse_args(args), []).box_resize == "letterbox"
+    assert example_gen_cli.config_from_args(parser.parse_args([*args, "--box-resize", "stretch"]), []).box_resize \
+        == "stretch"
