@@ -1,4 +1,5 @@
 """find-label-issues: the train split's label issues from K fold models' out-of-fold probabilities; see `executor.run`.
+On boxes (a detection target): overlooked, swapped and badly located boxes from out-of-fold detections (boxes.py).
 
     from shardflow.label_finder import LabelFinderConfig, run
     run(LabelFinderConfig(train=TrainerConfig(input=InputOptions(examples="runs/examples"), fit=FitOptions(epochs=10),
