@@ -10,8 +10,9 @@ is what a KServe InferenceService's storageUri names (layout.py: a prefix holdin
      "served_versions": {"1": {…}, "3": {…}}, "abandoned_through": 2, **source}
 
 Locally the copy is made under a temporary sibling and renamed to `<N>`; object stores have no rename, so
-the copy goes straight to `<N>/model/<N>/`, `saved_model.pb` last. The pointer is swapped only after the copy is complete, and TF Serving's
-config follows the pointer, so what TF Serving loads is never a half copy, a loser or an orphan. A model
+the copy goes straight to `<N>/model/<N>/`, `saved_model.pb` last. The pointer is swapped only after the copy
+is complete, and TF Serving's config follows the pointer, so what TF Serving loads is never a half copy, a
+loser or an orphan. A model
 whose evaluation did not end in BLESSED (or, with `infra_validation`, not INFRA_BLESSED) is not pushed; the
 validator's TF Serving warm-up file goes into the version (`<N>/assets.extra/`) within the same copy.
 
