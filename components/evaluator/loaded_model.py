@@ -133,7 +133,8 @@ def check_data_label_map(model: LoadedModel, role: str, data_map: dict | None, e
     except (TypeError, ValueError) as err:
         raise EvaluationError(f"the examples {examples} record no usable label map ({err})") from None
     if ours != model.label_map:
-        raise EvaluationError(f"the examples {examples} have label map {ours.describe()}, but {role} {model.path} "
+        named = "model" if role == "candidate" else role  # as --model and --baseline name them
+        raise EvaluationError(f"the examples {examples} have label map {ours.describe()}, but {named} {model.path} "
                               f"serves {model.label_map.describe()}: evaluate on examples made with its label map")
 
 
