@@ -27,8 +27,8 @@ def run(config: CleanServingConfig, echo: Callable[[str], None] = print) -> list
     retired = retire_versions(serving_dir, config.keep, protect) if config.keep is not None else []
     version = serve_pointer_version(serving_dir, config.tf_serving)
     served = f"version {version}" if version is not None else "nothing"
-    kept = (f"; retired {len(retired)} versions beyond the {config.keep} most recent (kept: "
-            f"{', '.join(map(str, sorted(protected_versions(serving_dir) | protect))) or 'none'} protected)"
+    kept = (f"; retired {len(retired)} versions beyond the {config.keep} most recent (protected: "
+            f"{', '.join(map(str, sorted(protected_versions(serving_dir) | protect))) or 'none'})"
             if config.keep is not None else "")
     echo(f"clean-serving: removed {len(removed)} abandoned claims, copies and staging folders{kept}; {served} "
          f"served ({MODEL_CONFIG})")
