@@ -81,8 +81,16 @@ def detection_targets(boxes: tf.Tensor, classes: tf.Tensor, count: tf.Tensor, gr
         "offset": (centre - cell) * weight[..., None],
         "indices": tf.where(real, cell_int[..., 0] * columns + cell_int[..., 1], 0),
         "mask": weight,
-        "heatmap_mask": 1.0 - _ignored_cells(boxes, ignore_class(classes), ignored, (rows, columns), num_classes),
+        "heatmap_mask": _heatmap_mask(boxes, ignore_class(classes), ignored, (rows, columns), num_classes),
     }
+
+
+def _heatmap_mask(boxes: tf.Tensor, classes: tf.Tensor, ignored: tf.Tensor, grid: tuple[int, int],
+                  num_classes: int) -> tf.Tensor:
+    """1 - `_ignored_cells`; a batch without ignore regions (most) skips drawing them."""
+    shape = tf.stack([tf.shape(classes)[0], grid[0], grid[1], num_classes])
+    return tf.cond(tf.reduce_any(ignored),
+                   lambda: 1.0 - _ignored_cells(boxes, classes, ignored, grid, num_classes), lambda: tf.ones(shape))
 
 
 def _ignored_cells(boxes: tf.Tensor, classes: tf.Tensor, ignored: tf.Tensor, grid: tuple[int, int],
