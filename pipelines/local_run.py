@@ -40,6 +40,7 @@ from ..core import storage
 from ..core.run_layout import (LOGS, PIPELINE_NAME, PIPELINE_ROOT, RECORDS, SERVING, SPAN_STORE, STEPS_RECORD,
                                run_outcome)
 from ..core.errors import EXIT_REFUSED, EXIT_RETRY, ConfigError
+from ..core.source_state import SOURCE_RECORD, shardflow_source
 from ..evaluator.config import BLESSING, METRICS
 from ..infra_validator.config import REPORT as INFRA_REPORT
 from ..predict.config import MARKER as PREDICT_MARKER
@@ -141,6 +142,8 @@ def run_locally(config: LocalRunConfig, echo: Callable[[str], None] | None = Non
     echo = echo or (lambda text: print(text, file=sys.stdout, flush=True))
     out = Path(config.output).resolve()
     run_dir = out / PIPELINE_ROOT / f"{PIPELINE_NAME}-{datetime.datetime.now():%Y-%m-%d-%H-%M-%S-%f}"
+    # the commit that runs, kept with the run: a later `shardflow track` tags it with this, not its own
+    storage.write_json(str(run_dir / LOGS / SOURCE_RECORD), shardflow_source())
     steps = StepLog(echo)
     worker = StepWorker(warm=not isolated, log=run_dir / LOGS / WORKER_LOG, max_rss_mb=worker_max_rss_mb,
                         echo_to=sys.stdout if verbose else None)

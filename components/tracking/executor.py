@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..core.run_layout import LOGS, PIPELINE_NAME, PIPELINE_ROOT, SERVING, STEPS_RECORD, run_outcome
 from .config import TrackConfig
 from .mlflow_sink import MlflowSink, check_reachable, sink_errors
-from .records import read_run
+from .records import pushing_runs, read_run
 from .registry import sync_registry
 
 
@@ -36,7 +36,8 @@ def _send(config: TrackConfig, sink: MlflowSink, echo: Callable[[str], None]) ->
         def run_id_of(job: str) -> str | None:  # a job sent now, or by an earlier send
             return ids.get(job) or next((r.info.run_id for r in sink.find(experiment, job)), None)
 
-        registry = sync_registry(sink, str(out.resolve() / SERVING), config.model_name, config.alias, run_id_of)
+        registry = sync_registry(sink, str(out.resolve() / SERVING), config.model_name, config.alias, run_id_of,
+                                 pushing_runs(finished_runs(out, ())))
     result = {"tracking_uri": config.tracking_uri, "experiment": config.experiment_name, "experiment_id": experiment,
               "sent": sent, "already_sent": already, "run_ids": ids, "registry": registry}
     echo(describe(result, config.model_name))

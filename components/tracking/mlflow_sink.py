@@ -15,6 +15,7 @@ import os
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
@@ -66,10 +67,15 @@ def sink_errors(uri: str) -> Iterator[None]:
 
 class MlflowSink:
     def __init__(self, tracking_uri: str, registry_uri: str | None = None) -> None:
+        import mlflow
         from mlflow.tracking import MlflowClient
 
         if tracking_uri.startswith("file:"):  # given by name: MLflow 3 keeps the file store, in maintenance mode
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        if not os.environ.get("MLFLOW_TRACKING_URI"):
+            # MLflow's stores fall back to the process's global client in places (a models:/ source on a SQL
+            # store); unset, that is sqlite:///mlflow.db in the working directory (MLflow 3.7+): this store instead.
+            mlflow.set_tracking_uri(tracking_uri)
         self.uri = tracking_uri
         self.client = MlflowClient(tracking_uri, registry_uri)
         # A server refuses a local path as a model version's source; a file or SQLite store takes it (registry.py).
@@ -82,7 +88,14 @@ class MlflowSink:
         if found is not None:
             self.client.restore_experiment(found.experiment_id)
             return found.experiment_id
-        return self.client.create_experiment(name)
+        return self.client.create_experiment(name, artifact_location=self._artifact_location(name))
+
+    def _artifact_location(self, experiment: str) -> str | None:
+        """A SQLite store's artifacts beside its database: MLflow's default is ./mlruns in the working directory."""
+        if not self.uri.startswith("sqlite:///"):
+            return None
+        folder = Path(self.uri.removeprefix("sqlite:///")).resolve().parent / "mlruns"
+        return (folder / urllib.parse.quote(experiment, safe="")).as_uri()
 
     def find(self, experiment_id: str, key: str, tag: str = KEY_TAG) -> list[Any]:
         return list(self.client.search_runs([experiment_id], filter_string=f"tags.`{tag}` = '{key}'"))
@@ -111,8 +124,10 @@ class MlflowSink:
         return run.info.run_id
 
     def _finish(self, run_id: str, tracked: TrackedRun) -> None:
-        self.client.set_tag(run_id, COMPLETE_TAG, "true")  # last but the end: a cut-off send lacks it
+        # Ended first, marked whole last: a send killed between them leaves a run without the mark, which the
+        # next send deletes and sends again (marked first, it would stay RUNNING, skipped by every send).
         self.client.set_terminated(run_id, tracked.status, end_time=tracked.end_ms)
+        self.client.set_tag(run_id, COMPLETE_TAG, "true")
 
     def _log(self, run_id: str, tracked: TrackedRun, tags: bool) -> None:
         from mlflow.entities import Metric, Param, RunTag
@@ -126,6 +141,17 @@ class MlflowSink:
                 self.client.log_batch(run_id, **{kind: items[start:start + BATCH[kind]]})
         for path in tracked.artifacts:
             self.client.log_artifact(run_id, path, artifact_path=_artifact_folder(path))
+        if tracked.datasets:
+            self.client.log_inputs(run_id, datasets=_dataset_inputs(tracked))
+
+
+def _dataset_inputs(tracked: TrackedRun) -> list[Any]:
+    """The run's data as MLflow dataset inputs, its split as MLflow's context tag (the Dataset column shows it)."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    return [DatasetInput(Dataset(name=d.name, digest=d.digest, source_type=d.source_type, source=d.source,
+                                 profile=d.profile), tags=[InputTag("mlflow.data.context", d.context)])
+            for d in tracked.datasets]
 
 
 def _artifact_folder(path: str) -> str:

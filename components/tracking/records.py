@@ -13,16 +13,16 @@ The files stay the record; this module only reads them (no MLflow here):
 """
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.run_layout import JOB_NAME, LOGS, STEPS_RECORD
+from ..core.source_state import SOURCE_RECORD
+from .headline import DataInput, data_inputs, headline_metrics, headline_params, headline_tags
 from .step_figures import component_records, step_artifacts, step_metrics, step_params, step_tags
 
 KEY_TAG = "shardflow.key"  # the idempotency key: the job's name, or job/step
@@ -52,6 +52,7 @@ class TrackedRun:
     metrics: tuple[Metric, ...] = ()
     tags: dict[str, str] = field(default_factory=dict)
     artifacts: tuple[str, ...] = ()  # local files, uploaded as they are
+    datasets: tuple[DataInput, ...] = ()  # MLflow dataset inputs (the parent's: the data it read)
 
 
 @dataclass(frozen=True)
@@ -79,26 +80,46 @@ def read_run(run_dir: Path, outcome: dict[str, Any] | None = None) -> RunRecords
         tags["shardflow.data_fingerprint"] = fingerprint
     if (outcome or {}).get("failed_task"):
         tags["shardflow.failed_step"] = outcome["failed_task"]  # type: ignore[index]
-    commit = source_commit()
-    if commit:
-        tags["mlflow.source.git.commit"] = commit  # MLflow's own tag: the UI shows it with the run
+    tags.update(source_tags(run_dir))
+    tags.update(headline_tags(outputs))
     parent = TrackedRun(key=job, name=job, status=_STATUS.get(state, "FAILED"), start_ms=min(starts),
-                        end_ms=max(ends), tags=tags)
+                        end_ms=max(ends), tags=tags, params=headline_params(nested),
+                        metrics=tuple(Metric(key, value) for key, value in headline_metrics(nested, outputs)
+                                      if math.isfinite(value)),
+                        datasets=data_inputs(outputs, tags.get("shardflow.data_fingerprint")))
     return RunRecords(parent, nested)
 
 
-@functools.lru_cache(maxsize=1)
-def source_commit() -> str | None:
-    """The git commit of the shardflow source that runs, when it runs from a checkout (None from an image)."""
-    package = Path(__file__).resolve().parents[1]
-    if not (package.parent / ".git").exists():
-        return None
-    try:
-        done = subprocess.run(["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+def source_tags(run_dir: Path) -> dict[str, str]:
+    """The commit the run was made with, as the run recorded it when it started (core/source_state.py): not
+    the sender's checkout, which may be newer. None recorded (an image, a run older than the record): no tag."""
+    recorded = run_dir / LOGS / SOURCE_RECORD
+    state = json.loads(recorded.read_text()) if recorded.is_file() else {}
+    tags = {}
+    if state.get("commit"):
+        tags["mlflow.source.git.commit"] = str(state["commit"])  # MLflow's own tag: the UI shows it with the run
+    if "dirty" in state:
+        tags["shardflow.source.dirty"] = str(bool(state["dirty"])).lower()  # uncommitted changes when it ran
+    return tags
+
+
+def pushing_runs(run_dirs: list[Path]) -> dict[str, dict[str, str]]:
+    """{served version's URI: {"job", "evaluation"}}: the run whose Push step served it (the first, when a rerun
+    of the same model named it again) and the evaluation that blessed it there. A cached Trainer's model was
+    trained in an earlier run; its blessing and push are this run's."""
+    found: dict[str, dict[str, str]] = {}
+    for run_dir in run_dirs:
+        steps = json.loads((run_dir / LOGS / STEPS_RECORD).read_text())
+        push = steps.get("push") or {}
+        if push.get("state") != "ok":
+            continue
+        outputs = {task: _outputs(run_dir, task, steps[task]) for task in ("push", "evaluate") if task in steps}
+        served = (outputs.get("push") or {}).get("Output")
+        evaluation = (outputs.get("evaluate") or {}).get("evaluation")
+        if isinstance(served, str) and served.rstrip("/") not in found:
+            found[served.rstrip("/")] = {"job": run_dir.name, "evaluation": evaluation.get("uri", "")
+                                         if isinstance(evaluation, dict) else ""}
+    return found
 
 
 def step_run(job: str, task: str, entry: dict[str, Any], outputs: dict[str, dict[str, Any]],

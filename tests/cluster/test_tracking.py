@@ -23,7 +23,7 @@ from mlflow_server import MlflowServer
 from shardflow.pipelines.local_dag import Artifact
 from shardflow.pipelines.local_executor_io import executor_input
 from shardflow.tracking.mlflow_sink import COMPLETE_TAG
-from shardflow.tracking.records import KEY_TAG, source_commit
+from shardflow.tracking.records import KEY_TAG
 from shardflow.tracking.registry import VERSION_TAG
 
 pytestmark = pytest.mark.cluster
@@ -56,13 +56,29 @@ def _run(demo: Path, out: Path, uri: str, epochs: int, threshold: str = "accurac
 @pytest.fixture(scope="module")
 def tracked(demo_data: Path, mlflow_server: MlflowServer, tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("tracked") / "digits"
+    before = _head()  # read by git here, not by shardflow: what the runs' commit tag is checked against
     said = [_run(demo_data, out, mlflow_server.endpoint, 2), _run(demo_data, out, mlflow_server.endpoint, 3),
             _run(demo_data, out, mlflow_server.endpoint, 1, threshold="accuracy>=0.999")]
     jobs = sorted(p.name for p in (out / "pipeline_root").iterdir())
     client = _client(mlflow_server.endpoint)
     experiment = client.get_experiment_by_name("digits").experiment_id
-    return {"out": out, "said": said, "jobs": jobs, "client": client,
+    return {"out": out, "said": said, "jobs": jobs, "client": client, "commits": _commits(before, _head()),
             "runs": list(client.search_runs([experiment], max_results=1000))}
+
+
+def _head() -> str:
+    """HEAD of the checkout that holds the shardflow that runs (components/), by `git rev-parse`."""
+    import shardflow
+
+    return subprocess.run(["git", "-C", str(Path(shardflow.__file__).parent), "rev-parse", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _commits(before: str, after: str) -> set[str]:
+    """HEAD at the start and every commit made since (other work may commit while the runs run)."""
+    made = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-list", f"{before}..{after}"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    return {before, *made}
 
 
 def _steps(out: Path, job: str) -> dict[str, dict]:
@@ -85,7 +101,8 @@ def test_each_run_is_a_parent_run_with_a_nested_run_per_step_that_ran(tracked: d
             if steps[task]["state"] == "cached":  # points at the earlier run that computed it
                 assert run.data.tags["shardflow.cached_from"] in jobs[:jobs.index(job)]
         assert parents[job].data.tags["shardflow.outcome"] == "SUCCEEDED"
-        assert parents[job].data.tags["mlflow.source.git.commit"] == source_commit()  # a checkout here
+        assert parents[job].data.tags["mlflow.source.git.commit"] in tracked["commits"]  # a checkout here
+        assert parents[job].data.tags["shardflow.source.dirty"] in ("true", "false")
     assert f"tracking: run {parents[jobs[0]].info.run_id} in experiment 'digits'" in tracked["said"][0]
 
 
@@ -125,13 +142,53 @@ def test_the_registry_follows_current_json_and_a_refused_run_registers_nothing(t
     for number, job in (("1", jobs[0]), ("2", jobs[1])):
         version = versions[number]
         assert version.tags["shardflow.served_uri"] == str(out.resolve() / "serving" / number)
-        assert version.run_id == parents[job] and version.source == f"runs:/{parents[job]}/served/{number}"
+        assert version.run_id == parents[job] and version.source.startswith("models:/m-")
+        logged = client.get_logged_model(version.source.removeprefix("models:/"))  # MLflow 3: the pushing run's
+        assert logged.source_run_id == parents[job] and logged.tags["shardflow.served_uri"] == str(
+            out.resolve() / "serving" / number)
         assert version.tags["shardflow.blessed"] == "true" and version.tags["shardflow.job"] == job
     assert versions["2"].tags["shardflow.gated_against"] != "none"  # gated against version 1
     refused = [r for r in tracked["runs"] if r.data.tags.get("shardflow.job") == jobs[2]
                and r.data.tags.get("shardflow.step") == "evaluate"]
     assert refused[0].data.tags["shardflow.blessed"] == "false" and refused[0].data.metrics["blessed"] == 0.0
     assert "'champion' names model version 2" in tracked["said"][2]
+
+
+def test_the_runs_table_compares_pipeline_runs_through_the_rest_api(tracked: dict,
+                                                                    mlflow_server: MlflowServer) -> None:
+    """runs/search as MLflow's UI calls it: each parent carries its evaluation's metrics, the verdict, the version
+    it served and its main options; its data is in `inputs.dataset_inputs` (the Dataset column)."""
+    import urllib.request
+
+    out, jobs, uri = tracked["out"], tracked["jobs"], mlflow_server.endpoint
+    experiment = tracked["client"].get_experiment_by_name("digits").experiment_id
+    body = {"experiment_ids": [experiment], "filter": "tags.`shardflow.outcome` = 'SUCCEEDED'", "max_results": 100}
+    request = urllib.request.Request(f"{uri}/api/2.0/mlflow/runs/search", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        found = json.loads(response.read())["runs"]
+    parents = {}
+    for run in found:
+        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+        if "mlflow.parentRunId" not in tags:
+            parents[tags[KEY_TAG]] = (run, tags)
+    assert sorted(parents) == jobs
+    for job, served in zip(jobs, (1, 2, None)):  # the third run's model was refused: it served nothing
+        run, tags = parents[job]
+        metrics = {m["key"]: m["value"] for m in run["data"]["metrics"]}
+        params = {p["key"]: p["value"] for p in run["data"]["params"]}
+        run_dir = out / "pipeline_root" / job
+        evaluation = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
+        assert {name: metrics[name] for name in evaluation["overall"]} == evaluation["overall"]
+        assert metrics["blessed"] == (0.0 if served is None else 1.0) and metrics.get("served_version") == served
+        assert tags["shardflow.blessed"] == ("false" if served is None else "true") and tags["shardflow.verdict"]
+        training = json.loads((run_dir / "train" / "model" / "training.json").read_text())
+        assert params["train.epochs"] == str(training["options"]["epochs"]) == str((2, 3, 1)[jobs.index(job)])
+        fingerprint = tags["shardflow.data_fingerprint"]
+        inputs = {(i["dataset"]["name"], json.loads(i["dataset"]["source"])["uri"], i["dataset"]["digest"])
+                  for i in run["inputs"]["dataset_inputs"]}
+        assert {name for name, _, _ in inputs} == {"train.csv", "eval.csv"}
+        assert all(digest == fingerprint[:36] and source.endswith(f"/digits/{name}") for name, source, digest in inputs)
 
 
 def _record(uri: str, experiment: str) -> dict[str, Any]:
@@ -142,8 +199,8 @@ def _record(uri: str, experiment: str) -> dict[str, Any]:
     for run in client.search_runs([found.experiment_id], max_results=1000):
         run_id = run.info.run_id
         metrics = {name: [(m.step, m.value) for m in client.get_metric_history(run_id, name)] for name in run.data.metrics}
-        files = sorted(f.path for folder in client.list_artifacts(run_id) for f in client.list_artifacts(run_id, folder.path)
-                       if folder.path != "served")  # the registry's record of a local version: servers only
+        files = sorted(f.path for folder in client.list_artifacts(run_id)
+                       for f in client.list_artifacts(run_id, folder.path))
         record[run.data.tags[KEY_TAG]] = {
             "status": run.info.status, "params": run.data.params, "metrics": metrics, "files": files,
             "tags": {k: v for k, v in run.data.tags.items() if k.startswith("shardflow.")},
@@ -229,8 +286,11 @@ def test_a_compiled_step_given_mlflow_run_id_logs_into_that_run(tracked: dict, m
 
 def test_a_sqlite_store_takes_the_served_path_as_the_source(tracked: dict, tmp_path: Path) -> None:
     """Without a server in between, nothing refuses a local source: the version's source is its serving folder."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri, cwd = f"sqlite:///{tmp_path / 'store' / 'store.db'}", tmp_path / "cwd"
+    cwd.mkdir()
     subprocess.run([SHARDFLOW, "track", "--output", str(tracked["out"]), "--tracking-uri", uri], check=True,
-                   capture_output=True, timeout=300, cwd=tmp_path)
+                   capture_output=True, timeout=300, cwd=cwd)
     sources = {mv.tags[VERSION_TAG]: mv.source for mv in _client(uri).search_model_versions("name = 'digits'")}
     assert sources == {n: str(tracked["out"].resolve() / "serving" / n) for n in ("1", "2")}
+    assert list(cwd.iterdir()) == []  # no mlflow.db, no mlruns/ where the command ran: artifacts beside the store
+    assert (tmp_path / "store" / "mlruns" / "digits").is_dir()
