@@ -1,18 +1,22 @@
 """The serving versions a registry alias names, for `shardflow clean-serving --keep` to protect (MLflow needed).
 
-    aliased_versions("http://127.0.0.1:5000", "digits", "champion")   # {7}, or set() when the alias is not set
+    aliased_versions("http://127.0.0.1:5000", "digits", "champion", "runs/digits/serving")   # {7}, or set()
 
 The registry follows CURRENT.json (registry.py): each model version carries the serving version it is (VERSION_TAG).
-An alias that lags the pointer (a rollback not yet synced) still names a version a person may load by it.
+An alias that lags the pointer (a rollback not yet synced) still names a version a person may load by it. A version
+registered from another serving directory (its SERVED_URI_TAG elsewhere: two outputs sharing a name) is not this
+one's.
 """
 from __future__ import annotations
 
 from .mlflow_sink import MlflowSink, check_reachable, sink_errors
-from .registry import VERSION_TAG
+from ..core import storage
+from ..pusher.serving import normalized
+from .registry import SERVED_URI_TAG, VERSION_TAG
 
 
-def aliased_versions(tracking_uri: str, registered_model: str, alias: str) -> set[int]:
-    """The serving version `alias` names on `registered_model` (set() when neither exists); a tracking server
+def aliased_versions(tracking_uri: str, registered_model: str, alias: str, serving_dir: str) -> set[int]:
+    """The version of `serving_dir` that `alias` names on `registered_model` (set() when none); a tracking server
     that cannot be reached is ConfigError (exit 2) in one line, one that refuses ShardflowError (exit 1)."""
     from mlflow.exceptions import MlflowException
 
@@ -25,5 +29,8 @@ def aliased_versions(tracking_uri: str, registered_model: str, alias: str) -> se
             version = client.get_model_version_by_alias(registered_model, alias)
         except MlflowException:  # the alias is not set on this model
             return set()
-    number = (version.tags or {}).get(VERSION_TAG, "")
+    tags = version.tags or {}
+    number, served = tags.get(VERSION_TAG, ""), tags.get(SERVED_URI_TAG)
+    if served and normalized(storage.parent(served)) != normalized(serving_dir):
+        return set()  # another output's version
     return {int(number)} if number.isdigit() else set()

@@ -17,6 +17,6 @@ def run(config: CleanServingConfig, echo: Callable[[str], None] = print) -> list
     if config.keep is not None and config.tracking_uri:  # read before anything is removed
         from .aliases import aliased_versions
 
-        named = aliased_versions(config.tracking_uri, config.registered_model, config.alias)
+        named = aliased_versions(config.tracking_uri, config.registered_model, config.alias, config.serving_dir)
         config = dataclasses.replace(config, protect=config.protect | frozenset(named))
     return clean.run(config, echo)

@@ -96,7 +96,7 @@ def test_a_rollback_racing_the_retirement_of_its_version_is_refused(serving: str
 def test_the_registry_alias_version_is_kept_when_a_tracking_uri_is_given(tmp_path) -> None:  # noqa: ANN001
     from mlflow.tracking import MlflowClient
 
-    from shardflow.tracking.registry import VERSION_TAG
+    from shardflow.tracking.registry import SERVED_URI_TAG, VERSION_TAG
 
     root = tmp_path / "digits"
     serving, gated = str(root / "serving"), "none"
@@ -107,6 +107,12 @@ def test_the_registry_alias_version_is_kept_when_a_tracking_uri_is_given(tmp_pat
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri, uri)
     client.create_registered_model("digits")
+    elsewhere = client.create_model_version("digits", source=str(tmp_path / "other" / "serving" / "2"),
+                                            tags={VERSION_TAG: "2", SERVED_URI_TAG: str(tmp_path / "other/serving/2")})
+    client.set_registered_model_alias("digits", "other", elsewhere.version)
+    assert shardflow_main(["clean-serving", "--serving-dir", serving, "--keep", "1", "--tracking-uri", uri,
+                           "--alias", "other", "--protect", "1"]) == 0
+    assert _versions(serving) == [1, 3]  # another output's version 2 protects nothing here
     registered = client.create_model_version("digits", source=model_location(serving, 1), tags={VERSION_TAG: "1"})
     client.set_registered_model_alias("digits", "champion", registered.version)
     assert shardflow_main(["clean-serving", "--serving-dir", serving, "--keep", "1", "--tracking-uri", uri]) == 0
