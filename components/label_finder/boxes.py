@@ -107,16 +107,17 @@ def _draw(config: LabelFinderConfig, task: TrainingTask, split: str, records: li
     storage.makedirs(out.staged(PICTURES_DIR))
     files = task.raw_manifest.shard_paths(task.raw_dir, split)
     pixels = panels(task.raw_manifest, files, split, shown, None)
-    index = {int(i): n for n, i in enumerate(sorted((task.label_map or {}).values()))}
+    labels = task.label_map  # a detection task's: the one rule of ids to class indexes (box_schema.LabelMap)
+    assert labels is not None
     for position, (image, _) in zip(shown, pixels):
         mine = [r for r in records if r["position"] == position]
         name = f"{PICTURES_DIR}/{mine[0]['rank']:05d}.png"
         truth = given[position]
         suggested = [r for r in mine if r["suggested_box"] is not None]
-        png = detections_png([image], [truth.boxes], [np.array([index.get(int(c), 0) for c in truth.classes])],
+        png = detections_png([image], [truth.boxes], [labels.training_ids(truth.classes)],
                              [np.array([r["suggested_box"] for r in suggested]).reshape(-1, 4)],
                              [np.array([1.0 - r["score"] for r in suggested])],
-                             [np.array([index.get(r["suggested_id"], 0) for r in suggested])],
+                             [labels.training_ids([r["suggested_id"] for r in suggested])],
                              task.class_names, max_images=1, score_threshold=0.0)
         storage.write_bytes(out.staged(name), png)
         for record in mine:
