@@ -53,11 +53,16 @@ def write_run(out: Path, job: str, *, blessed: bool, accuracy: float, pushed: in
         "condition-4": {"state": "ok" if blessed else "skipped", "started": 105.0, "seconds": 0.0}}
     if pushed is not None:
         steps["push"] = {"state": "ok", "started": 105.0, "seconds": 0.5, "outputs": {
-            "Output": {"value": str(out.resolve() / "serving" / str(pushed))}}}
+            "Output": {"value": served_model(out, pushed)}}}
     _write(run / "logs" / "steps.json", steps)
     if commit is not None:
         _write(run / "logs" / "source.json", commit)
     return run
+
+
+def served_model(out: Path, number: int) -> str:
+    """Where the Pusher puts version N's model (one immutable prefix a version: SERVING/N/model/N)."""
+    return str(out.resolve() / "serving" / str(number) / "model" / str(number))
 
 
 def write_pointer(out: Path, versions: dict[int, str]) -> None:
@@ -66,9 +71,10 @@ def write_pointer(out: Path, versions: dict[int, str]) -> None:
     serving = out.resolve() / "serving"
     history = {}
     for number, trained_in in versions.items():
-        (serving / str(number)).mkdir(parents=True, exist_ok=True)
+        Path(served_model(out, number)).mkdir(parents=True, exist_ok=True)
         history[str(number)] = {"content_digest": f"digest-{number}", "pushed_at": "2026-12-07T11:00:00Z",
+                                "model": served_model(out, number), "storage_uri": str(serving / str(number) / "model"),
                                 "pushed_from": str(out.resolve() / "pipeline_root" / trained_in / "train" / "model")}
     top = max(versions)
-    _write(serving / "CURRENT.json", {"version": top, "model": str(serving / str(top)), "gated_against": "none",
-                                      "action": "push", "served_versions": history, **history[str(top)]})
+    _write(serving / "CURRENT.json", {"version": top, "gated_against": "none", "action": "push",
+                                      "served_versions": history, **history[str(top)]})

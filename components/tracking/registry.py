@@ -1,16 +1,17 @@
 """The MLflow Model Registry made to follow a serving directory's CURRENT.json, never to lead it.
 
 Every version the pointer ever served (`served_versions`) is one model version, found again by its served URI
-(SERVED_URI_TAG: the version's folder, so two outputs whose folders share a name, and so a registered model,
-never take each other's versions). Each is linked to an MLflow logged model of the run that pushed it, and
-tagged with that run's job and the verdict of the evaluation that blessed it there (`pushed_by`: records.py's
-`pushing_runs`; a cached Trainer's model was trained earlier, but blessed and pushed by this run). The alias
+(SERVED_URI_TAG: the version's model folder as the pointer names it, so two outputs whose folders share a name,
+and so a registered model, never take each other's versions). Each is linked to an MLflow logged model of the
+run that pushed it, and tagged with that run's job and the verdict of the evaluation that blessed it there
+(`pushed_by`: records.py's `pushing_runs`; a cached Trainer's model was trained earlier, but blessed and pushed
+by this run). The alias
 (`champion`) names the version the pointer names now (a rollback moves it back). A refused or unblessed push
 moved no pointer: nothing is registered. A registration cut off after the pointer moved is made by the next
 sync: each run's, or `shardflow track`.
 
     sync_registry(sink, "/abs/runs/digits/serving", "digits", "champion", parent_run_ids.get, pushed_by)
-    set_alias(sink.client, "digits", "champion", "/abs/runs/digits/serving/3")   # the version it names, or None
+    set_alias(sink.client, "digits", "champion", pointer["model"])   # the version registered for it, or None
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def sync_registry(sink: MlflowSink, serving_dir: str, name: str, alias: str,
     pushers = {normalized(uri): pusher for uri, pusher in (pushed_by or {}).items()}
     registered = []
     for number, record in sorted(served_history(serving_dir, served).items(), key=lambda item: int(item[0])):
-        location = storage.join(serving_dir, number)
+        location = served_location(serving_dir, number, record)
         if normalized(location) in known:
             continue
         pusher = pushers.get(normalized(location)) or {}
@@ -60,8 +61,14 @@ def sync_registry(sink: MlflowSink, serving_dir: str, name: str, alias: str,
                                               model_id=model_id)
         known[normalized(location)] = version.version
         registered.append(int(number))
-    current = set_alias(client, name, alias, storage.join(serving_dir, str(served.version)), known)
+    current = set_alias(client, name, alias, served_location(serving_dir, str(served.version), served.pointer), known)
     return {"registered": registered, "alias": (alias, current) if current is not None else None}
+
+
+def served_location(serving_dir: str, number: str, record: Mapping[str, Any]) -> str:
+    """The folder a served version's model is in, as its pointer record names it (`model`: SERVING/N/model/N in
+    the per-version layout); a record of an older pusher names none: SERVING/N."""
+    return str(record.get("model") or storage.join(serving_dir, number))
 
 
 def registered_versions(client: Any, name: str) -> dict[str, str]:

@@ -141,11 +141,11 @@ def test_the_registry_follows_current_json_and_a_refused_run_registers_nothing(t
     parents = {r.data.tags[KEY_TAG]: r.info.run_id for r in tracked["runs"] if "mlflow.parentRunId" not in r.data.tags}
     for number, job in (("1", jobs[0]), ("2", jobs[1])):
         version = versions[number]
-        assert version.tags["shardflow.served_uri"] == str(out.resolve() / "serving" / number)
+        assert version.tags["shardflow.served_uri"] == pointer["served_versions"][number]["model"]
         assert version.run_id == parents[job] and version.source.startswith("models:/m-")
         logged = client.get_logged_model(version.source.removeprefix("models:/"))  # MLflow 3: the pushing run's
-        assert logged.source_run_id == parents[job] and logged.tags["shardflow.served_uri"] == str(
-            out.resolve() / "serving" / number)
+        assert logged.source_run_id == parents[job] and logged.tags["shardflow.served_uri"] == version.tags[
+            "shardflow.served_uri"]
         assert version.tags["shardflow.blessed"] == "true" and version.tags["shardflow.job"] == job
     assert versions["2"].tags["shardflow.gated_against"] != "none"  # gated against version 1
     refused = [r for r in tracked["runs"] if r.data.tags.get("shardflow.job") == jobs[2]
@@ -291,6 +291,7 @@ def test_a_sqlite_store_takes_the_served_path_as_the_source(tracked: dict, tmp_p
     subprocess.run([SHARDFLOW, "track", "--output", str(tracked["out"]), "--tracking-uri", uri], check=True,
                    capture_output=True, timeout=300, cwd=cwd)
     sources = {mv.tags[VERSION_TAG]: mv.source for mv in _client(uri).search_model_versions("name = 'digits'")}
-    assert sources == {n: str(tracked["out"].resolve() / "serving" / n) for n in ("1", "2")}
+    pointer = json.loads((tracked["out"] / "serving" / "CURRENT.json").read_text())
+    assert sources == {n: pointer["served_versions"][n]["model"] for n in ("1", "2")}
     assert list(cwd.iterdir()) == []  # no mlflow.db, no mlruns/ where the command ran: artifacts beside the store
     assert (tmp_path / "store" / "mlruns" / "digits").is_dir()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from helpers_tracking import FINGERPRINT, write_pointer, write_run
+from helpers_tracking import FINGERPRINT, served_model, write_pointer, write_run
 from mlflow_server import MlflowServer
 from shardflow.tracking import TrackConfig
 from shardflow.tracking import run as track
@@ -83,15 +83,17 @@ def test_two_outputs_with_one_name_keep_their_own_versions(mlflow_server: Mlflow
     write_run(second, JOBS[2], blessed=True, accuracy=0.7, pushed=1)
     write_pointer(second, {1: JOBS[2]})
     _track(first, uri, name)
-    assert _alias(uri, name) == str(first.resolve() / "serving" / "2")
+    assert _alias(uri, name) == served_model(first, 2)
     _track(second, uri, name)
     versions = _versions(uri, name)
-    served = {str(out.resolve() / "serving" / n) for out, n in ((first, "1"), (first, "2"), (second, "1"))}
+    served = {served_model(first, 1), served_model(first, 2), served_model(second, 1)}
     assert set(versions) == served and len({v["version"] for v in versions.values()}) == 3
-    assert versions[str(second.resolve() / "serving" / "1")]["tags"]["shardflow.job"] == JOBS[2]
-    assert _alias(uri, name) == str(second.resolve() / "serving" / "1")  # its own version 1, not the first's
+    assert versions[served_model(second, 1)]["tags"]["shardflow.job"] == JOBS[2]
+    assert _alias(uri, name) == served_model(second, 1)  # its own version 1, not the first's
     _track(first, uri, name)  # nothing new to register; the alias follows the output that synced
-    assert len(_versions(uri, name)) == 3 and _alias(uri, name) == str(first.resolve() / "serving" / "2")
+    assert _alias(uri, name) == served_model(first, 2)
+    found = _rest(uri, "model-versions/search?" + urllib.parse.urlencode({"filter": f"name = '{name}'"}))
+    assert len(found["model_versions"]) == 3  # none registered twice
 
 
 def test_a_version_is_registered_from_the_run_that_blessed_and_pushed_it(mlflow_server: MlflowServer,
