@@ -10,7 +10,6 @@ one's.
 from __future__ import annotations
 
 from .mlflow_sink import MlflowSink, check_reachable, sink_errors
-from ..core import storage
 from ..pusher.serving import normalized
 from .registry import SERVED_URI_TAG, VERSION_TAG
 
@@ -31,6 +30,6 @@ def aliased_versions(tracking_uri: str, registered_model: str, alias: str, servi
             return set()
     tags = version.tags or {}
     number, served = tags.get(VERSION_TAG, ""), tags.get(SERVED_URI_TAG)
-    if served and normalized(storage.parent(served)) != normalized(serving_dir):
-        return set()  # another output's version
+    if served and not normalized(served).startswith(normalized(serving_dir).rstrip("/") + "/"):
+        return set()  # another output's version (served URI: SERVING/N/model/N, or SERVING/N of an older pointer)
     return {int(number)} if number.isdigit() else set()

@@ -113,7 +113,8 @@ def test_the_registry_alias_version_is_kept_when_a_tracking_uri_is_given(tmp_pat
     assert shardflow_main(["clean-serving", "--serving-dir", serving, "--keep", "1", "--tracking-uri", uri,
                            "--alias", "other", "--protect", "1"]) == 0
     assert _versions(serving) == [1, 3]  # another output's version 2 protects nothing here
-    registered = client.create_model_version("digits", source=model_location(serving, 1), tags={VERSION_TAG: "1"})
+    registered = client.create_model_version("digits", source=model_location(serving, 1),  # tagged as registry.py does
+                                             tags={VERSION_TAG: "1", SERVED_URI_TAG: model_location(serving, 1)})
     client.set_registered_model_alias("digits", "champion", registered.version)
     assert shardflow_main(["clean-serving", "--serving-dir", serving, "--keep", "1", "--tracking-uri", uri]) == 0
     assert _versions(serving) == [1, 3]  # 1: the alias's (a registry that lags the pointer), 3: pointed and recent
