@@ -69,3 +69,15 @@ def letterboxed_boxes(boxes: np.ndarray, source: tuple[int, int], target: tuple[
     ymin, xmin, ymax, xmax = letterbox_window(source, target)
     scale = np.array([ymax - ymin, xmax - xmin] * 2)
     return np.asarray(boxes, np.float64) * scale + np.array([ymin, xmin] * 2)
+
+
+def source_boxes(boxes: np.ndarray, source: tuple[int, int], target: tuple[int, int]) -> np.ndarray:
+    """`letterboxed_boxes`' inverse: boxes [..., 4] normalised on the letterboxed frame → on the (h, w) source,
+    clipped to [0, 1] (a box may reach into the padding, which is outside the source).
+
+    >>> source_boxes(np.array([[0.25, 0.5, 0.75, 1.0]]), (100, 300), (128, 128)).round(4).tolist()
+    [[0.0, 0.5, 1.0, 1.0]]
+    """
+    ymin, xmin, ymax, xmax = letterbox_window(source, target)
+    scale = np.array([ymax - ymin, xmax - xmin] * 2)
+    return np.clip((np.asarray(boxes, np.float64) - np.array([ymin, xmin] * 2)) / scale, 0.0, 1.0)

@@ -57,7 +57,8 @@ def run(config: PredictConfig, echo: Callable[[str], None] = print) -> dict[str,
                           "jsonl" if detector else config.format, staging, out.staged("masks"), inputs.sources,
                           config.prediction_log, model_dir, config.min_score,
                           stored_image_size(str(config.examples), info) if detector and config.examples else None,
-                          _label_names(model_dir, info) if detector else ())
+                          _label_names(model_dir, info) if detector else (),
+                          letterbox_target(info) if detector else None)
         runner, parts = _execute(config, model_dir, inputs, spec, echo)
         summary = _finish(config, out, inputs, parts, spec, info)
         summary.update({"model": model_dir, "model_reference": config.model, "runner": runner,
@@ -111,6 +112,12 @@ def _publish_parts(parts: list[PartInfo], spec: OutputSpec, out: OutputDir) -> l
         _concatenate([storage.join(spec.staging_dir, "parts", part.name + AUTOML_SUFFIX) for part in parts],
                      out.staged(BOXES_CSV))
     return names
+
+
+def letterbox_target(info: ModelInfo) -> tuple[int, int] | None:
+    """(H, W) the model's ingest letterboxed its images into (ingest_ops' resize_mode), else None (stretched)."""
+    ops = (info.extra.get("ingest_ops") or {}).get(info.extra.get("input")) or {}
+    return tuple(ops["resize"]) if ops.get("resize_mode") == "letterbox" and ops.get("resize") else None  # type: ignore
 
 
 def stored_image_size(examples: str, info: ModelInfo) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 import apache_beam as beam
 
 from ..core import storage
+from ..core.letterbox import source_boxes
 from ..core.box_schema import DETECTION_TASK
 from .detections import DetectionPart, detection_row
 from .sources import Key
@@ -44,6 +45,7 @@ class OutputSpec:
     min_score: float = 0.0  # a detector's boxes scoring less are not written
     stored_size: tuple[int, int] | None = None  # (H, W) of the examples' stored images: a shard record's size
     label_names: tuple[tuple[int, str], ...] = ()  # a detector's label map: (id it serves, class name) pairs
+    letterbox: tuple[int, int] | None = None  # (H, W) ingest letterboxed each image into: boxes mapped back to a file
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class WritePredictionsFn(beam.DoFn):
         source_id, row, path, size = key
         index, outputs, spec = self.spec.sources[source_id], result.inference, self.spec
         if spec.task == DETECTION_TASK:
+            if size and spec.letterbox:  # a new row's boxes answered on its letterboxed example: back onto its file
+                outputs = {**outputs, "boxes": source_boxes(outputs["boxes"], size, spec.letterbox)}
             record = detection_row(index, row, path, size or spec.stored_size or (1, 1), outputs,
                                    spec.label_names, spec.min_score)
         elif spec.task == "classification":

@@ -9,6 +9,7 @@ comes back depends only on the serving graph's letterboxing and its undoing.
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
+from shardflow.core.box_schema import MAX_DETECTIONS
 from shardflow.core.letterbox import letterboxed_boxes
 from shardflow.core.model_info import IMAGE_SIGNATURE, SERVING_SIGNATURE
 from shardflow.demo_boxes import write_boxes
@@ -57,14 +59,20 @@ class RedBox:
 
 
 @pytest.fixture(scope="module")
-def signatures(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def letterboxed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """demo_boxes' mixed photos (10: any size and aspect, gray, EXIF-turned) through ExampleGen at 64 x 64."""
     root = tmp_path_factory.mktemp("letterbox")
     write_boxes(root / "data", count=10, seed=2, mixed=True)
     indexes = tuple(IndexSpec(str(root / "data" / f"{s}.csv"), s) for s in ("train", "eval"))
     example_gen(ExampleGenConfig(indexes=indexes, data_root=str(root / "data"), output=str(root / "examples"),
                                  resize=(("*", (STORED, STORED)),), channels=(("*", "rgb"),),
                                  storage=(("*", "png"),), near_duplicates="off"), echo=lambda _: None)
-    task = resolve_task(InputOptions(examples=str(root / "examples")))
+    return root
+
+
+@pytest.fixture(scope="module")
+def signatures(letterboxed: Path) -> dict:
+    task = resolve_task(InputOptions(examples=str(letterboxed / "examples")))
     to_model = RawToModel(task, None)
     assert to_model.letterbox  # ExampleGen's default for a box index
     return serving_functions(RedBox(), to_model, task)
@@ -185,3 +193,57 @@ def test_the_options_name_a_bad_value_and_the_flags_reach_the_configs() -> None:
     assert example_gen_cli.config_from_args(parser.parse_args(args), []).box_resize == "letterbox"
     assert example_gen_cli.config_from_args(parser.parse_args([*args, "--box-resize", "stretch"]), []).box_resize \
         == "stretch"
+
+
+class _FixedBoxes(tf.Module):
+    """A detector answering one box, at 0.9, in the stored (letterboxed) frame of any example."""
+
+    BOX = [0.3, 0.2, 0.6, 0.9]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def serve(self, examples: tf.Tensor) -> dict[str, tf.Tensor]:
+        count = tf.shape(examples)[0]
+        one = lambda first, rest: tf.tile(tf.constant([first + [rest] * (MAX_DETECTIONS - 1)]), [count, 1])  # noqa
+        boxes = tf.tile(tf.constant([[self.BOX] + [[0.0] * 4] * (MAX_DETECTIONS - 1)]), [count, 1, 1])
+        return {"detection_boxes": boxes, "detection_scores": one([0.9], 0.0), "detection_classes": one([1.0], 0.0),
+                "num_detections": tf.fill([count], 1.0)}
+
+
+@pytest.mark.pipeline
+def test_predict_on_new_photos_tells_each_box_on_its_own_photo(letterboxed: Path, tmp_path: Path) -> None:
+    from PIL import ImageOps
+
+    from shardflow.cli import main as shardflow_main
+    from shardflow.core.box_schema import BOX_TARGET, DETECTION_TASK
+    from shardflow.core.manifest import read_manifest
+    from shardflow.core.model_info import ModelInfo, write_model_info
+
+    module, model = _FixedBoxes(), tmp_path / "fixed"
+    tf.saved_model.save(module, str(model), signatures={"serving_default": module.serve})
+    manifest = read_manifest(letterboxed / "examples")
+    names = sorted(manifest.extra["boxes"]["label_map"], key=manifest.extra["boxes"]["label_map"].get)
+    write_model_info(model, ModelInfo(DETECTION_TASK, BOX_TARGET, len(names), names, None, {
+        "input": "image", "raw_examples": str(letterboxed / "examples"),
+        "ingest_ops": manifest.extra["ingest_ops"]}))
+    files = sorted(p.relative_to(letterboxed / "data").as_posix() for p in (letterboxed / "data" / "img").glob("*"))
+    index = tmp_path / "new.csv"
+    index.write_text("image\n" + "".join(f"{name}\n" for name in files))
+    assert shardflow_main(["predict", "--model", str(model), "--index", str(index), "--data-root",
+                           str(letterboxed / "data"), "--output", str(tmp_path / "out")]) == 0
+    lines = [json.loads(line) for part in sorted((tmp_path / "out" / "predictions").glob("part-*.jsonl"))
+             for line in part.read_text().splitlines()]
+    assert sorted(line["path"] for line in lines) == files
+    for line in lines:
+        width, height = ImageOps.exif_transpose(Image.open(letterboxed / "data" / line["path"])).size
+        assert line["image_size"] == [height, width]
+        top, left, inner_h, inner_w = _resize_with_pad_window((height, width))
+        frame = np.asarray(_FixedBoxes.BOX) * STORED  # the stored frame's pixels, then the photo's
+        expected = np.clip((frame - [top, left, top, left]) / [inner_h, inner_w, inner_h, inner_w], 0, 1)
+        np.testing.assert_allclose(line["boxes"][0]["box"], expected, atol=1e-5, err_msg=line["path"])
+
+
+def _resize_with_pad_window(source: tuple[int, int]) -> tuple[int, int, int, int]:
+    """(top, left, height, width) of the pixels tf.image.resize_with_pad writes into STORED x STORED."""
+    written = tf.image.resize_with_pad(tf.ones([*source, 1]), STORED, STORED, method="nearest").numpy()[..., 0] > 0
+    rows, cols = np.nonzero(written.any(axis=1))[0], np.nonzero(written.any(axis=0))[0]
+    return int(rows[0]), int(cols[0]), int(rows[-1] - rows[0] + 1), int(cols[-1] - cols[0] + 1)
