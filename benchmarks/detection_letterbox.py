@@ -7,8 +7,8 @@
 Data: `demo_boxes.write_boxes(mixed=True)` (64-200 px a side, aspect 1/3-3, objects 8 px to 40 % of the short
 side, a fifth gray, a fifth EXIF-turned; 80 % train, 20 % eval). For each `--box-resize` mode: `shardflow
 example-gen --resize 128x128 --channels rgb --storage png --box-resize MODE`, `shardflow train --epochs N` (the
-Trainer's other defaults, the same for both), `shardflow evaluate` of its model (class-aware NMS at IoU 0.5, the
-export's default) and of the same weights exported again with `--nms-iou 0` (`reexport`: no retraining). Each
+Trainer's other defaults, the same for both), `shardflow evaluate` of its model (class-aware NMS at the export's
+default IoU) and of the same weights exported again with `--nms-iou 0` (`reexport`: no retraining). Each
 step's wall and CPU seconds (the process tree's), and the machine's steal over the step, go to results.json.
 """
 from __future__ import annotations

@@ -69,9 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     expose(add("--data-service", metavar="grpc://HOST:PORT",
                help="a tf.data service dispatcher (shardflow data-service): the training batches are made on its "
                     "workers, in the order a local stream makes them"))
-    add("--nms-iou", type=float, default=0.5, metavar="IOU",
+    add("--nms-iou", type=float, default=0.6, metavar="IOU",
         help="a detector's served boxes: drop a box overlapping a higher-scored box of its class by more than IOU "
-             "(class-aware non-maximum suppression, default 0.5; 0 turns it off)")
+             "(class-aware non-maximum suppression, default 0.6; 0 turns it off)")
     add("--record-order", metavar="FILE", help="write which examples each step trained on (JSON lines: shard, "
                                                "record, CSV row) to this local file; off by default")
 

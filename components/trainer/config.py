@@ -177,7 +177,7 @@ class ExportOptions:
 
     output: str
     record_order: str | None = None
-    nms_iou: float = 0.5  # detection_outputs.NMS_IOU (not imported: that module imports TensorFlow)
+    nms_iou: float = 0.6  # detection_outputs.NMS_IOU (not imported: that module imports TensorFlow)
 
     def __post_init__(self) -> None:
         require_locations(self, "output")

@@ -186,7 +186,7 @@ def test_the_options_name_a_bad_value_and_the_flags_reach_the_configs() -> None:
     trainer_cli.add_arguments(parser)
     train = trainer_cli.config_from_args(parser.parse_args(["--examples", "e", "--output", "m", "--epochs", "1",
                                                             "--nms-iou", "0"]), [])
-    assert train.export.nms_iou == 0.0 and ExportOptions(output="m").nms_iou == 0.5
+    assert train.export.nms_iou == 0.0 and ExportOptions(output="m").nms_iou == 0.6
     parser = argparse.ArgumentParser()
     example_gen_cli.add_arguments(parser)
     args = ["--index", "a.csv", "--data-root", "d", "--output", "o"]
