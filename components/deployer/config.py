@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..core.config_values import require_locations
 from ..core.errors import ConfigError
 from ..pusher.tf_serving import TfServing
+from ..tracking.config import check_alias
 from .inference_service import MODES, STANDARD, Predictor, check_percent
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")  # KServe's InferenceService names: DNS-1035 labels
@@ -72,13 +74,53 @@ class DeployConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RegistryAlias:
+    """The MLflow registry alias that follows the pointer as soon as it moves (tracking/aliases.py); without a
+    `tracking_uri` it follows at the next `shardflow track`.
+
+    >>> RegistryAlias(tracking_uri="http://127.0.0.1:5000", registered_model="digits", alias="latest")
+    Traceback (most recent call last):
+    ...
+    shardflow.core.errors.ConfigError: alias 'latest': MLflow reserves 'latest' and v<number>; letters, digits, '_' and '-'
+    """
+
+    tracking_uri: str = ""
+    registered_model: str = ""
+    alias: str = "champion"
+
+    def __post_init__(self) -> None:
+        if not self.tracking_uri:
+            return
+        if not self.registered_model:
+            raise ConfigError(f"registered_model: give the registry's model that follows the serving directory "
+                              f"(got {self.registered_model!r})")
+        check_alias(self.alias)
+
+    def check_reachable(self) -> None:
+        """ConfigError (exit 2) when the tracking server cannot be reached: checked before anything moves."""
+        if self.tracking_uri:
+            from ..tracking.mlflow_sink import check_reachable
+
+            check_reachable(self.tracking_uri)
+
+    def follow(self, serving_dir: str, echo: Callable[[str], None]) -> None:
+        """The alias moved onto the version CURRENT.json names (ShardflowError, exit 1, when it is not registered)."""
+        if self.tracking_uri:
+            from ..tracking.aliases import follow_pointer
+
+            version = follow_pointer(self.tracking_uri, self.registered_model, self.alias, serving_dir)
+            echo(f"registry: alias {self.alias!r} of {self.registered_model!r} names model version {version}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class PromoteConfig:
-    """Make `serving_dir`'s canary the served version: the pointer and `target` together."""
+    """Make `serving_dir`'s canary the served version: the pointer and `target` together (and `registry`'s alias)."""
 
     serving_dir: str
     target: ClusterTarget = field(default_factory=ClusterTarget)
     tf_serving: TfServing = field(default_factory=TfServing)
     storage_base: str = ""  # as DeployConfig's
+    registry: RegistryAlias = field(default_factory=RegistryAlias)
 
     def __post_init__(self) -> None:
         require_locations(self, "serving_dir")

@@ -6,7 +6,10 @@ The InferenceService must exist (exit 2 otherwise) and keeps its runtime, resour
 Standard mode the stable predictor takes the canary's name (`v<N>`), so KServe keeps the canary's pods. The
 pointer moves first (exit 75 when another push moved it), after the cluster's dry run of the patch; a promotion
 cut off before its patch is finished by running it again (the pointer then has no canary, but the
-InferenceService still differs from it).
+InferenceService still differs from it). With `registry.tracking_uri`, the tracking server must answer before
+anything moves (exit 2 otherwise), and the registry alias follows the patch (config.RegistryAlias): exit 1 in one
+line when the version is not registered yet (`shardflow track` registers it; the pointer and the InferenceService
+have moved).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from .moves import move, promoted, wanted
 
 def run(config: PromoteConfig, echo: Callable[[str], None] = print) -> DeployResult:
     serving_dir = config.serving_dir
+    config.registry.check_reachable()
     served = read_served(serving_dir)
     api = InferenceServices(config.target)
     live = api.get()
@@ -39,4 +43,5 @@ def run(config: PromoteConfig, echo: Callable[[str], None] = print) -> DeployRes
     apply(api, live, spec, mode, None if record is None else lambda: move(serving_dir, served, record,
                                                                           config.tf_serving))
     echo(f"promote: version {want.stable.version} is served by {api.where} and named by CURRENT.json")
+    config.registry.follow(serving_dir, echo)
     return DeployResult(want.stable.version, want.stable.storage_uri, None, mode, True)

@@ -6,11 +6,12 @@
 Without a target this is the Pusher's rollback (pusher/rollback.py). With one, the InferenceService must exist
 (exit 2 otherwise); its patch to serve version K alone (a canary dropped) is dry-run first, then the pointer is
 swapped back (the Pusher's rollback; a canary beside K is dropped here), then the patch is applied. Run again,
-a rollback cut off before its patch finishes it.
+a rollback cut off before its patch finishes it. With `registry.tracking_uri`, the registry alias follows as in
+promote.py (the tracking server reached before anything moves).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..core.errors import ConfigError
@@ -18,7 +19,7 @@ from ..pusher import rollback as pusher_rollback
 from ..pusher.config import RollbackConfig
 from ..pusher.serving import read_served
 from .cluster import InferenceServices
-from .config import ClusterTarget
+from .config import ClusterTarget, RegistryAlias
 from .executor import apply, check_runtimes
 from .inference_service import desired_spec, mode_of, predictor_of
 from .moves import CANARY, move, record_of, wanted
@@ -31,6 +32,7 @@ class FollowedRollback:
     rollback: RollbackConfig
     target: ClusterTarget | None = None
     storage_base: str = ""  # the serving directory as KServe reads it (DeployConfig's)
+    registry: RegistryAlias = field(default_factory=RegistryAlias)
 
     def check_inputs(self) -> None:
         self.rollback.check_inputs()
@@ -40,6 +42,7 @@ def run(config: FollowedRollback, echo: Callable[[str], None] = print) -> object
     if config.target is None:
         return pusher_rollback.run(config.rollback, echo)
     serving_dir, version = config.rollback.serving_dir, config.rollback.version
+    config.registry.check_reachable()
     served = read_served(serving_dir)
     record = record_of(serving_dir, served, version, "rollback")
     want = wanted(serving_dir, record, config.storage_base)
@@ -58,4 +61,5 @@ def run(config: FollowedRollback, echo: Callable[[str], None] = print) -> object
 
     apply(api, live, spec, mode, move_pointer)
     echo(f"rollback: {api.where} serves version {version} again ({want.stable.storage_uri})")
+    config.registry.follow(serving_dir, echo)
     return version

@@ -24,6 +24,12 @@ DEFAULT_ALIAS = "champion"
 _ALIAS = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
+def check_alias(alias: str) -> None:
+    """ConfigError unless MLflow takes `alias` as a registry alias."""
+    if not _ALIAS.match(alias) or alias == "latest" or re.match(r"^v\d+$", alias):
+        raise ConfigError(f"alias {alias!r}: MLflow reserves 'latest' and v<number>; letters, digits, '_' and '-'")
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrackConfig:
     """Send the finished runs of `output` (a `shardflow run --output` directory; `runs`: only these jobs) to
@@ -43,9 +49,7 @@ class TrackConfig:
             raise ConfigError("output: give the directory `shardflow run --output` wrote")
         if not self.tracking_uri:
             raise ConfigError("tracking_uri: give a tracking server's URI (http://HOST:PORT, sqlite:///F.db, file:DIR)")
-        if not _ALIAS.match(self.alias) or self.alias == "latest" or re.match(r"^v\d+$", self.alias):
-            raise ConfigError(f"alias {self.alias!r}: MLflow reserves 'latest' and v<number>; letters, digits, "
-                              "'_' and '-'")
+        check_alias(self.alias)
         for job in self.runs:
             if not JOB_NAME.fullmatch(job):
                 raise ConfigError(f"runs: {job!r} is not a run's name (shardflow-YYYY-MM-DD-HH-MM-SS-ffffff)")

@@ -56,6 +56,8 @@ ALLOWED = frozenset({
     ("label_finder", "evaluator"),  # a box issue's picture drawn and its pixels fetched as the Evaluator's issue images
     ("label_finder", "example_gen"),  # each box's own row: the box index read again by ExampleGen's reader
     ("deployer", "pusher"),  # KServe follows CURRENT.json: read, moved and its storage URI taken as the Pusher does
+    # promote / rollback --inference-service move the registry alias with the pointer, as the registry sync does
+    ("deployer", "tracking"),
     ("tracking", "pusher"),  # the registry follows the serving directory's CURRENT.json, read as the Pusher reads it  # a fold's held-out rows are predicted by predict's run() on its examples
 })
 
