@@ -20,9 +20,11 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from loopback_server import InThreadServer
 
 _API = "/apis/v2beta1"
 
@@ -37,7 +39,7 @@ class Request:
     authorization: str | None = None                           # the Authorization header, if sent
 
 
-class FakeKfpServer:
+class FakeKfpServer(InThreadServer):
     """Threaded HTTP server on a free port; use as a context manager."""
 
     def __init__(self, multi_user: bool = False) -> None:
@@ -53,21 +55,7 @@ class FakeKfpServer:
         self.polls = 1
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeKfpServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._serve(_handler_for(self))
 
     def requests_to(self, method: str, path: str) -> list[Request]:
         return [r for r in self.requests if r.method == method and r.path == _API + path]

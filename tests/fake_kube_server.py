@@ -21,9 +21,11 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from loopback_server import InThreadServer
 
 from kserve_crd.crd_schema import problems as schema_problems
 from shardflow.deployer.inference_service import merged
@@ -58,7 +60,7 @@ def webhook_problems(obj: dict[str, Any]) -> list[str]:
     return found
 
 
-class FakeKubeServer:
+class FakeKubeServer(InThreadServer):
     """Threaded HTTP server on a free port; use as a context manager."""
 
     def __init__(self) -> None:
@@ -68,21 +70,7 @@ class FakeKubeServer:
         self.before: Any = None  # called with each write request before it is answered (a racing push, say)
         self._version = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeKubeServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._serve(_handler_for(self))
 
     def put(self, obj: dict[str, Any]) -> None:
         """An object the cluster holds (checked as a create would be)."""

@@ -1,12 +1,15 @@
-"""A server process the tests start on 127.0.0.1 and wait for (moto's S3, fake-gcs-server)."""
+"""A server process the tests start on 127.0.0.1 and wait for (moto's S3, fake-gcs-server), and the base of the
+fake APIs served from a thread of the test's own process (the KFP and Kubernetes fakes)."""
 from __future__ import annotations
 
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
@@ -54,3 +57,24 @@ class LoopbackServer:
             os.killpg(self.process.pid, sig) if self.group else self.process.send_signal(sig)
         except ProcessLookupError:
             pass
+
+
+class InThreadServer:
+    """An HTTP handler class served on a free port of 127.0.0.1 from a daemon thread; a context manager."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self):  # the subclass's own type, for its fixtures
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
