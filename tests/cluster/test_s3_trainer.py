@@ -154,23 +154,23 @@ def test_evaluate_and_push_on_s3(trained: tuple[str, dict, Path], s3_examples: s
     first = push(PusherConfig(model=model, evaluation=blessed, serving_dir=serving, source={"run": "a"}),
                  echo=lambda _: None)
     again = push(PusherConfig(model=model, evaluation=blessed, serving_dir=serving), echo=lambda _: None)
-    assert (first.version, again.version, again.location) == (1, 1, f"{serving}/1")  # already served: no copy
+    assert (first.version, again.version, again.location) == (1, 1, f"{serving}/1/model/1")  # already served: no copy
     other = f"s3://{bucket}/other-model"  # another model: the next version (served models are told apart by content)
     storage.copy_tree(model, other)
     info = storage.read_json(f"{other}/shardflow_model.json")
     storage.write_json(f"{other}/shardflow_model.json", {**info, "note": "another run's model"})  # its contract differs
     evaluate(EvaluatorConfig(model=other, examples=s3_examples, output=f"s3://{bucket}/eval_other",
-                             baseline=f"{serving}/1", thresholds=("accuracy>=0",)),  # gated against the served one
+                             baseline=f"{serving}/1/model/1", thresholds=("accuracy>=0",)),  # gated against the served one
              echo=lambda _: None)
     second = push(PusherConfig(model=other, evaluation=f"s3://{bucket}/eval_other", serving_dir=serving),
                   echo=lambda _: None)
-    assert (second.version, second.location) == (2, f"{serving}/2")
+    assert (second.version, second.location) == (2, f"{serving}/2/model/2")
     pointer = storage.read_json(f"{serving}/CURRENT.json")
-    assert (pointer["version"], pointer["model"]) == (2, f"{serving}/2") and "run" not in pointer
-    assert resolve_latest(serving) == f"{serving}/2"
+    assert (pointer["version"], pointer["model"]) == (2, f"{serving}/2/model/2") and "run" not in pointer
+    assert resolve_latest(serving) == f"{serving}/2/model/2"
     model_keys = _keys(s3_server, model)
-    assert _keys(s3_server, f"{serving}/1") == model_keys == _keys(s3_server, f"{serving}/2")
-    assert storage.read_bytes(f"{serving}/2/saved_model.pb") == storage.read_bytes(f"{model}/saved_model.pb")
+    assert _keys(s3_server, f"{serving}/1/model/1") == model_keys == _keys(s3_server, f"{serving}/2/model/2")
+    assert storage.read_bytes(f"{serving}/2/model/2/saved_model.pb") == storage.read_bytes(f"{model}/saved_model.pb")
     assert list(empty_cwd.iterdir()) == []
 
 

@@ -84,6 +84,15 @@ class S3FileSystem(ObjectStoreFileSystem):
         bucket, key = split_bucket(location)
         self.client.client.client.put_object(Bucket=bucket, Key=key, Body=data)  # Beam's client wraps boto3's
 
+    def read_bytes(self, location: str) -> bytes:
+        """One GET: the whole of one version of the object. Beam's stream asks the size, then reads ranges: an
+        overwrite between them gave a reader the start of the new object cut at the old one's length (a models.config
+        that did not parse, seen by a poller racing pushes)."""
+        data, _ = self.read_with_token(location)
+        if data is None:
+            raise FileNotFoundError(f"no such object: {location}")
+        return data
+
     def read_with_token(self, location: str) -> tuple[bytes | None, str | None]:
         """One GET: the bytes and their ETag come from the same response."""
         bucket, key = split_bucket(location)
