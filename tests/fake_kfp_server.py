@@ -22,9 +22,8 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-from loopback_server import InThreadServer
+from loopback_server import InThreadServer, JsonHandler
 
 _API = "/apis/v2beta1"
 
@@ -209,25 +208,14 @@ _ROUTES = {
 
 
 def _handler_for(fake: FakeKfpServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def _answer(self) -> None:
-            url = urlsplit(self.path)
-            query = {key: values[-1] for key, values in parse_qs(url.query).items()}
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            path, query, raw = self.request_parts()
             body, files = _decode(self.headers.get("Content-Type", ""), raw)
-            status, answer = fake.handle(Request(self.command, url.path, query, body, files,
-                                                 self.headers.get("Authorization")))
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.send_json(*fake.handle(Request(self.command, path, query, body, files,
+                                                self.headers.get("Authorization"))))
 
         do_GET = do_POST = do_DELETE = _answer
-
-        def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
-            pass
 
     return Handler
 

@@ -23,9 +23,8 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-from loopback_server import InThreadServer
+from loopback_server import InThreadServer, JsonHandler
 
 from kserve_crd.crd_schema import problems as schema_problems
 from shardflow.deployer.inference_service import merged
@@ -148,24 +147,13 @@ def _status(code: int, reason: str, message: str) -> tuple[int, dict[str, Any]]:
 
 
 def _handler_for(fake: FakeKubeServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def _answer(self) -> None:
-            url = urlsplit(self.path)
-            query = {key: values[-1] for key, values in parse_qs(url.query).items()}
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            path, query, raw = self.request_parts()
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            status, answer = fake.handle(KubeRequest(self.command, url.path, query,
-                                                     json.loads(raw) if raw else None, content_type))
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.send_json(*fake.handle(KubeRequest(self.command, path, query, json.loads(raw) if raw else None,
+                                                    content_type)))
 
         do_GET = do_POST = do_PATCH = _answer
-
-        def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
-            pass
 
     return Handler

@@ -2,6 +2,7 @@
 fake APIs served from a thread of the test's own process (the KFP and Kubernetes fakes)."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -11,6 +12,8 @@ import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 
 def free_port() -> int:
@@ -78,3 +81,24 @@ class InThreadServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A fake API's request handler: reads a request's parts, answers JSON, logs nothing (quiet test output)."""
+
+    def request_parts(self) -> tuple[str, dict[str, str], bytes]:
+        """The path, the query (a key's last value) and the body."""
+        url = urlsplit(self.path)
+        query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        return url.path, query, self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def send_json(self, status: int, answer: Any) -> None:
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+        pass

@@ -12,18 +12,9 @@ import pytest
 from shardflow.example_gen.box_index import Box, BoxIndexOptions, read_box_csv
 from shardflow.example_gen.csv_index import IndexFileError
 
+from test_box_index import _automl, _write  # the index tests' writers of a file and of an AutoML row
+
 pytestmark = pytest.mark.unit
-
-
-def _write(tmp: Path, name: str, lines: list[str]) -> str:
-    path = tmp / name
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(path)
-
-
-def _automl(path: str, label: str, box: tuple[float | str, ...], split: str = "TRAIN") -> str:
-    x0, y0, x1, y1 = box
-    return f"{split},{path},{label},{x0},{y0},,,{x1},{y1},,"
 
 
 def _header(path: str, label: str, box: tuple[float | str, ...]) -> str:
