@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import resource
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -29,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .box_faults import plant_box_faults, recall_by_kind, score_box_issues
-from .label_issues_bench import BENCH_DEPS, shardflow
+from .label_issues_bench import from_bench_deps, shardflow
 
 FOLDS = 3
 EPOCHS = 24  # the fold models (docs/label-issues.md#boxes): at 64 px, 24 epochs of 533 images, batches of 16
@@ -118,14 +117,10 @@ def same_detections(found: dict[str, Any], data: dict[str, Any]) -> dict[str, An
 
 def cleanlab_lists(given: list, detections: list, side: int) -> tuple[np.ndarray, np.ndarray, dict[str, float]] | str:
     """cleanlab's flagged images and its ranking (positions) and seconds, or why it could not run."""
-    sys.path.insert(0, str(BENCH_DEPS))
-    try:
-        from cleanlab.object_detection.filter import find_label_issues
-        from cleanlab.object_detection.rank import get_label_quality_scores
-    except ImportError as error:
-        return f"cleanlab not importable ({error}); `make bench` installs it into .bench-deps/"
-    finally:
-        sys.path.remove(str(BENCH_DEPS))
+    found = from_bench_deps("cleanlab.object_detection.filter", "cleanlab.object_detection.rank")
+    if isinstance(found, str):
+        return found
+    find_label_issues, get_label_quality_scores = found[0].find_label_issues, found[1].get_label_quality_scores
     ids = sorted({int(c) for g in given for c in g.classes} | {int(c) for d in detections for c in d.classes})
     index = {k: i for i, k in enumerate(ids)}
 

@@ -28,6 +28,7 @@ on each split, and at least cleanlab's on both with the same probabilities; the 
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import subprocess
 import sys
@@ -84,16 +85,24 @@ def listed_rows(jsonl: Path, index_name: str) -> set[int]:
     return rows
 
 
-def cleanlab_rows(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, np.ndarray] | str:
-    """cleanlab's lists (positions) by its two main filters, or why cleanlab could not run."""
+def from_bench_deps(*modules: str) -> list[Any] | str:
+    """`modules` imported from .bench-deps/ (where `make bench` installs the contenders), or why they were not."""
     sys.path.insert(0, str(BENCH_DEPS))
     try:
-        import cleanlab.filter
+        return [importlib.import_module(module) for module in modules]
     except ImportError as error:
         return f"cleanlab not importable ({error}); `make bench` installs it into .bench-deps/"
     finally:
         sys.path.remove(str(BENCH_DEPS))
-    return {name: np.flatnonzero(cleanlab.filter.find_label_issues(labels, probabilities, filter_by=name, n_jobs=1))
+
+
+def cleanlab_rows(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, np.ndarray] | str:
+    """cleanlab's lists (positions) by its two main filters, or why cleanlab could not run."""
+    found = from_bench_deps("cleanlab.filter")
+    if isinstance(found, str):
+        return found
+    (cleanlab_filter,) = found
+    return {name: np.flatnonzero(cleanlab_filter.find_label_issues(labels, probabilities, filter_by=name, n_jobs=1))
             for name in ("prune_by_noise_rate", "confident_learning")}
 
 
