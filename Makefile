@@ -21,7 +21,7 @@ KSERVE_VENV := .venv-kserve
 KSERVE_STAMP := $(KSERVE_VENV)/.installed
 KSERVE_LOCK := requirements/kserve.lock
 
-.PHONY: setup run test test-fast coverage bench golden clean lock tfx-setup test-tfx tfx-lock kserve-setup kserve-lock
+.PHONY: setup run test test-fast coverage bench golden clean lock tfx-setup test-tfx tfx-lock kserve-setup kserve-lock yolo-setup yolo-lock
 
 setup: $(STAMP)
 
@@ -91,6 +91,27 @@ $(KSERVE_STAMP): $(KSERVE_LOCK)
 kserve-lock:
 	uv pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_36 requirements/kserve.in -o $(KSERVE_LOCK)
 
+# Ultralytics YOLOv8n, the detection_yolo benchmark's contender (issue 67): torch and ultralytics apart from
+# shardflow's environment (which never imports torch), built by `make bench`, not by `make test`. pip, not uv:
+# pip takes torch and torchvision from this machine's disk (requirements/yolo.in). ~6 GB, ~3 min.
+YOLO_VENV := .venv-yolo
+YOLO_STAMP := $(YOLO_VENV)/.installed
+YOLO_LOCK := requirements/yolo.lock
+
+yolo-setup: $(YOLO_STAMP)
+
+$(YOLO_STAMP): $(YOLO_LOCK)
+	@test -x $(YOLO_VENV)/bin/python || $(PYTHON) -m venv $(YOLO_VENV)
+	$(YOLO_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(YOLO_LOCK)
+	@touch $(YOLO_STAMP)
+
+yolo-lock:
+	rm -rf $(YOLO_VENV) && $(PYTHON) -m venv $(YOLO_VENV)
+	$(YOLO_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements/yolo.in
+	{ echo "# pip freeze of .venv-yolo built from requirements/yolo.in with pip on Python 3.11, x86_64 (make yolo-lock)."; \
+	    $(YOLO_VENV)/bin/pip freeze --disable-pip-version-check; } > $(YOLO_LOCK)
+	@touch $(YOLO_STAMP)
+
 test-tfx: tfx-setup
 	$(TFX_BIN)/python -m pytest -q --durations=15 tests_tfx
 
@@ -101,7 +122,7 @@ $(BENCH_DEPS)/.installed: requirements/bench.txt
 	uv pip install --quiet --python $(BIN)/python --no-deps --target $(BENCH_DEPS) -r requirements/bench.txt
 	@touch $@
 
-bench: setup $(BENCH_DEPS)/.installed
+bench: setup $(BENCH_DEPS)/.installed yolo-setup
 	$(BIN)/python -m benchmarks.run_all --publish $(BENCH_ARGS)
 
 # The golden compiled pipeline the tests compare with; regenerate after a deliberate pipeline change.
@@ -120,4 +141,4 @@ tfx-lock:
 	    requirements/tfx.in -o $(TFX_LOCK)
 
 clean:
-	rm -rf $(VENV) $(TFX_VENV) $(KSERVE_VENV) $(BENCH_DEPS) runs $(DEMO) build *.egg-info .coverage-data
+	rm -rf $(VENV) $(TFX_VENV) $(KSERVE_VENV) $(YOLO_VENV) $(BENCH_DEPS) runs $(DEMO) build *.egg-info .coverage-data

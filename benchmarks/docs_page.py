@@ -63,6 +63,7 @@ TITLES = {
     "scoring_memory": "Scoring memory: `shardflow evaluate` and `predict` on masks, against the Trainer's peak",
     "gate": "The regression gate: false refusals and missed regressions of each rule, simulated",
     "detection": "Object detection: `shardflow run` on demo boxes, and boxes against labels alone",
+    "detection_yolo": "Object detection against Ultralytics YOLOv8n: the same images and boxes, one COCO evaluator",
     "label_issues": "Label issues: the Evaluator's and find-label-issues' lists against cleanlab, on flipped photo labels",
     "box_label_issues": "Box label issues: find-label-issues on boxes against cleanlab's object_detection, on planted faults",
     "reader_s3": "The exact order from s3:// (moto on loopback) against a local disk",

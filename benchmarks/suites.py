@@ -17,7 +17,8 @@ from types import ModuleType
 
 SUITES = ("example_gen", "transform", "trainer", "evaluator", "photos", "photos_e2e", "rerun_cache",
           "near_duplicates", "predict", "scoring_memory", "warm_runner", "gate",
-          "label_issues", "box_label_issues", "resume", "data_service", "serving", "tracking", "detection", "reader_s3")
+          "label_issues", "box_label_issues", "resume", "data_service", "serving", "tracking", "detection",
+          "detection_yolo", "reader_s3")
 MODULES = {"predict": "predict_bench"}  # suites whose module is not benchmarks.<name>_suite
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 
