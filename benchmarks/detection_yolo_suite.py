@@ -92,7 +92,8 @@ def source_state() -> dict[str, Any]:
         found = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
         return found.stdout.strip() if found.returncode == 0 else ""
 
-    return {"commit": git("rev-parse", "HEAD"), "changed": git("diff", "--name-only", "HEAD", "--", "components").split()}
+    changed = git("diff", "--name-only", "HEAD", "--", "components").split()
+    return {"commit": git("rev-parse", "HEAD"), "changed": changed}
 
 
 def _figure(value: float | None) -> str:
@@ -105,6 +106,15 @@ def _row(label: str, run: dict[str, Any]) -> str:
             + f" | {run['cpu_s']:,.0f} | {run['wall_s']:,.0f} | {run.get('other_cpu', 0):.2f} |")
 
 
+def _pixels(checked: dict[str, dict[str, Any]]) -> str:
+    """The EXIF check's sentence: YOLO's loaded pixels against the upright image, per orientation."""
+    if not checked:
+        return ""
+    return "; its loaded pixels differ from the upright image's by " + ", ".join(
+        f"{found['upright']} levels (EXIF orientation {found['orientation']}, {path})"
+        for path, found in checked.items())
+
+
 def _set_table(name: str, figures: dict[str, Any]) -> list[str]:
     plan = figures["plan"]
     lines = [f"### {name}: {plan['train']:,} train and {plan['eval']:,} eval images", ""]
@@ -113,9 +123,9 @@ def _set_table(name: str, figures: dict[str, Any]) -> list[str]:
     lines += ["| contender | AP | AP50 | AP75 | AP small | AP medium | AP large | train CPU-s | train wall s | "
               "other CPU (cores) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for run in figures["shardflow"]["runs"]:
-        lines.append(_row(f"shardflow, {run['epochs']} epochs", run))
+        lines.append(_row(f"shardflow train --epochs {run['epochs']}", run))
     yolo = figures["yolo"]
-    lines.append(_row(f"YOLOv8n, {plan['yolo_epochs']} epochs (imgsz {plan['imgsz']})", yolo))
+    lines.append(_row(f"YOLOv8n, epochs={plan['yolo_epochs']}, imgsz={plan['imgsz']}", yolo))
     base = figures["shardflow"]["headline"]
     if base["scores"].get("ap") and base["cpu_s"]:
         lines += ["", f"YOLO / shardflow ({base['epochs']} epochs): "
@@ -126,21 +136,37 @@ def _set_table(name: str, figures: dict[str, Any]) -> list[str]:
               f"({figures['shardflow']['example_gen']['wall_s']:,.0f} s wall); its eval truth "
               f"{figures['truth']['evaluator']} against the CSV's {figures['truth']['csv']} (images, boxes); YOLO "
               f"predicted on {figures['yolo']['upright_checked']} eval images, {figures['yolo']['upright_mismatches']} "
-              "of them at another size than the upright image.", "",
+              "of them at another size than the upright image" + _pixels(yolo.get("upright_pixels") or {}) + ".", "",
               "AP against training CPU seconds (the curve):", "", "| contender | epochs | CPU-s | AP | AP50 |",
               "|---|---:|---:|---:|---:|"]
     points = [("shardflow", run["epochs"], run["cpu_s"], run["scores"]) for run in figures["shardflow"]["runs"]]
-    points += [("YOLOv8n", point["epoch"], point["cpu_s"], point["scores"]) for point in yolo["curve"]]
+    points += [("YOLOv8n", point["epoch"], point["cpu_s"], point["scores"]) for point in shown(yolo["curve"])]
     lines += [f"| {who} | {epochs} | {cpu:,.0f} | {_figure(s.get('ap'))} | {_figure(s.get('ap50'))} |"
               for who, epochs, cpu, s in points]
     return lines
+
+
+def shown(curve: list[dict[str, Any]], rows: int = 10) -> list[dict[str, Any]]:
+    """About `rows` points of a long curve: the first three epochs, then evenly spaced, and the last.
+
+    >>> [point["epoch"] for point in shown([{"epoch": n} for n in range(1, 31)])]
+    [1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30]
+    """
+    step = max(1, len(curve) // rows)
+    return [point for number, point in enumerate(curve, 1)
+            if number <= 3 or number % step == 0 or number == len(curve)]
 
 
 def markdown(result: dict[str, Any]) -> str:
     if isinstance(result.get("failed"), str):
         return f"Not measured: {result['failed']}"
     lines = ["Scores: shardflow's COCO evaluator (core/detection_metrics.py, pycocotools-equal) for both, on the "
-             "same eval images and boxes. CPU-s: user + system of the training process tree."]
+             "same eval images and boxes. CPU-s: user + system of the training process tree (the YOLO curve's: of "
+             "its process at each epoch's end, its validation included); other CPU: cores used by other processes "
+             "while the contender trained. YOLO's result is its last epoch's EMA weights."]
+    source = result.get("source") or {}
+    if source.get("changed"):
+        lines.append(f"Measured on {source['commit'][:10]} with uncommitted changes to {', '.join(source['changed'])}.")
     for name, figures in result["sets"].items():
         lines += [""] + _set_table(name, figures)
     return "\n".join(lines)
