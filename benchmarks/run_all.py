@@ -11,6 +11,7 @@
     python -m benchmarks.run_all --only near_duplicates --nd-hashes 100k 1M           # perceptual hashes and search
     python -m benchmarks.run_all --only gate --gate-trials 1000                      # the regression gate, simulated
     python -m benchmarks.run_all --only label_issues --li-eval 5k                    # label issues against cleanlab
+    python -m benchmarks.run_all --only detection_yolo --dy-images 300 --dy-epochs 3  # detection against YOLOv8n
     python -m benchmarks.run_all --publish ...     # also benchmarks/results/<suite>.json and docs/benchmarks.md
 
 `make bench` passes `--publish`: each result, with when, how and on what machine it was measured
