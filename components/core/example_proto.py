@@ -66,6 +66,10 @@ def encode_feature(values: FeatureValues) -> bytes:
     if isinstance(values, np.ndarray):
         if values.size == 0:  # an empty list keeps the kind of its dtype: a parser of that kind reads it
             return _field(2 if values.dtype.kind == "f" else 3 if values.dtype.kind in "biu" else 1, b"")
+        if values.ndim == 1 and values.dtype == np.float32:  # packed floats: the array's bytes, no Python floats
+            return _field(2, _field(1, values.astype("<f4", copy=False).tobytes()))
+        if values.ndim == 1 and values.dtype == np.int64:  # in range by its type: only the varints
+            return _field(3, _field(1, b"".join(map(_varint, values.tolist()))))
         values = values.tolist()
     first = values[0] if len(values) else b""
     if isinstance(first, (bytes, bytearray, memoryview, str)):

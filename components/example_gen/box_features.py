@@ -91,13 +91,15 @@ def box_features(image: ImageBoxes, size: tuple[int, int], labels: dict[str, int
     if faults:
         raise BoxesUnfit(faults)
     # Arrays: a negative example's empty lists keep their kinds (float, int64), as a parser expects them.
-    corners = np.array([(b.ymin, b.xmin, b.ymax, b.xmax) for b in boxes], np.float64).reshape(-1, 4)
-    features: dict[str, Any] = {name: column for name, column in zip(BBOX, corners.T.astype(np.float32))}
+    corners = [(b.ymin, b.xmin, b.ymax, b.xmax) for b in boxes]
+    columns = np.array(corners, np.float64).reshape(-1, 4).astype(np.float32).T
+    features: dict[str, Any] = {name: columns[i] for i, name in enumerate(BBOX)}
     features[CLASS_TEXT] = [name.encode() for name in image.classes]
     features[CLASS_LABEL] = np.array([labels[name] for name in image.classes], np.int64)
     features[IS_CROWD] = np.array(image.crowd, np.int64)
-    features[AREA] = ((corners[:, 3] - corners[:, 1]) * (corners[:, 2] - corners[:, 0]) * size[0] * size[1]
-                      ).astype(np.float32)
+    # In float64, then rounded once, as numpy's columns would be: a few boxes cost less as Python floats.
+    features[AREA] = np.array([(xmax - xmin) * (ymax - ymin) * size[0] * size[1] for ymin, xmin, ymax, xmax in corners],
+                              np.float64).astype(np.float32)
     return features
 
 

@@ -69,5 +69,6 @@ def _named(image: ImageBoxes, rejects: list[Reject]) -> list[Reject]:
 
 def add_figures(figures: BoxFigures, values: dict[str, Any]) -> None:
     """An encoded example's boxes (its values, normalised) counted into its split's figures."""
-    corners = np.stack([values[name] for name in BBOX], axis=1).astype(np.float64).tolist()
+    # Columns as Python floats zipped into corners: np.stack and astype cost more than these few boxes.
+    corners = list(zip(*(np.asarray(values[name]).tolist() for name in BBOX)))
     figures.add_corners(corners, tuple(name.decode("utf-8") for name in values[CLASS_TEXT]))

@@ -105,6 +105,18 @@ def test_encode_example_equals_tensorflow_example() -> None:
     assert encode_example(dict(reversed(list(EXAMPLE_FEATURES.items())))) == blob  # key order does not matter
 
 
+@pytest.mark.parametrize("array", [
+    np.array(EXAMPLE_FEATURES["float"] + [float("nan"), -float("inf"), 1e-30, 2.0 ** -149], np.float32),
+    np.array(EXAMPLE_FEATURES["int"], np.int64)])
+def test_numpy_arrays_encode_as_their_lists(array: np.ndarray) -> None:
+    """float32 and int64 arrays take a path of their own (their bytes, their varints): the same bytes as the list,
+    for a strided view and a big-endian copy too; a 2-D array is refused as before."""
+    for values in (array, array[::-2], array.astype(array.dtype.newbyteorder(">"))):
+        assert encode_example({"x": values}) == encode_example({"x": values.tolist()})
+    with pytest.raises(TypeError, match="unsupported feature value type list"):
+        encode_example({"x": array.reshape(2, -1)})
+
+
 @pytest.mark.parametrize("values", [[2 ** 63], [-(2 ** 63) - 1], [1, 2 ** 64 + 5]])
 def test_out_of_range_int64_is_refused_not_wrapped(values: list[int]) -> None:
     with pytest.raises(OverflowError):
