@@ -121,7 +121,19 @@ def _records(path: str) -> Iterator[tuple[list[str] | None, str, BoxColumns, int
                 yield None, f"malformed CSV record: {err}", columns, fields
 
 
+# A short plain decimal ("0.375", "12", "96."): finite, far inside float32's range and written as parse_value
+# asks, so float() alone gives its value: half the time of parse_value on the 4 corners of every row.
+_PLAIN = re.compile(r"[0-9]{1,15}(?:\.[0-9]*)?")
+
+
 def _number(cell: str) -> float | None:
+    """The cell's finite float32-range value as ExampleGen reads a float cell, or None.
+
+    >>> [_number(c) for c in ("0.375", "12", " 1", "1_0", "1e400", "-0.5", "nan")]
+    [0.375, 12.0, None, None, None, -0.5, None]
+    """
+    if _PLAIN.fullmatch(cell):
+        return float(cell)
     try:
         value = float(parse_value(cell, "float32"))  # ExampleGen's float cells: no "1_0", no Unicode digits
     except ValueError:
