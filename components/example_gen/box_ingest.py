@@ -119,7 +119,14 @@ def read_boxes(config: ExampleGenConfig) -> BoxSource | None:
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """The garbage collector off while an index is read: its rows make tens of thousands of objects without a
-    cycle, whose allocations set off full collections of everything the launcher imported (~10 % of the read)."""
+    cycle, whose allocations set off full collections of everything the launcher imported (~10 % of the read).
+
+    >>> with _collector_paused():
+    ...     gc.isenabled()
+    False
+    >>> gc.isenabled()
+    True
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:
