@@ -12,8 +12,8 @@ import argparse
 
 from ..core.errors import ConfigError
 from ..core.pipeline_flags import expose
-from .config import (AUGMENT_OPS, DEFAULT_SHUFFLE_MB, ExportOptions, FitOptions, InputOptions, ModelOptions,
-                     TrainerConfig)
+from .config import (AUGMENT_OPS, BOX_LOSSES, DEFAULT_SHUFFLE_MB, SCHEDULES, ExportOptions, FitOptions,
+                     InputOptions, ModelOptions, TrainerConfig)
 
 
 def _ops(text: str) -> tuple[str, ...]:
@@ -45,7 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--warm-start", metavar="MODEL_DIR", help="initialize the weights from an earlier exported model")
     add("--mixed-precision", action="store_true", help="mixed precision: float16 compute on GPUs, bfloat16 on CPUs")
     add("--xla", action="store_true", help="compile the training step with XLA")
-    add("--learning-rate", type=float, default=1e-3)
+    add("--learning-rate", type=float, help="Adam's (the peak under a schedule; default: the task's, 0.001, a "
+                                            "detector's 0.002)")
+    recipe = parser.add_argument_group("the recipe (default: the task's; a detector's: cosine from 0.002 after 1 warm-up epoch)")
+    recipe.add_argument("--schedule", choices=SCHEDULES, help="the learning rate over each phase: constant, or "
+                                                               "cosine decay to 0 (default: the task's)")
+    recipe.add_argument("--warmup-epochs", type=float, help="epochs of linear warm-up from 0 (default: the task's)")
+    recipe.add_argument("--ema-momentum", type=float, help="keep a moving average of the weights with this momentum "
+                                                           "and end with it; 0 = none (default: the task's)")
+    recipe.add_argument("--box-loss", choices=BOX_LOSSES, help="a detector's box loss: l1 (CenterNet's sizes) or giou "
+                                                               "(that plus 1 - GIoU at the centres; default: l1)")
     add("--checkpoint-every", type=int, default=100, help="steps between checkpoints (and at every epoch end)")
     add("--label", help="target feature, image/object for boxes (default: the mask, else the boxes, else the only label)")
     add("--num-classes", type=int, help="number of classes (default: from the manifests)")
@@ -85,9 +94,11 @@ def config_from_args(args: argparse.Namespace, extra: list[str]) -> TrainerConfi
         deterministic=args.deterministic, seed=args.seed, class_weight=args.class_weight,
         input_probe_batches=args.input_probe_batches, data_service=args.data_service)
     model = ModelOptions(name=args.model, weights=args.weights, backbone_alpha=args.backbone_alpha,
-                         warm_start=args.warm_start, mixed_precision=args.mixed_precision, xla=args.xla)
+                         warm_start=args.warm_start, mixed_precision=args.mixed_precision, xla=args.xla,
+                         box_loss=args.box_loss)
     fit = FitOptions(epochs=args.epochs, steps=args.steps, learning_rate=args.learning_rate,
                      checkpoint_every=args.checkpoint_every, freeze_epochs=args.freeze_epochs,
-                     fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate)
+                     fine_tune_layers=args.fine_tune_layers, fine_tune_learning_rate=args.fine_tune_learning_rate,
+                     schedule=args.schedule, warmup_epochs=args.warmup_epochs, ema_momentum=args.ema_momentum)
     export = ExportOptions(output=args.output, record_order=args.record_order, nms_iou=args.nms_iou)
     return TrainerConfig(input=inputs, model=model, fit=fit, export=export, hyperparameters=args.hyperparameters)

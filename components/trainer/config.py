@@ -29,6 +29,8 @@ GENERIC_BACKBONE = "keras_applications:"
 # of a 28x28 data set, and the stream holds at most ~4 windows' worth at once.
 DEFAULT_SHUFFLE_MB = 128.0
 MAX_SHUFFLE_MB = 65_536.0
+BOX_LOSSES = ("l1", "giou")  # a detector's box regression (trainer/detector.py)
+SCHEDULES = ("constant", "cosine")  # the learning rate over a phase's steps (trainer/optimizers.py)
 AUGMENT_OPS = ("flip", "flip_vertical", "rotate", "crop", "brightness", "contrast")
 _MODULE_FN = re.compile(r"^([a-z][a-z0-9]*://)?[\w./-]+(\.py)?:[A-Za-z_]\w*$")  # file, URI or module
 
@@ -101,7 +103,8 @@ class ModelOptions:
     """Which model and how it starts and computes. `name` is `--model`.
 
     `weights` (backbones): "imagenet" (the default), "none", or a weights file (path or URI);
-    `backbone_alpha`: MobileNet's width multiplier.
+    `backbone_alpha`: MobileNet's width multiplier. `box_loss` (detectors, trainer/detector.py): "l1", CenterNet's
+    L1 on sizes alone (None, the default), or "giou", that plus 1 - GIoU of the box decoded at each centre.
     """
 
     name: str = "auto"
@@ -110,6 +113,7 @@ class ModelOptions:
     warm_start: str | None = None
     mixed_precision: bool = False
     xla: bool = False
+    box_loss: str | None = None
 
     @property
     def is_backbone(self) -> bool:
@@ -124,6 +128,8 @@ class ModelOptions:
         if self.name not in BUILTIN_MODELS and not self.is_backbone and not _MODULE_FN.match(self.name):
             raise ConfigError(f"model must be one of {BUILTIN_MODELS + BACKBONE_CLASSIFIERS + BACKBONE_SEGMENTERS}, "
                               f"{GENERIC_BACKBONE}NAME or 'module:function' / 'file.py:function', got {self.name!r}")
+        if self.box_loss is not None and self.box_loss not in BOX_LOSSES:
+            raise ConfigError(f"box_loss must be one of {BOX_LOSSES}, got {self.box_loss!r}")
         if self.weights is not None and (not isinstance(self.weights, str) or not self.weights.strip()):
             raise ConfigError(f"weights must be 'imagenet', 'none' or a weights file, got {self.weights!r}")
         alpha = self.backbone_alpha
@@ -139,23 +145,39 @@ class FitOptions:
     last partial batch. The fine-tuning schedule applies to backbones: `freeze_epochs` of the head
     alone (None: all), then `fine_tune_layers` of the backbone unfrozen from the top (None: all) at
     `fine_tune_learning_rate` (None: learning_rate / 10).
+
+    The recipe (trainer/optimizers.py): `schedule` "constant" or "cosine" (decay to 0 over each phase's
+    steps), after `warmup_epochs` of linear warm-up from 0; `ema_momentum` > 0 keeps an exponential moving
+    average of the weights, which the model ends with (0: none). None: the task's choice (`task_recipe`).
     """
 
     epochs: int | None = None
     steps: int | None = None
-    learning_rate: float = 1e-3
+    learning_rate: float | None = None  # None: the task's (optimizers.py: 0.001, a detector's 0.002)
     checkpoint_every: int = 100
     freeze_epochs: int | None = None
     fine_tune_layers: int | None = None
     fine_tune_learning_rate: float | None = None
+    schedule: str | None = None
+    warmup_epochs: float | None = None
+    ema_momentum: float | None = None
 
     def __post_init__(self) -> None:
+        if self.schedule is not None and self.schedule not in SCHEDULES:
+            raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        warmup = self.warmup_epochs
+        if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or warmup < 0):
+            raise ConfigError(f"warmup_epochs must be a number >= 0, got {warmup!r}")
+        ema = self.ema_momentum
+        if ema is not None and (isinstance(ema, bool) or not isinstance(ema, (int, float)) or not 0 <= ema < 1):
+            raise ConfigError(f"ema_momentum must be in [0, 1) (0: no moving average), got {ema!r}")
         if (self.epochs is None) == (self.steps is None):
             raise ConfigError(f"give exactly one of epochs and steps "
                               f"(got epochs={self.epochs!r}, steps={self.steps!r})")
         for name in ("epochs", "steps", "checkpoint_every", "fine_tune_layers"):
             _check_positive(name, getattr(self, name), optional=name != "checkpoint_every")
-        if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 10):
+        rate = self.learning_rate
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 10):
             raise ConfigError(f"learning_rate must be in (0, 10), got {self.learning_rate!r}")
         if self.freeze_epochs is not None:
             if isinstance(self.freeze_epochs, bool) or not isinstance(self.freeze_epochs, int) or self.freeze_epochs < 0:

@@ -10,7 +10,7 @@ Each phase has its own backup (`checkpoints/<phase>/`): a run killed in a phase 
 the head phase ends, its weights and optimizer step count are saved in `checkpoints/head-done/`
 before the fine-tuning starts; a rerun finding them skips the head phase.
 
-    plan = phase_plan(config, epochs=5)     # [Phase("head", 0, 2, 1e-3), Phase("fine_tune", 2, 5, 1e-4)]
+    plan = phase_plan(config, epochs=5, learning_rate=1e-3)     # [Phase("head", 0, 2, 1e-3), Phase("fine_tune", 2, 5, 1e-4)]
 """
 from __future__ import annotations
 
@@ -37,21 +37,21 @@ class Phase:
         return self.end_epoch - self.first_epoch
 
 
-def phase_plan(config: TrainerConfig, epochs: int) -> list[Phase]:
+def phase_plan(config: TrainerConfig, epochs: int, learning_rate: float) -> list[Phase]:
     """The phases of a run: one for a model that is not a backbone, else head then fine-tuning.
 
     >>> inputs, export = InputOptions(examples="e"), ExportOptions(output="m")
-    >>> [p.name for p in phase_plan(TrainerConfig(input=inputs, fit=FitOptions(epochs=3), export=export), 3)]
+    >>> [p.name for p in phase_plan(TrainerConfig(input=inputs, fit=FitOptions(epochs=3), export=export), 3, 1e-3)]
     ['train']
     >>> backbone, fit = ModelOptions(name="mobilenet_v2"), FitOptions(epochs=3, freeze_epochs=1)
-    >>> phase_plan(TrainerConfig(input=inputs, model=backbone, fit=fit, export=export), 3)[1]
+    >>> phase_plan(TrainerConfig(input=inputs, model=backbone, fit=fit, export=export), 3, 1e-3)[1]
     Phase(name='fine_tune', first_epoch=1, end_epoch=3, learning_rate=0.0001)
     """
     if not config.model.is_backbone:
-        return [Phase(ONE_PHASE, 0, epochs, config.fit.learning_rate)]
+        return [Phase(ONE_PHASE, 0, epochs, learning_rate)]
     frozen = epochs if config.fit.freeze_epochs is None else config.fit.freeze_epochs
-    tuned = config.fit.fine_tune_learning_rate or config.fit.learning_rate / 10
-    plan = [Phase(HEAD, 0, frozen, config.fit.learning_rate), Phase(FINE_TUNE, frozen, epochs, tuned)]
+    tuned = config.fit.fine_tune_learning_rate or learning_rate / 10
+    plan = [Phase(HEAD, 0, frozen, learning_rate), Phase(FINE_TUNE, frozen, epochs, tuned)]
     return [phase for phase in plan if phase.epochs > 0]
 
 

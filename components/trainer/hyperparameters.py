@@ -21,7 +21,8 @@ from .config import TrainerConfig
 HYPERPARAMETERS_FILE = "best_hyperparameters.json"
 # The fields a search may set: how to train, never where the data or the outputs are.
 TUNABLE = frozenset({"model", "batch_size", "learning_rate", "augment", "weights", "backbone_alpha", "freeze_epochs",
-                     "fine_tune_layers", "fine_tune_learning_rate", "class_weight", "shuffle_buffer_mb", "epochs"})
+                     "fine_tune_layers", "fine_tune_learning_rate", "class_weight", "shuffle_buffer_mb", "epochs",
+                     "schedule", "warmup_epochs", "ema_momentum", "box_loss"})
 
 
 def hyperparameters_record(values: dict[str, Any], objective: str, score: float | None,

@@ -24,6 +24,7 @@ from .config import BACKBONE_CLASSIFIERS, BACKBONE_SEGMENTERS, TrainerConfig
 from .export import warm_start
 from .metrics import training_metrics
 from .models import lenet, unet
+from .optimizers import CONSTANT, Recipe, adam, task_recipe
 from .task import TrainingTask
 
 BUILTIN_DETECTORS = ("auto",)  # the names that build detector.py's CenterNet on a detection task
@@ -42,7 +43,7 @@ def build_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     if config.model.warm_start:
         warm_start(model, config.model.warm_start)
     if not model.optimizer:
-        compile_model(model, task, config, config.fit.learning_rate)
+        compile_model(model, task, config, recipe_of(task, config).learning_rate)
     if not _is_user_model(config):
         trace_without_autograph(model)
     return model
@@ -66,13 +67,25 @@ def trace_without_autograph(model: keras.Model) -> None:
         setattr(model, name, tf.autograph.experimental.do_not_convert(getattr(model, name)))
 
 
-def compile_model(model: keras.Model, task: TrainingTask, config: TrainerConfig, learning_rate: float) -> None:
-    """Adam, sparse categorical cross-entropy and the task's metrics (under mixed precision Keras wraps
-    the optimizer in a LossScaleOptimizer itself). A detector's loss and its parts are its own (detector.py)."""
+def recipe_of(task: TrainingTask, config: TrainerConfig) -> Recipe:
+    """The run's schedule, warm-up and moving average: the flags', else the task's (optimizers.py); a user's
+    model (`--model file.py:fn`) keeps the plain recipe, as it may have compiled its own optimizer."""
+    fit = config.fit
+    if _is_user_model(config):
+        return CONSTANT._replace(learning_rate=fit.learning_rate or CONSTANT.learning_rate)
+    return task_recipe(task.kind, fit.learning_rate, fit.schedule, fit.warmup_epochs, fit.ema_momentum)
+
+
+def compile_model(model: keras.Model, task: TrainingTask, config: TrainerConfig, learning_rate: float,
+                  phase_steps: int = 0, steps_per_epoch: int = 0) -> None:
+    """Adam (optimizers.py: under the run's recipe over a phase of `phase_steps`), sparse categorical cross-entropy
+    and the task's metrics (under mixed precision Keras wraps the optimizer in a LossScaleOptimizer itself).
+    A detector's loss and its parts are its own (detector.py)."""
+    optimizer = adam(learning_rate, recipe_of(task, config), phase_steps, steps_per_epoch)
     if task.kind == DETECTION_TASK:
-        model.compile(optimizer=keras.optimizers.Adam(learning_rate), jit_compile=config.model.xla)
+        model.compile(optimizer=optimizer, jit_compile=config.model.xla)
         return
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=keras.losses.SparseCategoricalCrossentropy(),
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(),
                   metrics=training_metrics(task.kind, task.num_outputs), jit_compile=config.model.xla)
 
 
@@ -105,17 +118,19 @@ def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
 
 def _detector(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     """CenterNet heads (detector.py) on the tiny backbone (`auto`) or on a pretrained backbone's feature map."""
-    from .detector import build_detector, tiny_backbone
+    from .detector import BOX, build_detector, tiny_backbone
 
     shape = tuple(task.input_spec.shape)
+    # CenterNet's L1 alone unless --box-loss giou: GIoU did not pay on the demo boxes (docs/trainer.md#detection)
+    weights = None if config.model.box_loss == "giou" else {BOX: 0.0}
     if not config.model.is_backbone:
-        return build_detector(tiny_backbone(shape), task.num_classes, task.input_name)
+        return build_detector(tiny_backbone(shape), task.num_classes, task.input_name, loss_weights=weights)
     from . import backbones  # tf_keras.applications: only for these models
 
     spec = backbones.backbone_spec(config.model.name)
     features = backbones.detection_features(spec, shape, config.model.weights or "imagenet", config.model.backbone_alpha)
     preprocess = backbones.BackbonePreprocess(spec.module, name="backbone_preprocess")
-    return build_detector(features, task.num_classes, task.input_name, preprocess=preprocess)
+    return build_detector(features, task.num_classes, task.input_name, preprocess=preprocess, loss_weights=weights)
 
 
 def _backbone_model(task: TrainingTask, config: TrainerConfig) -> keras.Model:

@@ -24,7 +24,8 @@ from .config import TrainerConfig
 from .distribution import Placement
 from .fine_tuning import Phase, finished_phase, freeze_for, phase_plan, restore_phase_end, save_phase_end
 from .input_pipeline import Streams, corrupt_shards_named
-from .model_builder import compile_model
+from .model_builder import compile_model, recipe_of
+from .optimizers import is_plain
 from .outputs import CHECKPOINTS, TENSORBOARD
 from .progress import StepProgress
 from .resume import StreamRecord, describe_start, restore_backup, saved_step
@@ -41,15 +42,16 @@ def fit_phases(config: TrainerConfig, task: TrainingTask, placement: Placement, 
     timer, history, progress = watchers
     epochs = config.fit.epochs or math.ceil(config.fit.steps / streams.steps_per_epoch)
     steps = 0
-    for phase in (plan := phase_plan(config, epochs)):
+    for phase in (plan := phase_plan(config, epochs, recipe_of(task, config).learning_rate)):
         checkpoints = storage.join(root, CHECKPOINTS, *([phase.name] if len(plan) > 1 else []))
         done = finished_phase(storage.join(root, CHECKPOINTS), phase) if len(plan) > 1 else None
         if done is not None:  # a killed run's completed phase: its end weights, not its epochs again
             restore_phase_end(model, storage.join(root, CHECKPOINTS), phase)
             steps = done["optimizer_steps"]
             continue
-        if config.model.is_backbone:
-            _prepare_phase(model, task, config, placement, phase)
+        if config.model.is_backbone or not is_plain(recipe_of(task, config)):
+            _prepare_phase(model, task, config, placement, phase,
+                           last_step(phase, streams.steps_per_epoch, config.fit.steps), streams.steps_per_epoch)
         history.phase, history.step_offset = (phase.name if config.model.is_backbone else None), steps
         progress.step_offset = steps
         start = saved_step(checkpoints, streams.steps_per_epoch)
@@ -114,11 +116,14 @@ def _ended_on_error(board: keras.callbacks.TensorBoard | None) -> Iterator[None]
 
 
 def _prepare_phase(model: keras.Model, task: TrainingTask, config: TrainerConfig, placement: Placement,
-                   phase: Phase) -> None:
-    """The backbone's layers frozen or unfrozen for `phase`, and a fresh optimizer at its learning rate."""
+                   phase: Phase, end_step: int, steps_per_epoch: int) -> None:
+    """A backbone's layers frozen or unfrozen for `phase`, and a fresh optimizer at its learning rate, its
+    schedule over the phase's steps (up to `end_step`, counted over epochs from 0)."""
     with placement.strategy.scope():
-        freeze_for(model, phase, config.fit.fine_tune_layers)
-        compile_model(model, task, config, phase.learning_rate)
+        if config.model.is_backbone:
+            freeze_for(model, phase, config.fit.fine_tune_layers)
+        compile_model(model, task, config, phase.learning_rate, end_step - phase.first_epoch * steps_per_epoch,
+                      steps_per_epoch)
 
 
 def tensorboard_step_every(steps_per_epoch: int) -> int:
