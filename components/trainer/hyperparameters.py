@@ -6,7 +6,7 @@ owns the format: the Tuner writes through `hyperparameters_record`, the Trainer 
 `apply_hyperparameters`, which replaces the config's fields (checked again by its __post_init__).
 
 >>> sorted(TUNABLE)[:4]
-['augment', 'backbone_alpha', 'batch_size', 'class_weight']
+['augment', 'backbone_alpha', 'batch_size', 'box_loss']
 >>> hyperparameters_record({"learning_rate": 0.01, "tuner/epochs": 2}, "val_accuracy", 0.93)["values"]
 {'learning_rate': 0.01}
 """
