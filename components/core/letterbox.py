@@ -3,8 +3,8 @@
 The geometry is `tf.image.resize_with_pad`'s, in its own float32 arithmetic (ratio = max(w / W, h / H); the
 content floor(h / ratio) x floor(w / ratio); the top and left paddings floor((H - h / ratio) / 2) and
 floor((W - w / ratio) / 2)), so ExampleGen (Pillow, without TensorFlow) and the served graph (that op itself,
-core/serving_image.py) put every image's pixels in the same rows and columns, and the Trainer's
-`box_augment.letterbox_boxes` / `unletterbox_boxes` map boxes exactly as here.
+core/serving_image.py) put every image's pixels in the same rows and columns; the Trainer's
+`box_augment.unletterbox_boxes` undoes `letterboxed_boxes` in the serving graph (tested against it).
 
 The padding is 0 (black), not Ultralytics' grey 114: it is what `resize_with_pad` and the TF Object Detection
 API's `pad_to_max_dimension` write, so the served graph is the one standard op, and 0 is what the detector's

@@ -16,8 +16,8 @@ background as well as the object. Photometric ops (`brightness`, `contrast`) lea
     images, boxes = augment_detection_batch(images, BoxBatch(boxes, classes, count), ("flip", "crop"),
                                             tf.constant([seed, global_batch_index]))
 
-Letterboxing (`letterbox_boxes`, `unletterbox_boxes`) maps boxes through `tf.image.resize_with_pad`
-of an (h, w) image to (H, W), and back, for predictions made on the letterboxed image.
+`unletterbox_boxes` maps boxes made on `tf.image.resize_with_pad`'s (H, W) output of an (h, w) image back onto
+the image, for predictions made on the letterboxed image (ExampleGen letterboxes with core/letterbox.py).
 """
 from __future__ import annotations
 
@@ -122,19 +122,10 @@ def crop_boxes(boxes: BoxBatch, window: tf.Tensor) -> BoxBatch:
     return _compacted(BoxBatch(clipped, boxes.classes, boxes.count), keep)
 
 
-def letterbox_boxes(boxes: tf.Tensor, source_size: tf.Tensor, target_size: tuple[int, int]) -> tf.Tensor:
-    """Boxes [..., K, 4] normalised to (h, w) images (`source_size` [2], or [B, 2] with boxes [B, K, 4]) as
-    normalised in `tf.image.resize_with_pad(image, H, W)`'s output, `target_size` (H, W).
-
-    >>> letterbox_boxes(tf.constant([[0.0, 0.0, 1.0, 1.0]]), tf.constant([50, 100]), (100, 100)).numpy().tolist()
-    [[0.25, 0.0, 0.75, 1.0]]
-    """
-    scale, offset = _letterbox(source_size, target_size)
-    return boxes * scale + offset
-
-
 def unletterbox_boxes(boxes: tf.Tensor, source_size: tf.Tensor, target_size: tuple[int, int]) -> tf.Tensor:
-    """`letterbox_boxes`' inverse: boxes normalised to the letterboxed (H, W) image, back on the (h, w) original;
+    """ExampleGen's letterbox undone (core/letterbox.py's `letterboxed_boxes`, in the serving graph): boxes
+    normalised to the letterboxed (H, W) image, back on the (h, w) original (`source_size` [2], or [B, 2] with
+    boxes [B, K, 4]);
     clipped to [0, 1], since a prediction may reach into the padding, which is outside the original."""
     scale, offset = _letterbox(source_size, target_size)
     return tf.clip_by_value((boxes - offset) / scale, 0.0, 1.0)

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from shardflow.core.letterbox import letterboxed_boxes
 from shardflow.trainer.augment import Rows, augment_batch
 from shardflow.trainer.box_augment import (MIN_VISIBLE, PADDING_CLASS, BoxBatch, augment_boxes, augment_detection_batch,
-                                           crop_boxes, crop_window, letterbox_boxes, unletterbox_boxes)
+                                           crop_boxes, crop_window, unletterbox_boxes)
 
 pytestmark = pytest.mark.unit  # in process, small generated tensors
 
@@ -111,7 +112,7 @@ def test_letterboxing_the_whole_image_gives_the_content_resize_with_pad_writes()
         padded = tf.image.resize_with_pad(tf.ones([1, *source, 1]), *target).numpy()[0, ..., 0]
         rows, columns = np.flatnonzero(padded.max(axis=1) > 0), np.flatnonzero(padded.max(axis=0) > 0)
         want = [rows[0], columns[0], rows[-1] + 1, columns[-1] + 1]
-        full = letterbox_boxes(tf.constant([[0.0, 0.0, 1.0, 1.0]]), tf.constant(source), target).numpy()[0]
+        full = _letterboxed(np.array([[0.0, 0.0, 1.0, 1.0]]), source, target).numpy()[0]
         np.testing.assert_allclose(full * np.tile(target, 2), want, atol=1e-4, err_msg=f"{source} → {target}")
 
 
@@ -187,6 +188,15 @@ def test_rotation_is_refused() -> None:
         augment_detection_batch(images, boxes, ("flip", "rotate"), tf.constant([0, 1]))
 
 
+def _letterboxed(boxes: object, sizes: object, target: tuple[int, int]) -> tf.Tensor:
+    """ExampleGen's letterbox of boxes (core/letterbox.py), one size for all or one per example: what the serving
+    side's `unletterbox_boxes` must undo."""
+    boxes, sizes = np.asarray(boxes), np.asarray(sizes)
+    if sizes.ndim == 1:
+        return tf.constant(letterboxed_boxes(boxes, tuple(sizes), target), tf.float32)
+    return tf.constant(np.stack([letterboxed_boxes(b, tuple(z), target) for b, z in zip(boxes, sizes)]), tf.float32)
+
+
 SIZES = [(50, 100), (100, 50), (37, 91), (64, 64), (480, 640), (1080, 1920), (91, 37)]
 
 
@@ -196,10 +206,10 @@ def test_letterbox_round_trip_returns_the_boxes(target: tuple[int, int]) -> None
     corners = np.sort(rng.uniform(size=(len(SIZES), 6, 2, 2)), axis=2)  # (y, x) min then max
     boxes = tf.constant(corners.reshape(len(SIZES), 6, 4), tf.float32)
     sizes = tf.constant(SIZES)
-    back = unletterbox_boxes(letterbox_boxes(boxes, sizes, target), sizes, target)  # one size per example
+    back = unletterbox_boxes(_letterboxed(boxes, sizes, target), sizes, target)  # one size per example
     np.testing.assert_allclose(back.numpy(), boxes.numpy(), atol=1e-5)
     for index, size in enumerate(SIZES):  # and one size for a batch
-        single = unletterbox_boxes(letterbox_boxes(boxes[index], tf.constant(size), target), tf.constant(size), target)
+        single = unletterbox_boxes(_letterboxed(boxes[index], size, target), tf.constant(size), target)
         np.testing.assert_allclose(single.numpy(), boxes.numpy()[index], atol=1e-5)
 
 
@@ -211,5 +221,5 @@ def test_letterboxed_boxes_enclose_the_pixels_resize_with_pad_writes(source: tup
     images, boxes = _scene(4, *source, seed=3)
     padded = tf.image.resize_with_pad(images, *target, method="nearest")
     moved = boxes._replace(boxes=tf.where(tf.range(SLOTS)[None, :, None] < boxes.count[:, None, None],
-                                          letterbox_boxes(boxes.boxes, tf.constant(source), target), 0.0))
+                                          _letterboxed(boxes.boxes, source, target), 0.0))
     assert _assert_boxes_enclose(padded, moved) == int(boxes.count.numpy().sum())

@@ -69,7 +69,7 @@ def _stream(data: tuple[np.ndarray, ...], batch: int, shuffle: bool) -> tf.data.
 
 @pytest.mark.pipeline
 def test_tiny_detector_learns_the_synthetic_set() -> None:
-    """Trains in a bounded number of steps; AP50 on held-out images clears 0.5 decisively."""
+    """Trains in a bounded number of steps; AP50 on held-out images near what it measures (0.965)."""
     keras.utils.set_random_seed(0)
     started = time.monotonic()
     train, held_out = synthetic_set(600, seed=1), synthetic_set(100, seed=2)
@@ -88,7 +88,7 @@ def test_tiny_detector_learns_the_synthetic_set() -> None:
                                   num_detections=int(detections["num_detections"][row]))
     ap50 = accumulator.summarize().as_dict()["AP50"]
     print(f"AP50 {ap50:.3f} after {STEPS} steps, {time.monotonic() - started:.1f} s")
-    assert ap50 >= 0.5
+    assert ap50 >= 0.8
 
 
 
