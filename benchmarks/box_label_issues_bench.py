@@ -37,7 +37,7 @@ TRAIN_FLAGS = ("--batch-size", "16", "--learning-rate", "0.002", "--eval-split",
                "--deterministic")
 
 
-def prepare(work: Path, images: int, per_kind: int) -> dict[str, Any]:
+def prepare(work: Path, images: int, per_kind: int, side: int = SIDE) -> dict[str, Any]:
     """The demo boxes, the faulted train index, ExampleGen's output over it and the eval index."""
     from shardflow.demo_boxes import write_boxes
 
@@ -46,7 +46,7 @@ def prepare(work: Path, images: int, per_kind: int) -> dict[str, Any]:
     faults = plant_box_faults(data / "train.csv", data / "train-faults.csv", per_kind=per_kind)
     examples = work / "bli-examples"
     shardflow("example-gen", "--index", f"train={data / 'train-faults.csv'}", "--index", f"eval={data / 'eval.csv'}",
-              "--data-root", str(data), "--output", str(examples), "--near-duplicates", "off", "--resize", f"{SIDE}x{SIDE}",
+              "--data-root", str(data), "--output", str(examples), "--near-duplicates", "off", "--resize", f"{side}x{side}",
               log=work / "bli-example-gen.log")
     return {"data": data, "faults": faults, "examples": examples}
 

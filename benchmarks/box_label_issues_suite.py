@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("box_label_issues")
     group.add_argument("--bli-images", type=parse_size, default=1_000, help="demo box images, 80 %% train (default 1k)")
     group.add_argument("--bli-faults", type=int, default=10, help="faults of each kind planted (default 10)")
+    group.add_argument("--bli-side", type=int, default=bench.SIDE,
+                       help=f"ExampleGen's --resize side for the fold models (default {bench.SIDE}; the demo's own: 96)")
     group.add_argument("--bli-epochs", type=int, default=bench.EPOCHS,
                        help=f"the fold models' epochs (default {bench.EPOCHS})")
 
@@ -30,13 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, sizes: list[int] | None = None, work: Path | None = None) -> dict[str, Any]:
     work = Path(work or "bench_out")
     work.mkdir(parents=True, exist_ok=True)
-    data = bench.prepare(work, args.bli_images, args.bli_faults)
+    data = bench.prepare(work, args.bli_images, args.bli_faults, args.bli_side)
     found = bench.find(data, work, args.bli_epochs)
     same = bench.same_detections(found, data)
     listed = found["listed"]
     met = listed["recall"] >= MIN_RECALL and listed["precision"] >= MIN_PRECISION
     summary = found["summary"]
     return {"benchmark": NAME, "images": args.bli_images, "faults": len(data["faults"]), "epochs": args.bli_epochs,
+            "side": args.bli_side,
             "folds": bench.FOLDS, "seconds": found["seconds"], "cpu_seconds": found["cpu_seconds"],
             "fold_box_recall": [f["held_out_box_recall"] for f in summary["fold_runs"]],
             "issues_by_kind": summary["issues_by_kind"], "listed": listed, "top": found["top"],
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace, sizes: list[int] | None = None, work: Path | N
 
 def markdown(result: dict[str, Any]) -> str:
     listed = result["listed"]
-    lines = [f"{result['images']:,} demo box images (80 % train), {result['faults']} planted faults, "
+    lines = [f"{result['images']:,} demo box images (80 % train) at {result.get('side', 64)} px, {result['faults']} planted faults, "
              f"`find-label-issues --folds {result['folds']} --epochs {result['epochs']}`: {result['seconds']:.0f} s wall, "
              f"{result['cpu_seconds']:.0f} CPU-seconds; fold models' held-out box recall "
              f"{', '.join(f'{r:.3f}' for r in result['fold_box_recall'])}.", "",
