@@ -56,13 +56,15 @@ def _run(demo: Path, out: Path, uri: str, epochs: int, threshold: str = "accurac
 @pytest.fixture(scope="module")
 def tracked(demo_data: Path, mlflow_server: MlflowServer, tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("tracked") / "digits"
-    before = _head()  # read by git here, not by shardflow: what the runs' commit tag is checked against
+    before, dirty = _head(), _dirty()  # read by git here, not by shardflow: what the runs' tags are checked against
     said = [_run(demo_data, out, mlflow_server.endpoint, 2), _run(demo_data, out, mlflow_server.endpoint, 3),
             _run(demo_data, out, mlflow_server.endpoint, 1, threshold="accuracy>=0.999")]
     jobs = sorted(p.name for p in (out / "pipeline_root").iterdir())
     client = _client(mlflow_server.endpoint)
     experiment = client.get_experiment_by_name("digits").experiment_id
+    dirty = dirty if dirty == _dirty() else None  # the tree changed state meanwhile: no one expected value
     return {"out": out, "said": said, "jobs": jobs, "client": client, "commits": _commits(before, _head()),
+            "dirty": dirty,
             "runs": list(client.search_runs([experiment], max_results=1000))}
 
 
@@ -72,6 +74,15 @@ def _head() -> str:
 
     return subprocess.run(["git", "-C", str(Path(shardflow.__file__).parent), "rev-parse", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _dirty() -> str:
+    """Whether that checkout has uncommitted changes to tracked files, as the tag spells it, by `git status`."""
+    import shardflow
+
+    changed = subprocess.run(["git", "-C", str(Path(shardflow.__file__).parent), "status", "--porcelain",
+                              "--untracked-files=no"], capture_output=True, text=True, check=True).stdout
+    return str(bool(changed.strip())).lower()
 
 
 def _commits(before: str, after: str) -> set[str]:
@@ -102,7 +113,8 @@ def test_each_run_is_a_parent_run_with_a_nested_run_per_step_that_ran(tracked: d
                 assert run.data.tags["shardflow.cached_from"] in jobs[:jobs.index(job)]
         assert parents[job].data.tags["shardflow.outcome"] == "SUCCEEDED"
         assert parents[job].data.tags["mlflow.source.git.commit"] in tracked["commits"]  # a checkout here
-        assert parents[job].data.tags["shardflow.source.dirty"] in ("true", "false")
+        assert parents[job].data.tags["shardflow.source.dirty"] in ({"true", "false"} if tracked["dirty"] is None
+                                                                    else {tracked["dirty"]})
     assert f"tracking: run {parents[jobs[0]].info.run_id} in experiment 'digits'" in tracked["said"][0]
 
 
