@@ -4,26 +4,49 @@ Two pusher processes push TRIALS pairs of models gated against the same served o
 while two poller processes read the serving directory every few ms the two ways TF Serving can be pointed at it:
 `--model_config_file` (the version `models.config` names, parsed by TF Serving's own proto) and
 `--model_base_path` (the newest integer-named folder). Each poll records the version it would load and whether
-that is a whole model and a trial's winner. The models and what a server would load are the serving tests' own
-(tests/helpers_push.py: `candidate`, `served_now`), so the race is judged as the tests judge a push.
+that is a whole model and a trial's winner. A model here is a small tree whose every file names its tag, so a
+copy is whole exactly when all its files are there and carry one tag.
 
     python -m benchmarks.run_all --only serving --serving-trials 20
 """
 from __future__ import annotations
 
+import json
 import multiprocessing
 import random
 import time
 from typing import Any
 
 from shardflow.core import storage
-from shardflow.pusher import PusherConfig
+from shardflow.pusher import MODEL_CONFIG, PusherConfig
 from shardflow.pusher import run as push
-from tests.helpers_push import Incomplete, candidate, served_now
+from shardflow.pusher.layout import storage_uri
 
+MODEL_FILES = ("saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001",
+               "shardflow_model.json")
 POLL_SECONDS = 0.003
 SPREAD = {"local": 0.02, "s3": 0.25, "gs": 0.25}  # seconds: about one push's length, so that the two overlap or not
 POLICIES = ("config", "newest")
+
+
+class Incomplete(AssertionError):
+    """The version a server would load is not a whole model."""
+
+    def __init__(self, version: int, message: str) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+def candidate(root: str, tag: str, gated_against: str) -> tuple[str, str]:
+    """A tiny exported model whose every file names `tag`, and its blessing evaluation gated against `gated_against`."""
+    model = storage.join(root, tag, "model")
+    for relative in MODEL_FILES:
+        storage.write_text(storage.join(model, *relative.split("/")), f"{relative} of {tag}")
+    evaluation = storage.join(root, tag, "eval")
+    storage.write_text(storage.join(evaluation, "metrics.json"), json.dumps({"model": model,
+                                                                            "gated_against": gated_against}))
+    storage.write_text(storage.join(evaluation, "BLESSED"), "accuracy = 0.93 meets threshold accuracy>=0.9\n")
+    return model, evaluation
 
 
 def pusher(name: str, serving: str, tasks: Any, results: Any) -> None:
@@ -34,6 +57,46 @@ def pusher(name: str, serving: str, tasks: Any, results: Any) -> None:
         time.sleep(max(0.0, start_at - time.time()))
         result = push(PusherConfig(model=model, evaluation=evaluation, serving_dir=serving), echo=lambda _: None)
         results.put((name, model, result.pushed, result.version, result.reasons))
+
+
+def configured(serving: str) -> tuple[str, int] | None:
+    """(base path, version) TF Serving would serve from SERVING/models.config, parsed by TF Serving's own proto;
+    None before the first push. One model with one specific version, or AssertionError."""
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    try:
+        text = storage.read_text(storage.join(serving, MODEL_CONFIG))
+    except FileNotFoundError:
+        return None
+    config = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
+    (model,) = config.model_config_list.config
+    (version,) = model.model_version_policy.specific.versions
+    assert model.model_platform == "tensorflow" and model.name == "shardflow", model
+    return model.base_path, version
+
+
+def _tag_of(base_path: str, version: int) -> str:
+    """The one tag of every file of `version`; Incomplete when one is missing or two models' files are mixed."""
+    tags = set()
+    for relative in MODEL_FILES:
+        try:
+            tags.add(storage.read_text(storage.join(base_path, str(version), *relative.split("/"))).split(" of ")[1])
+        except FileNotFoundError:
+            raise Incomplete(version, f"version {version} has no {relative}") from None
+    if len(tags) != 1:
+        raise Incomplete(version, f"version {version} mixes the files of {sorted(tags)}")
+    return tags.pop()
+
+
+def served_now(serving: str, policy: str = "config") -> tuple[int, str] | None:
+    """(version, tag) TF Serving would load now under `policy` (POLICIES); None while there is nothing to load."""
+    if policy == "config":
+        found = configured(serving)
+    else:
+        numbers = [int(name) for name in storage.list_names(serving) if name.isdigit()]  # the newest version's folder
+        found = (storage_uri(serving, max(numbers)), max(numbers)) if numbers else None  # (pusher/layout.py)
+    return None if found is None else (found[1], _tag_of(*found))
 
 
 def poll_served(serving: str, stop: Any, found: Any, policy: str = "config") -> None:

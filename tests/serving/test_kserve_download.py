@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.serving_race import _trials, pusher
-from helpers_push import candidate
+from benchmarks.serving_race import _trials, candidate, pusher
 from kserve_download import Download, kserve_download
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from helpers_push import candidate, configured
+from benchmarks.serving_race import candidate, configured
 from shardflow.core import storage
 from shardflow.pusher import RollbackConfig, TfServing, push_model, read_pointer, tf_serving
 from shardflow.pusher import rollback as rollback_module

@@ -18,8 +18,7 @@ import time
 
 import pytest
 
-from benchmarks.serving_race import SPREAD, poll_served, pusher
-from helpers_push import MODEL_FILES, candidate
+from benchmarks.serving_race import MODEL_FILES, SPREAD, candidate, poll_served, pusher
 from shardflow.core import storage
 from shardflow.pusher import read_pointer
 from shardflow.pusher.layout import model_location

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers_push import configured
+from benchmarks.serving_race import configured
 from shardflow.cli import main as shardflow_main
 from shardflow.core.model_info import model_digest
 from shardflow.pusher import LATEST, read_pointer, resolve_model_reference

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers_push import candidate, served_now
+from benchmarks.serving_race import candidate, served_now
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage
 from shardflow.pusher import LATEST, read_pointer, resolve_latest, resolve_model_reference

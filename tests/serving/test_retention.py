@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from helpers_push import candidate, configured
+from benchmarks.serving_race import candidate, configured
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage
 from shardflow.pusher import RollbackConfig, ServingChanged, push_model, read_pointer
