@@ -30,6 +30,9 @@ EPOCHS, BATCH, SIDE, PICTURES = 24, 16, 64, 12
 # faults (recall 0.60, precision 0.30), the whole list (120 issues) the same 9; fold models of held-out box
 # recall 0.54-0.62, trained on 267 images each. Issue 65's target (recall 0.8 at precision 0.5 on 1,000 images)
 # is the benchmark's: fold models of 533 images found more (box_label_issues_bench.py).
+# The figures above are a constant rate's: on this small set the detector's default cosine schedule found 7 of
+# the 15 in the top 30 (10 in the list of 105), on the benchmark's 1,000 images 18 of 30 against 16.
+RECIPE = ("--schedule", "constant", "--warmup-epochs", "0")
 MIN_RECALL, MIN_PRECISION = 0.5, 0.25  # among the top 2 x faults issues
 MIN_LISTED_RECALL = 0.5
 MIN_FOLD_BOX_RECALL = 0.45
@@ -48,7 +51,8 @@ def found(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                                  near_duplicates="off"), echo=lambda _: None)
     assert main(["find-label-issues", "--examples", str(examples), "--output", str(out), "--folds", "3",
                  "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--learning-rate", "0.002", "--eval-split", "",
-                 "--input-probe-batches", "1", "--deterministic", "--pictures", str(PICTURES)]) == 0
+                 "--input-probe-batches", "1", "--deterministic", "--pictures", str(PICTURES),
+                 *RECIPE]) == 0
     issues = [json.loads(line) for line in (out / "label_issues.jsonl").read_text().splitlines()]
     return {"out": out, "index": str(data / "train-faults.csv"), "faults": faults, "issues": issues,
             "rows": (data / "train-faults.csv").read_text().splitlines(),
