@@ -118,11 +118,10 @@ def _architecture(task: TrainingTask, config: TrainerConfig) -> keras.Model:
 
 def _detector(task: TrainingTask, config: TrainerConfig) -> keras.Model:
     """CenterNet heads (detector.py) on the tiny backbone (`auto`) or on a pretrained backbone's feature map."""
-    from .detector import BOX, build_detector, tiny_backbone
+    from .detector import BOX, GIOU_WEIGHT, build_detector, tiny_backbone
 
     shape = tuple(task.input_spec.shape)
-    # CenterNet's L1 alone unless --box-loss giou: GIoU did not pay on the demo boxes (docs/trainer.md#detection)
-    weights = None if config.model.box_loss == "giou" else {BOX: 0.0}
+    weights = {BOX: GIOU_WEIGHT} if config.model.box_loss == "giou" else None  # None: CenterNet's L1 alone
     if not config.model.is_backbone:
         return build_detector(tiny_backbone(shape), task.num_classes, task.input_name, loss_weights=weights)
     from . import backbones  # tf_keras.applications: only for these models
