@@ -88,8 +88,9 @@ def _reset_peak() -> bool:
         return False
 
 
-def _trim_heap() -> None:
-    """Returns freed heap memory to the kernel (glibc); elsewhere nothing happens."""
+def trim_heap() -> None:
+    """Returns freed heap memory to the kernel (glibc); elsewhere nothing happens. After a model call,
+    glibc's arenas keep what the call freed, so the next call's peak would stand on top of it."""
     try:
         ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
@@ -98,7 +99,7 @@ def _trim_heap() -> None:
 
 def _peak_growth(call: Callable[[Sequence[bytes]], Any], records: Sequence[bytes]) -> int:
     """How far one call raises the process's peak RSS above the RSS it started from."""
-    _trim_heap()
+    trim_heap()
     _reset_peak()
     before = _status_bytes("VmRSS")
     call(records)

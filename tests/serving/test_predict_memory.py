@@ -28,12 +28,16 @@ def _masks(out: Path) -> dict[str, bytes]:
 
 def test_calls_fit_the_budget_and_write_the_masks_small_calls_write(mask_unet: tuple[Path, Path],
                                                                      tmp_path: Path) -> None:
-    sized, small = _predict(mask_unet, tmp_path / "sized"), _predict(mask_unet, tmp_path / "small", "--batch-size", "2")
-    assert sized.returncode == 0 and small.returncode == 0, sized.stderr[-2000:] + small.stderr[-2000:]
-    masks = _masks(tmp_path / "sized")
-    assert len(masks) == MASK_EVAL and masks == _masks(tmp_path / "small")
-    # a batch of 64 masks in one call would hold ~6 budgets; the calls hold one
-    assert sized.peak_rss <= small.peak_rss + (BUDGET_MB + 48) * (1 << 20), (sized.peak_rss, small.peak_rss)
+    # Two runs each, their lower peak compared: what glibc's arenas keep varies from run to run and only
+    # adds (measured over calls of 2: 60-92 MB above on one run, up to 170 MB before calls trimmed the heap)
+    sized = [_predict(mask_unet, tmp_path / f"sized{run}") for run in range(2)]
+    small = [_predict(mask_unet, tmp_path / f"small{run}", "--batch-size", "2") for run in range(2)]
+    assert all(run.returncode == 0 for run in sized + small), [run.stderr[-2000:] for run in sized + small]
+    masks = _masks(tmp_path / "sized0")
+    assert len(masks) == MASK_EVAL and masks == _masks(tmp_path / "small0") == _masks(tmp_path / "sized1")
+    # a batch of 64 masks in one call would hold ~4 budgets; the calls hold one
+    sized_peak, small_peak = min(run.peak_rss for run in sized), min(run.peak_rss for run in small)
+    assert sized_peak <= small_peak + (BUDGET_MB + 48) * (1 << 20), (sized_peak, small_peak)
 
 
 def test_an_explicit_batch_over_the_budget_is_refused_in_one_line(mask_unet: tuple[Path, Path],
