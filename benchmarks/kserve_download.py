@@ -17,9 +17,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from benchmarks.serving_race import candidate
 from shardflow.core import storage
 from shardflow.pusher import push_model, read_pointer
+from testkit.serving_oracle import candidate
 
 KSERVE_PYTHON = Path(__file__).resolve().parents[1] / ".venv-kserve" / "bin" / "python"
 DOWNLOAD = "import sys; from kserve_storage import Storage; Storage.download(sys.argv[1], sys.argv[2])"

@@ -23,8 +23,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from testkit.serving_oracle import POLICIES, SPREAD
+
 from .s3_loopback import new_bucket, start_moto, stop_moto
-from .serving_race import POLICIES, SPREAD, race
+from .serving_race import race
 
 NAME = "serving"
 MODEL_BYTES, SMALL_FILES = 32 << 20, 40

@@ -15,6 +15,8 @@ importing it needs tfx). Each rule is a function returning its offenders as "imp
 6. `wiring_offenders`: pipelines/ never imports a component's executor; components.py (the KFP components)
    reaches shardflow only through shardflow.pipelines; pipeline.py only through shardflow.pipelines and
    components' config constants.
+7. `shipped_offenders`: the package and the adapter import neither testkit nor benchmarks (not in the image);
+   testkit, shared by tests and benchmarks, imports neither benchmarks nor tests/ (`kit_leaf_offenders`).
 
 `test_a_planted_bad_arrow_is_caught` plants one offending edge per rule in a copy of the real graph.
 
@@ -40,6 +42,7 @@ REPO = graph_tools.REPO
 CORE, PIPELINES, ADAPTER = "shardflow.core", "shardflow.pipelines", "shardflow.tfx"
 COMMAND = "shardflow.cli"
 KFP, TFX = {"kfp", "kfp_server_api"}, {"tfx"}  # top-level names; tfx_bsl (Transform's Arrow coders) is not tfx
+NOT_SHIPPED = {"testkit", "benchmarks"}  # top-level names of test and benchmark code: not in the image (k8s/Dockerfile)
 COMPONENTS = frozenset(path.name for path in (REPO / "components").iterdir()
                        if (path / "__init__.py").is_file() and path.name != "core")
 # The only imports from one component into another: (importer, imported). Each builds on the other.
@@ -148,9 +151,25 @@ def wiring_offenders(graph: Graph, external: Graph) -> list[str]:
             + _edges(graph, lambda m, t: m == f"{PIPELINES}.pipeline" and not (within(t, PIPELINES) or t in configs)))
 
 
+def shipped_offenders(graph: Graph, external: Graph) -> list[str]:
+    del graph
+    return _external(external, lambda m: True, NOT_SHIPPED)
+
+
+def kit_leaf_offenders(sources: dict[str, str]) -> list[str]:
+    """testkit → benchmarks, or → a module of tests/ (imported by its bare name, as the tests import them)."""
+    tests = {"tests", "benchmarks"} | {path.stem for path in (REPO / "tests").rglob("*.py")}
+    return sorted(f"{module} → {name}" for module, text in sources.items() for name in third_party(text) & tests)
+
+
+def kit_sources() -> dict[str, str]:
+    return {"testkit" + ("" if path.stem == "__init__" else f".{path.stem}"): path.read_text()
+            for path in sorted((REPO / "testkit").glob("*.py"))}
+
+
 RULES: dict[str, Rule] = {"core": core_offenders, "component": component_offenders,
                           "pipelines": pipelines_offenders, "tfx": tfx_offenders, "cycle": cycle_offenders,
-                          "wiring": wiring_offenders}
+                          "wiring": wiring_offenders, "shipped": shipped_offenders}
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -190,6 +209,8 @@ PLANTED = {  # rule: (importer, imported) edges and (module, third-party name) i
     "cycle": ([("shardflow.core.uri", "shardflow.core.storage")], []),
     "wiring": ([(f"{PIPELINES}.step_bodies", "shardflow.trainer.executor"),
                 (f"{PIPELINES}.pipeline", "shardflow.evaluator.scorer")], []),
+    "shipped": ([], [("shardflow.pusher.executor", "testkit"), (f"{PIPELINES}.step_bodies", "benchmarks"),
+                     ("shardflow.tfx.executor", "testkit")]),
 }
 
 
@@ -206,6 +227,19 @@ def test_a_planted_bad_arrow_is_caught(rule: str) -> None:
         assert offenders and "shardflow.core.uri" in offenders[0] and "shardflow.core.storage" in offenders[0]
         return
     assert sorted(f"{a} → {b}" for a, b in edges + imports) == sorted(offenders)
+
+
+def test_testkit_imports_neither_benchmarks_nor_tests() -> None:
+    sources = kit_sources()  # below: the oracle's function-level import of TF Serving's proto is read too
+    assert {"testkit", "testkit.serving_oracle"} <= set(sources) and "tensorflow_serving" in third_party(
+        sources["testkit.serving_oracle"])
+    assert kit_leaf_offenders(sources) == [], "move what testkit needs into testkit (docs/architecture.md)"
+
+
+def test_a_planted_testkit_import_is_caught() -> None:
+    planted = "from benchmarks.serving_race import race\n\ndef f():\n    import helpers_s3\n"
+    sources = {**kit_sources(), "testkit.planted": planted}
+    assert kit_leaf_offenders(sources) == ["testkit.planted → benchmarks", "testkit.planted → helpers_s3"]
 
 
 STREAM_MODULE = "shardflow.core.stream_read"

@@ -25,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TREES = ("components", "pipelines", "tfx_adapter", "benchmarks", "tests", "tests_tfx")
+TREES = ("components", "pipelines", "tfx_adapter", "benchmarks", "testkit", "tests", "tests_tfx")
 MIN_LINES, MIN_TOKENS, MOST_PLACES = 6, 50, 8
 PINNED_PAIRS = 9
 _TOKEN = re.compile(r"""(?P<string>[rbfuRBFU]{0,2}("[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*'))"""

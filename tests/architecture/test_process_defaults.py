@@ -20,7 +20,7 @@ from shardflow.core.process_defaults import LEGACY_KERAS, PROCESS_DEFAULTS, TF_L
 REPO = Path(__file__).resolve().parents[2]
 THIS = Path(__file__).resolve()  # its planted examples are assignments
 OWNER = REPO / "components" / "core" / "process_defaults.py"
-SCANNED_TREES = ("components", "pipelines", "tfx_adapter", "benchmarks", "tests", "tests_tfx")
+SCANNED_TREES = ("components", "pipelines", "tfx_adapter", "benchmarks", "testkit", "tests", "tests_tfx")
 SCANNED_FILES = ("Makefile",)
 DOCKERFILE = REPO / "k8s" / "Dockerfile"
 # The process entry points: the command, a step (its body and the local step worker), `make bench`, the tests.

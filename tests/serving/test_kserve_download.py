@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.serving_race import _trials, candidate, pusher
 from kserve_download import Download, kserve_download
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage
 from shardflow.pusher import read_pointer
 from shardflow.pusher.layout import model_location, storage_uri
+from testkit.serving_oracle import candidate, pusher, race_trials
 
 KILLER = Path(__file__).parents[1] / "push_killed.py"
 STAGES = ("claimed", "mid-copy", "copied", "swapped")
@@ -91,7 +91,7 @@ def test_racing_pushes_never_make_kserve_download_anything_but_the_pointed_versi
     try:
         assert sorted(results.get(timeout=120) for _ in workers) == sorted(("ready", name) for name in PUSHERS)
         downloader.start()
-        winners = _trials(root, serving, queues, results, TRIALS, 0.3)  # three pushes gated alike: one wins each
+        winners = race_trials(root, serving, queues, results, TRIALS, 0.3)  # three pushes gated alike: one wins each
     finally:
         stop.set()
         for name, process in zip(queues, workers):

@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-from benchmarks.serving_race import candidate, configured
 from shardflow.core import storage
 from shardflow.pusher import RollbackConfig, TfServing, push_model, read_pointer, tf_serving
 from shardflow.pusher import rollback as rollback_module
 from shardflow.pusher.serving import read_served, serve_pointer_version
+from testkit.serving_oracle import candidate, configured
 
 pytestmark = pytest.mark.unit  # in process, a few small files; the S3 parameter is cluster
 

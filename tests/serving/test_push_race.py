@@ -18,10 +18,10 @@ import time
 
 import pytest
 
-from benchmarks.serving_race import MODEL_FILES, SPREAD, candidate, poll_served, pusher
 from shardflow.core import storage
 from shardflow.pusher import read_pointer
 from shardflow.pusher.layout import model_location
+from testkit.serving_oracle import MODEL_FILES, SPREAD, candidate, poll_served, pusher
 
 TRIALS = 10
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.serving_race import configured
 from shardflow.cli import main as shardflow_main
 from shardflow.core.model_info import model_digest
 from shardflow.pusher import LATEST, read_pointer, resolve_model_reference
+from testkit.serving_oracle import configured
 
 pytestmark = pytest.mark.pipeline
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.serving_race import candidate, served_now
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage
 from shardflow.pusher import LATEST, read_pointer, resolve_latest, resolve_model_reference
 from shardflow.pusher.layout import model_location
+from testkit.serving_oracle import candidate, served_now
 
 KILLER = Path(__file__).parents[1] / "push_killed.py"
 STAGES = ("claimed", "mid-copy", "copied", "swapped")

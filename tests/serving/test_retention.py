@@ -11,7 +11,6 @@ import json
 
 import pytest
 
-from benchmarks.serving_race import candidate, configured
 from shardflow.cli import main as shardflow_main
 from shardflow.core import storage
 from shardflow.pusher import RollbackConfig, ServingChanged, push_model, read_pointer
@@ -19,6 +18,7 @@ from shardflow.pusher import cleanup as cleanup_module
 from shardflow.pusher import rollback as rollback_module
 from shardflow.pusher.layout import model_location
 from shardflow.pusher.retention import CANARY, protected_versions, retire_versions
+from testkit.serving_oracle import candidate, configured
 
 pytestmark = pytest.mark.unit  # in process, a few small files; the S3 parameter is cluster
 
