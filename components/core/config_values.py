@@ -41,6 +41,25 @@ def require_positive(name: str, value: Any, unit: str) -> None:
         raise ConfigError(f"{name} must be a number of {unit} > 0, got {value!r}")
 
 
+def require_in_range(name: str, value: Any, interval: str, note: str = "", optional: bool = False) -> None:
+    """`value` is a finite number (not a bool) inside `interval`, written as the message shows it: "(0, 10)",
+    "[0, 1)", "[0, inf)"; None passes when `optional`.
+
+    >>> require_in_range("ema_momentum", 1.0, "[0, 1)", note="0: no moving average")
+    Traceback (most recent call last):
+    ...
+    shardflow.core.errors.ConfigError: ema_momentum must be in [0, 1) (0: no moving average), got 1.0
+    >>> require_in_range("learning_rate", None, "(0, 10)", optional=True)
+    """
+    if value is None and optional:
+        return
+    low, high = (float(bound) for bound in interval[1:-1].split(","))
+    inside = (low < value if interval[0] == "(" else low <= value) and (value < high if interval[-1] == ")"
+                                                                        else value <= high)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not inside:
+        raise ConfigError(f"{name} must be in {interval}{f' ({note})' if note else ''}, got {value!r}")
+
+
 def require_apart(output: str, **inputs: str | None) -> None:
     """`output` is neither one of `inputs` (by option name; None skipped) nor inside one, nor around one."""
     for name, location in inputs.items():

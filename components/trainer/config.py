@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.config_values import require_locations
+from ..core.config_values import require_in_range, require_locations
 from ..core.folds import FoldSelection
 from ..core.input_checks import check_examples
 
@@ -80,9 +80,7 @@ class InputOptions:
             _check_positive(name, getattr(self, name), optional=name == "num_classes")
         if self.num_classes is not None and self.num_classes < 2:
             raise ConfigError(f"num_classes must be >= 2, got {self.num_classes!r}")
-        mb = self.shuffle_buffer_mb
-        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not 0 <= mb <= MAX_SHUFFLE_MB:
-            raise ConfigError(f"shuffle_buffer_mb must be a number of MB in [0, {MAX_SHUFFLE_MB}], got {mb!r}")
+        require_in_range("shuffle_buffer_mb", self.shuffle_buffer_mb, f"[0, {MAX_SHUFFLE_MB}]", "MB")
         if not isinstance(self.augment, tuple):
             raise ConfigError(f"augment must be a tuple of op names, got {self.augment!r}")
         unknown = [op for op in self.augment if op not in AUGMENT_OPS]
@@ -132,9 +130,7 @@ class ModelOptions:
             raise ConfigError(f"box_loss must be one of {BOX_LOSSES}, got {self.box_loss!r}")
         if self.weights is not None and (not isinstance(self.weights, str) or not self.weights.strip()):
             raise ConfigError(f"weights must be 'imagenet', 'none' or a weights file, got {self.weights!r}")
-        alpha = self.backbone_alpha
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 2:
-            raise ConfigError(f"backbone_alpha must be in (0, 2], got {alpha!r}")
+        require_in_range("backbone_alpha", self.backbone_alpha, "(0, 2]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,29 +161,21 @@ class FitOptions:
     def __post_init__(self) -> None:
         if self.schedule is not None and self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        warmup = self.warmup_epochs
-        if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or warmup < 0):
-            raise ConfigError(f"warmup_epochs must be a number >= 0, got {warmup!r}")
-        ema = self.ema_momentum
-        if ema is not None and (isinstance(ema, bool) or not isinstance(ema, (int, float)) or not 0 <= ema < 1):
-            raise ConfigError(f"ema_momentum must be in [0, 1) (0: no moving average), got {ema!r}")
+        require_in_range("warmup_epochs", self.warmup_epochs, "[0, inf)", optional=True)
+        require_in_range("ema_momentum", self.ema_momentum, "[0, 1)", "0: no moving average", optional=True)
         if (self.epochs is None) == (self.steps is None):
             raise ConfigError(f"give exactly one of epochs and steps "
                               f"(got epochs={self.epochs!r}, steps={self.steps!r})")
         for name in ("epochs", "steps", "checkpoint_every", "fine_tune_layers"):
             _check_positive(name, getattr(self, name), optional=name != "checkpoint_every")
-        rate = self.learning_rate
-        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 10):
-            raise ConfigError(f"learning_rate must be in (0, 10), got {self.learning_rate!r}")
+        for name in ("learning_rate", "fine_tune_learning_rate"):
+            require_in_range(name, getattr(self, name), "(0, 10)", optional=True)
         if self.freeze_epochs is not None:
             if isinstance(self.freeze_epochs, bool) or not isinstance(self.freeze_epochs, int) or self.freeze_epochs < 0:
                 raise ConfigError(f"freeze_epochs must be an integer >= 0, got {self.freeze_epochs!r}")
             if self.epochs is None or self.freeze_epochs > self.epochs:
                 raise ConfigError(f"freeze_epochs ({self.freeze_epochs}) needs --epochs of at least as many "
                                   f"(got epochs={self.epochs!r}, steps={self.steps!r})")
-        rate = self.fine_tune_learning_rate
-        if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < 10):
-            raise ConfigError(f"fine_tune_learning_rate must be in (0, 10), got {rate!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,9 +195,7 @@ class ExportOptions:
         if order is not None and (not isinstance(order, str) or not order.strip() or "://" in order):
             raise ConfigError(f"record_order must be a local file (lines are appended as training reads), "
                               f"got {order!r}")
-        iou = self.nms_iou
-        if isinstance(iou, bool) or not isinstance(iou, (int, float)) or not 0 <= iou < 1:
-            raise ConfigError(f"nms_iou must be in [0, 1) (0: no suppression), got {iou!r}")
+        require_in_range("nms_iou", self.nms_iou, "[0, 1)", "0: no suppression")
 
 
 # The flat option names (flags, best_hyperparameters.json, the options a model records) → (group, field).
