@@ -152,6 +152,7 @@ def test_photos_and_boxes_to_a_detector_as_the_readme_says(tmp_path: Path) -> No
     new = write_shapes(tmp_path / "shapes")
     runs = run_quickstart("### Photos and boxes → a detector", "runs/shapes", tmp_path)
     metrics = json.loads(next(runs.rglob("evaluate/evaluation/metrics.json")).read_text())
+    # measured under the cosine default (d66d022): AP50 0.596 and 27 of 47 true boxes found; floors within 20 %
     assert metrics["overall"]["ap50"] >= 0.5 and metrics["intervals"]
     predicted = read_box_csv(str(runs / "boxes/boxes.csv"))
     assert not predicted.rejects and {image.path for image in predicted.images} == set(new)  # every photo, a row
