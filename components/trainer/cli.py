@@ -1,7 +1,7 @@
 """`shardflow train`: translates command-line flags into a TrainerConfig's groups. Nothing else.
 
     shardflow train --examples runs/digits/transform --output runs/digits/model --epochs 5 \
-        [--model lenet|unet|my_module.py:build_model] [--batch-size 64] [--augment flip,rotate]
+        [--model lenet|unet|my_module.py:build_model] [--batch-size N] [--augment flip,rotate]
 
 With TF_CONFIG in the environment (a Kubeflow TFJob sets it) every worker runs this same command
 and they train together (MultiWorkerMirroredStrategy); the chief (worker 0) writes the outputs.
@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     steps = parser.add_mutually_exclusive_group(required=True)
     steps.add_argument("--epochs", type=int, help="epochs of ceil(train examples / global batch) steps")
     steps.add_argument("--steps", type=int, help="exact number of optimizer steps")
-    add("--batch-size", type=int, default=64, help="examples per replica and step (default 64)")
+    add("--batch-size", type=int, default=None,
+        help="examples per replica and step (default: the task's, 4 for a detector, 64 otherwise)")
     add("--shuffle-buffer-mb", type=float, default=DEFAULT_SHUFFLE_MB,
         help=f"MB of serialized records shuffled before decoding (default {DEFAULT_SHUFFLE_MB:g}; 0 = no shuffle)")
     add("--augment", type=_ops, default=(), metavar="OPS", help=f"train-time ops: {','.join(AUGMENT_OPS)}")

@@ -6,7 +6,7 @@ records keep their flat names (`FLAT_NAMES`: `--model` is `model.name`, the rest
 
     config = TrainerConfig(input=InputOptions(examples="runs/digits/transform"), fit=FitOptions(epochs=5),
                            export=ExportOptions(output="runs/digits/model"))
-    config.input.batch_size   # 64 examples per replica; the global batch is 64 × replicas
+    config.input.batch_size   # None: the task's (4 a detector, 64 others) per replica; × replicas globally
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class InputOptions:
     train_split: str = "train"
     eval_split: str | None = "eval"
     train_folds: FoldSelection | None = None
-    batch_size: int = 64
+    batch_size: int | None = None  # None: the task's (optimizers.task_batch_size)
     shuffle_buffer_mb: float = DEFAULT_SHUFFLE_MB
     augment: tuple[str, ...] = ()
     augment_on_device: bool = False
@@ -77,7 +77,7 @@ class InputOptions:
     def __post_init__(self) -> None:
         require_locations(self, "examples")
         for name in ("batch_size", "input_probe_batches", "num_classes"):
-            _check_positive(name, getattr(self, name), optional=name == "num_classes")
+            _check_positive(name, getattr(self, name), optional=name != "input_probe_batches")
         if self.num_classes is not None and self.num_classes < 2:
             raise ConfigError(f"num_classes must be >= 2, got {self.num_classes!r}")
         require_in_range("shuffle_buffer_mb", self.shuffle_buffer_mb, f"[0, {MAX_SHUFFLE_MB}]", "MB")
