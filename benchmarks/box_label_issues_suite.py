@@ -1,7 +1,7 @@
 """`make bench`'s box label-issue suite (`box_label_issues`): find-label-issues on boxes against cleanlab's
 object_detection, on planted faults in the demo shapes.
 
-    python -m benchmarks.run_all --only box_label_issues --bli-images 1000 --bli-faults 10 --bli-epochs 24
+    python -m benchmarks.run_all --only box_label_issues --bli-images 1000 --bli-faults 10 --bli-epochs 10
 
 What it runs and why: box_label_issues_bench.py. Target (issue 65): recall >= 0.8 at precision >= 0.5 on the
 issues the command lists.
