@@ -50,13 +50,17 @@ def require_in_range(name: str, value: Any, interval: str, note: str = "", optio
     ...
     shardflow.core.errors.ConfigError: ema_momentum must be in [0, 1) (0: no moving average), got 1.0
     >>> require_in_range("learning_rate", None, "(0, 10)", optional=True)
+    >>> require_in_range("nms_iou", "0.5", "[0, 1)")
+    Traceback (most recent call last):
+    ...
+    shardflow.core.errors.ConfigError: nms_iou must be in [0, 1), got '0.5'
     """
     if value is None and optional:
         return
     low, high = (float(bound) for bound in interval[1:-1].split(","))
-    inside = (low < value if interval[0] == "(" else low <= value) and (value < high if interval[-1] == ")"
-                                                                        else value <= high)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not inside:
+    number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    if not number or not ((low < value if interval[0] == "(" else low <= value)
+                          and (value < high if interval[-1] == ")" else value <= high)):
         raise ConfigError(f"{name} must be in {interval}{f' ({note})' if note else ''}, got {value!r}")
 
 
