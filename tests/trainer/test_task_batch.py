@@ -1,0 +1,63 @@
+"""The batch a run trains in when --batch-size is not given: the task's (trainer/optimizers.py's `task_batch_size`,
+resolved by the executor before anything is built): a detector's 4, a classifier's 64.
+
+Each run is 2 optimizer steps without evaluation; what is checked is what the run recorded: training.json's input
+report (the global batch it streamed), the options shardflow_model.json records, and the steps of an epoch it echoed.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers_images import random_pixels, write_csv, write_png
+from shardflow.core.manifest import read_manifest
+from shardflow.core.model_info import read_model_info
+from shardflow.core.storage import read_json
+from shardflow.example_gen import ExampleGenConfig, IndexSpec
+from shardflow.example_gen import run as example_gen
+from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
+from shardflow.trainer.optimizers import DEFAULT_BATCH, TASK_BATCH
+
+pytestmark = pytest.mark.unit  # in process: 2 steps of a small model on tiny images
+
+
+def _train_unbatched(examples: Path, out: Path) -> tuple[dict, dict, int]:
+    """A run without a batch size: training.json, the recorded options, and the steps per epoch it announced."""
+    lines: list[str] = []
+    run(TrainerConfig(input=InputOptions(examples=str(examples), eval_split=None, input_probe_batches=1),
+                      fit=FitOptions(steps=2), export=ExportOptions(output=str(out))), echo=lines.append)
+    announced = next(re.search(r"(\d+) steps/epoch of (\d+)", line) for line in lines if "steps/epoch" in line)
+    assert announced is not None, lines
+    summary = read_json(str(out / "training.json"))
+    assert int(announced.group(2)) == summary["input_report"]["global_batch"]
+    return summary, read_model_info(out / "model").extra["options"], int(announced.group(1))
+
+
+def test_a_detector_without_a_batch_size_trains_in_batches_of_4(box_examples: Path, tmp_path: Path) -> None:
+    summary, options, steps_per_epoch = _train_unbatched(box_examples, tmp_path / "detector")
+    assert TASK_BATCH["detection"] == 4
+    assert summary["input_report"]["global_batch"] == 4 and options["batch_size"] == 4
+    assert steps_per_epoch == math.ceil(read_manifest(box_examples).splits["train"].num_examples / 4)  # 60 for the 240 train images
+    assert summary["optimizer_steps"] == 2
+
+
+@pytest.fixture(scope="module")
+def label_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """16 random 12x10 PNGs of 2 classes through ExampleGen."""
+    root, rng = tmp_path_factory.mktemp("classes"), np.random.default_rng(0)
+    rows = [[write_png(root / f"{i}.png", random_pixels(rng, (12, 10, 1))).name, str(i % 2)] for i in range(16)]
+    write_csv(root / "train.csv", ["x", "y"], rows)
+    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"),), data_root=str(root),
+                                 output=str(root / "examples")), echo=lambda _: None)
+    return root / "examples"
+
+
+def test_a_classifier_without_a_batch_size_keeps_its_default(label_examples: Path, tmp_path: Path) -> None:
+    summary, options, steps_per_epoch = _train_unbatched(label_examples, tmp_path / "classifier")
+    assert DEFAULT_BATCH == 64
+    assert summary["input_report"]["global_batch"] == 64 and options["batch_size"] == 64
+    assert steps_per_epoch == 1  # 16 examples, a batch of 64 from the repeated stream
