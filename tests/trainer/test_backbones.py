@@ -100,11 +100,18 @@ def test_a_weights_file_of_another_backbone_is_one_clear_error(photos: Path, tmp
         build_model(resolve_task(config.input), config)
 
 
+@pytest.fixture(scope="module")
+def head_model(photos: Path, weights_file: tuple, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One epoch of the head phase alone (backbone frozen), exported: the model two tests below read."""
+    out = tmp_path_factory.mktemp("head")
+    train(_config(photos, out, weights_file[0], epochs=1, freeze_epochs=1), echo=lambda _: None)
+    return out
+
+
 def test_head_phase_keeps_the_backbone_and_fine_tuning_moves_only_its_top(photos: Path, weights_file: tuple,
-                                                                          tmp_path: Path) -> None:
+                                                                          head_model: Path, tmp_path: Path) -> None:
     path, saved = weights_file
-    train(_config(photos, tmp_path / "head", path, epochs=1, freeze_epochs=1), echo=lambda _: None)
-    head_only = _trained_backbone(photos, path, tmp_path / "head")
+    head_only = _trained_backbone(photos, path, head_model)
     assert all(np.array_equal(a, b) for a, b in zip(head_only, saved))  # frozen: not one value moved
     top = 10
     summary = train(_config(photos, tmp_path / "tuned", path, epochs=2, freeze_epochs=1, fine_tune_layers=top),
@@ -125,19 +132,18 @@ def test_head_phase_keeps_the_backbone_and_fine_tuning_moves_only_its_top(photos
 
 
 def test_the_served_model_applies_the_backbones_preprocessing_to_pixels_as_before(photos: Path, weights_file: tuple,
-                                                                                   tmp_path: Path) -> None:
-    path, _ = weights_file
-    train(_config(photos, tmp_path / "m", path, epochs=1), echo=lambda _: None)
-    served = tf.saved_model.load(str(tmp_path / "m" / "model"))
+                                                                                   head_model: Path) -> None:
+    path, _ = weights_file  # the head phase's model: its trained head reads the backbone's features as any would
+    served = tf.saved_model.load(str(head_model / "model"))
     photo = (photos / "img" / "0.jpg").read_bytes()
     big = tf.io.encode_jpeg(tf.image.resize(tf.io.decode_jpeg(photo), (150, 170), antialias=True)
                             .numpy().round().astype(np.uint8)).numpy()  # another size: resized in the graph
     out = served.signatures["serving_image"](images=tf.constant([photo, big]))
     # Two string labels: two served classes (the network's third unit, the OOV id, is not served).
     assert out["probabilities"].shape == (2, 2) and np.allclose(out["probabilities"].numpy().sum(1), 1, atol=1e-5)
-    config = _config(photos, tmp_path / "m", path, epochs=1)
+    config = _config(photos, head_model, path, epochs=1)
     model = build_model(resolve_task(config.input), config)
-    warm_start(model, tmp_path / "m" / "model")
+    warm_start(model, head_model / "model")
     pixels = tf.cast(tf.io.decode_jpeg(photo, dct_method="INTEGER_ACCURATE"), tf.float32)[tf.newaxis] / 255.0
     direct = model({"image": pixels}, training=False).numpy()  # [0, 1] in, as every shardflow model takes
     trained = direct[0, :2] / direct[0, :2].sum()  # the served renormalisation of the trained classes
