@@ -29,8 +29,8 @@ SIDE, GRID, CLASSES, SLOTS = 64, 16, 3, 4  # stride 4; SLOTS > 3 so every exampl
 COLOURS = np.array([(0.9, 0.15, 0.1), (0.1, 0.85, 0.2), (0.15, 0.25, 0.95)], np.float32)
 DISC_CLASSES = (1,)
 # Optimizer steps of batch 8 (~1.6 epochs of 600 images). Measured (AP50 on the 100 held-out images, the fit's CPU-s):
-# 120 of batch 8 0.957 in 28 s (twice); 120 of 16 0.912 in 36 s; 80 of 16 0.879 in 30 s; 100 of 32 0.905 in 47 s; the former
-# 200 of 32 0.946 (the whole test 83 CPU-s, now 33).
+# 120 of batch 8 0.957 in 28 s (twice); 120 of 16 0.912 in 36 s; 80 of 16 0.879 in 30 s; 100 of 32 0.905 in 47 s;
+# the former 200 of 32 0.946 (the whole test 83 CPU-s, now 33).
 STEPS, BATCH = 120, 8
 
 
