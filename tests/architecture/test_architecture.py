@@ -20,12 +20,7 @@ importing it needs tfx). Each rule is a function returning its offenders as "imp
 
 `test_a_planted_bad_arrow_is_caught` plants one offending edge per rule in a copy of the real graph.
 
-One more rule reads calls, not imports: `stream_offenders` finds every call of `TFRecordDataset` (by
-name or attribute) and of a `.shuffle(` method, found with ast in every module of the package and the
-adapter (benchmarks, which time other readers against ours, are not the package). Only the stream
-module, core/input_stream.py, makes them, so a second stream builder cannot be written unnoticed;
-STREAM_EXEMPT names the one module that may, and why. `test_a_planted_second_stream_builder_is_caught`
-plants one.
+The rule that reads calls, not imports (only the stream module reads or shuffles records), is test_stream_owner.py's.
 """
 from __future__ import annotations
 
@@ -240,57 +235,6 @@ def test_a_planted_testkit_import_is_caught() -> None:
     planted = "from benchmarks.serving_race import race\n\ndef f():\n    import helpers_s3\n"
     sources = {**kit_sources(), "testkit.planted": planted}
     assert kit_leaf_offenders(sources) == ["testkit.planted → benchmarks", "testkit.planted → helpers_s3"]
-
-
-STREAM_MODULE = "shardflow.core.stream_read"
-STREAM_EXEMPT = {  # module: why it reads records itself
-    "shardflow.infra_validator.probe": "runs alone, as TF Serving would, in an interpreter that may import no "
-                                       "shardflow; it replays the warm-up file of request values, not an output",
-}
-STREAM_CALLS = {"TFRecordDataset", "shuffle"}
-
-
-def stream_calls(source: str) -> list[str]:
-    """'line: name' of each call of TFRecordDataset or of a .shuffle( method in `source`."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            function = node.func
-            name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
-            if name in STREAM_CALLS and (name != "shuffle" or isinstance(function, ast.Attribute)):
-                found.append(f"{node.lineno}: {name}")
-    return found
-
-
-def stream_offenders(sources: dict[str, str]) -> list[str]:
-    return sorted(f"{module}:{call}" for module, source in sources.items()
-                  if module != STREAM_MODULE and module not in STREAM_EXEMPT for call in stream_calls(source))
-
-
-@lru_cache(maxsize=None)
-def _sources() -> tuple[tuple[str, str], ...]:
-    with mock.patch.dict(graph_tools.PACKAGE_DIRS, {ADAPTER: REPO / "tfx_adapter"}):
-        return tuple((module, path.read_text()) for module, path in graph_tools.package_modules().items())
-
-
-def test_only_the_stream_module_reads_or_shuffles_records() -> None:
-    sources = dict(_sources())
-    assert stream_offenders(sources) == [], "records read or shuffled outside core/input_stream.py"
-    assert any(call.endswith("TFRecordDataset") for call in stream_calls(sources[STREAM_MODULE]))
-    assert any(call.endswith("shuffle") for call in stream_calls(sources[STREAM_MODULE]))
-    assert set(STREAM_EXEMPT) <= set(sources) and all(stream_calls(sources[m]) for m in STREAM_EXEMPT)
-
-
-def test_a_planted_second_stream_builder_is_caught() -> None:
-    sources = dict(_sources())
-    sources["shardflow.trainer.input_pipeline"] += (
-        "\ndef second(files):\n    records = tf.data.TFRecordDataset(files)\n    return records.shuffle(64)\n")
-    sources["shardflow.evaluator.scorer"] += "\nfrom tensorflow.data import TFRecordDataset\nTFRecordDataset([])\n"
-    offenders = stream_offenders(sources)
-    assert len(offenders) == 3 and all(o.startswith(("shardflow.trainer.input_pipeline:",
-                                                     "shardflow.evaluator.scorer:"))
-                                       for o in offenders), offenders
-    assert stream_calls("random.shuffle(rows)\nshuffle(rows)\n") == ["1: shuffle"]  # a method call, not a name
 
 
 def test_planted_source_lines_become_the_arrows_the_rules_check() -> None:
