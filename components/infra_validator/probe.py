@@ -15,10 +15,8 @@ where to write the results. The result (JSON at `request["result"]`) holds `ok`,
 `latency` rows, the warm-up replay counts and `modules` (the top-level Python packages loaded).
 
 Memory is counted in bytes before any batch is timed: an example's activations are measured as
-`shardflow.core.batch_memory` measures them (the peak RSS of a call on 1 canary and on 4, Linux's
-VmHWM reset between calls; that module cannot be imported here, so its few lines are repeated),
-and a batch size whose activations would exceed `memory_bytes` fails the probe in one line instead
-of being run. The canaries' own probabilities are computed in batches that fit.
+`shardflow.core.batch_memory` measures them (probe_memory.py, loaded by path), and a batch size whose
+activations would exceed `memory_bytes` fails the probe in one line instead of being run. The canaries' own probabilities are computed in batches that fit.
 Each signature's outputs named in `request["saved_outputs"]` (`probabilities` when not given; a detector's four
 `detection_*` outputs) for every input, in input order, go to `<outputs>/<signature>.npz`, and the names, dtypes
 and shapes of everything its first call returned to the result's `checked[signature]["returned"]`.
@@ -26,6 +24,7 @@ Exit status 0 when ok, 1 otherwise; judging the numbers is the caller's business
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -39,8 +38,19 @@ FORBIDDEN = ("shardflow", "tensorflow_io", "tf_keras", "keras")  # never in a se
 KERAS = ("keras", "tf_keras")
 OUTPUT = "probabilities"
 MIN_TIMED_CALLS = 3  # per batch size, whatever the time budget
-PROBE_EXAMPLES = 4  # as core.batch_memory.PROBE_EXAMPLES
-MB = 1 << 20
+
+
+def _beside(name: str) -> Any:
+    """The module `name`.py of this folder, loaded by path: `python -I` leaves the folder off sys.path, and a
+    serving process imports no shardflow (nor is the module entered in sys.modules: not a package it loaded)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                     f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+memory = _beside("probe_memory")
 
 
 class ProbeError(Exception):
@@ -66,46 +76,6 @@ def _stage(what: str, call: Any) -> Any:
         raise
     except Exception as err:  # noqa: BLE001 - the model's code can raise anything; report it in one line
         raise ProbeError(f"{what}: {_one_line(err)}") from err
-
-
-def _status_bytes(field: str) -> int:
-    with open("/proc/self/status") as status:
-        line = next(line for line in status if line.startswith(f"{field}:"))
-    return int(line.split()[1]) * 1024
-
-
-def _peak_growth(call: Any) -> int:
-    """How far `call()` raises the peak RSS above the RSS it starts from (freed heap handed back first)."""
-    import ctypes
-
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    with open("/proc/self/clear_refs", "w") as clear_refs:
-        clear_refs.write("5")
-    before = _status_bytes("VmRSS")
-    call()
-    return max(0, _status_bytes("VmHWM") - before)
-
-
-def _example_bytes(tf: Any, function: Any, name: str, values: list[bytes]) -> int | None:
-    """Activation bytes one more example adds to a call (core.batch_memory's measurement); None off Linux."""
-    many = min(len(values), PROBE_EXAMPLES)
-    if many < 2 or not os.path.exists("/proc/self/clear_refs"):
-        return None
-    try:
-        _call(tf, function, name, values[:1])
-        one = _peak_growth(lambda: _call(tf, function, name, values[:1]))
-        return max(0, _peak_growth(lambda: _call(tf, function, name, values[:many])) - one) // (many - 1)
-    except OSError:
-        return None
-
-
-def _check_memory(signature: str, sizes: list[int], example: int | None, budget: int | None) -> None:
-    """ProbeError (one line) when the largest batch's activations would exceed the budget."""
-    if example is None or budget is None or max(sizes) * example <= budget:
-        return
-    raise ProbeError(f"batch size {max(sizes)} of {signature!r} needs about {max(sizes) * example / MB:,.0f} MB for "
-                     f"the model's activations ({example / MB:,.1f} MB an example, measured), over the "
-                     f"{budget / MB:,.0f} MB budget: time smaller --batch-sizes or raise --memory-mb")
 
 
 def _records(tf: Any, path: str) -> list[bytes]:
@@ -175,9 +145,11 @@ def _signature(tf: Any, np: Any, model: Any, signature: str, spec: dict[str, Any
     started = time.perf_counter()
     first = _stage(f"calling {signature!r}", lambda: _call(tf, function, name, values[:1]))
     first_ms = (time.perf_counter() - started) * 1000.0
-    example = _stage(f"measuring {signature!r}", lambda: _example_bytes(tf, function, name, values))
-    budget = request.get("memory_bytes")
-    _check_memory(signature, request["batch_sizes"], example, budget)
+    example = _stage(f"measuring {signature!r}",
+                     lambda: memory.example_bytes(lambda batch: _call(tf, function, name, batch), values))
+    too_large = memory.batch_problem(signature, request["batch_sizes"], example, request.get("memory_bytes"))
+    if too_large:
+        raise ProbeError(too_large)
     batch = max(request["batch_sizes"])
     saved = request.get("saved_outputs") or [OUTPUT]
     answers = _stage(f"calling {signature!r}", lambda: _predict_all(tf, np, function, name, values, batch, saved))
