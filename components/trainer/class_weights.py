@@ -14,7 +14,7 @@ of the train stream, so the same mechanism serves labels and masks.
 from __future__ import annotations
 
 from ..core.errors import ConfigError
-from .config import parse_class_weight
+from .class_weight_option import parse_class_weight
 from .task import TrainingTask
 
 

@@ -19,6 +19,7 @@ from ..core.errors import ConfigError
 from ..core.config_values import require_in_range, require_locations
 from ..core.folds import FoldSelection
 from ..core.input_checks import check_examples
+from .class_weight_option import parse_class_weight
 
 BUILTIN_MODELS = ("auto", "lenet", "unet")
 # Pretrained backbones (backbones.py): classifiers, a U-Net on MobileNetV2, any tf_keras.applications model.
@@ -270,30 +271,6 @@ def is_backbone(model: str) -> bool:
     (True, True, False)
     """
     return model in BACKBONE_CLASSIFIERS or model in BACKBONE_SEGMENTERS or model.startswith(GENERIC_BACKBONE)
-
-
-def parse_class_weight(text: str) -> str | dict[str, float]:
-    """`--class-weight`: "balanced", or CLASS=WEIGHT pairs (class ids or names, weights > 0).
-
-    >>> parse_class_weight("balanced"), parse_class_weight("0=1, 1=4.5")
-    ('balanced', {'0': 1.0, '1': 4.5})
-    """
-    if text.strip() == "balanced":
-        return "balanced"
-    weights: dict[str, float] = {}
-    for pair in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = pair.partition("=")
-        try:
-            weight = float(value)
-        except ValueError:
-            weight = -1.0
-        if not sep or not name.strip() or not weight > 0 or name.strip() in weights:
-            raise ConfigError(f"class_weight {text!r}: expected 'balanced' or CLASS=WEIGHT pairs with weights > 0, "
-                              f"each class once (at {pair!r})")
-        weights[name.strip()] = weight
-    if not weights:
-        raise ConfigError(f"class_weight {text!r}: expected 'balanced' or CLASS=WEIGHT pairs")
-    return weights
 
 
 def _check_positive(name: str, value: object, optional: bool = False) -> None:
