@@ -1,24 +1,21 @@
 """Every `shardflow run` in MLflow, every pushed model in its registry: a real `mlflow server` on loopback.
 
 Three runs of the digits into one output (2 epochs; 3 epochs, pushed as version 2; a threshold no model meets):
-three parent runs with a nested run per step that ran, the registry following CURRENT.json. A server
-SIGKILLed mid-run: the run succeeds and says what was not sent; the command it prints, run after the server
-is back, makes the server's record equal to a send into a plain file: store, and a second replay changes
-nothing. A compiled step given MLFLOW_RUN_ID (KFP's MLflow integration) logs into that run.
+three parent runs with a nested run per step that ran, the registry following CURRENT.json. A compiled step
+given MLFLOW_RUN_ID (KFP's MLflow integration) logs into that run. A server killed mid-run: test_tracking_replay.py.
 """
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
+from helpers_tracked_runs import NESTED_STATES, SHARDFLOW, mlflow_client, run_argv, run_steps
 from mlflow_server import MlflowServer
 from shardflow.pipelines.local_dag import Artifact
 from shardflow.pipelines.local_executor_io import executor_input
@@ -27,28 +24,10 @@ from shardflow.tracking.records import KEY_TAG
 from shardflow.tracking.registry import VERSION_TAG
 
 pytestmark = pytest.mark.cluster
-SHARDFLOW = str(Path(sys.executable).with_name("shardflow"))
-NESTED_STATES = ("ok", "cached", "FAILED")
-
-
-def _client(uri: str) -> Any:
-    from mlflow.tracking import MlflowClient
-
-    if uri.startswith("file:"):
-        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3 keeps the file store in maintenance mode
-
-    return MlflowClient(uri)
-
-
-def _argv(demo: Path, out: Path, uri: str, epochs: int, threshold: str) -> list[str]:
-    digits = demo / "digits"
-    return [SHARDFLOW, "run", "--index", f"train={digits / 'train.csv'}", "--index", f"eval={digits / 'eval.csv'}",
-            "--data-root", str(digits), "--output", str(out), "--train-args", f"--epochs {epochs}",
-            "--threshold", threshold, "--tracking-uri", uri]
 
 
 def _run(demo: Path, out: Path, uri: str, epochs: int, threshold: str = "accuracy>=0.5") -> str:
-    done = subprocess.run(_argv(demo, out, uri, epochs, threshold), capture_output=True, text=True, timeout=900)
+    done = subprocess.run(run_argv(demo, out, uri, epochs, threshold), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 
@@ -60,7 +39,7 @@ def tracked(demo_data: Path, mlflow_server: MlflowServer, tmp_path_factory: pyte
     said = [_run(demo_data, out, mlflow_server.endpoint, 2), _run(demo_data, out, mlflow_server.endpoint, 3),
             _run(demo_data, out, mlflow_server.endpoint, 1, threshold="accuracy>=0.999")]
     jobs = sorted(p.name for p in (out / "pipeline_root").iterdir())
-    client = _client(mlflow_server.endpoint)
+    client = mlflow_client(mlflow_server.endpoint)
     experiment = client.get_experiment_by_name("digits").experiment_id
     dirty = dirty if dirty == _dirty() else None  # the tree changed state meanwhile: no one expected value
     return {"out": out, "said": said, "jobs": jobs, "client": client, "commits": _commits(before, _head()),
@@ -92,16 +71,12 @@ def _commits(before: str, after: str) -> set[str]:
     return {before, *made}
 
 
-def _steps(out: Path, job: str) -> dict[str, dict]:
-    return json.loads((out / "pipeline_root" / job / "logs" / "steps.json").read_text())
-
-
 def test_each_run_is_a_parent_run_with_a_nested_run_per_step_that_ran(tracked: dict) -> None:
     runs, jobs = tracked["runs"], tracked["jobs"]
     parents = {r.data.tags[KEY_TAG]: r for r in runs if "mlflow.parentRunId" not in r.data.tags}
     assert sorted(parents) == jobs and len(jobs) == 3
     for job in jobs:
-        steps = _steps(tracked["out"], job)
+        steps = run_steps(tracked["out"], job)
         nested = {r.data.tags["shardflow.step"]: r for r in runs
                   if r.data.tags.get("mlflow.parentRunId") == parents[job].info.run_id}
         assert set(nested) == {task for task, entry in steps.items() if entry["state"] in NESTED_STATES}
@@ -203,76 +178,6 @@ def test_the_runs_table_compares_pipeline_runs_through_the_rest_api(tracked: dic
         assert all(digest == fingerprint[:36] and source.endswith(f"/digits/{name}") for name, source, digest in inputs)
 
 
-def _record(uri: str, experiment: str) -> dict[str, Any]:
-    """What a server holds of an experiment's runs, by key: status, params, metric histories, our tags, files."""
-    client = _client(uri)
-    found = client.get_experiment_by_name(experiment)
-    record = {}
-    for run in client.search_runs([found.experiment_id], max_results=1000):
-        run_id = run.info.run_id
-        metrics = {name: [(m.step, m.value) for m in client.get_metric_history(run_id, name)] for name in run.data.metrics}
-        files = sorted(f.path for folder in client.list_artifacts(run_id)
-                       for f in client.list_artifacts(run_id, folder.path))
-        record[run.data.tags[KEY_TAG]] = {
-            "status": run.info.status, "params": run.data.params, "metrics": metrics, "files": files,
-            "tags": {k: v for k, v in run.data.tags.items() if k.startswith("shardflow.")},
-            "times": (run.info.start_time, run.info.end_time)}
-    return record
-
-
-def _all_runs(uri: str, experiment: str) -> int:
-    from mlflow.entities import ViewType
-
-    client = _client(uri)
-    found = client.get_experiment_by_name(experiment).experiment_id
-    return len(client.search_runs([found], run_view_type=ViewType.ALL, max_results=1000))
-
-
-def test_a_server_killed_mid_run_then_the_printed_command_sends_it_whole_once(
-        demo_data: Path, tmp_path: Path) -> None:
-    server, out = MlflowServer(tmp_path / "server"), tmp_path / "digits"
-    process = subprocess.Popen(_argv(demo_data, out, server.endpoint, 2, "accuracy>=0.5"), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-    lines = []
-    for line in process.stdout:  # type: ignore[union-attr]
-        lines.append(line)
-        if line.startswith("example-gen"):
-            server.kill()  # SIGKILL, mid-run
-            break
-    lines += process.stdout.readlines()  # type: ignore[union-attr]
-    assert process.wait(600) == 0, "".join(lines)[-3000:]
-    said = next(line for line in lines if line.startswith("tracking: not sent"))
-    command = shlex.split(said.split("send it with: ", 1)[1])
-    assert command[:2] == ["shardflow", "track"] and "--run" in command, said
-    server = server.restart()
-    try:
-        for _ in range(2):  # the replay, then a second one that changes nothing
-            done = subprocess.run([SHARDFLOW, *command[1:]], capture_output=True, text=True, timeout=300)
-            assert done.returncode == 0, done.stderr[-2000:]
-        reference = f"file:{tmp_path / 'reference'}"  # the same run sent once, uninterrupted, to a plain file store
-        subprocess.run([SHARDFLOW, "track", "--output", str(out), "--tracking-uri", reference], check=True,
-                       capture_output=True, timeout=300)
-        replayed = _record(server.endpoint, "digits")
-        (job,) = [p.name for p in (out / "pipeline_root").iterdir()]
-        assert replayed == _record(reference, "digits")
-        assert len(replayed) == 1 + len([e for e in _steps(out, job).values() if e["state"] in NESTED_STATES])
-        assert "1 there already" in done.stdout and _all_runs(server.endpoint, "digits") == len(replayed)
-        _cut_off_send(server.endpoint, command, replayed)
-    finally:
-        server.stop()
-
-
-def _cut_off_send(uri: str, command: list[str], whole: dict[str, Any]) -> None:
-    """A send cut off before its end (its parent lacks COMPLETE_TAG) is sent again whole: the same record."""
-    client = _client(uri)
-    parent = next(r for r in client.search_runs([client.get_experiment_by_name("digits").experiment_id])
-                  if "mlflow.parentRunId" not in r.data.tags)
-    client.delete_tag(parent.info.run_id, COMPLETE_TAG)
-    subprocess.run([SHARDFLOW, *command[1:]], check=True, capture_output=True, timeout=300)
-    assert _record(uri, "digits") == whole
-    assert _all_runs(uri, "digits") == 2 * len(whole)  # the cut-off send's runs deleted, not left beside
-
-
 def test_a_compiled_step_given_mlflow_run_id_logs_into_that_run(tracked: dict, mlflow_server: MlflowServer,
                                                                 tmp_path: Path) -> None:
     """The validate task exactly as its container runs it on a cluster (the compiled command, KFP's executor)."""
@@ -283,7 +188,7 @@ def test_a_compiled_step_given_mlflow_run_id_logs_into_that_run(tracked: dict, m
                         schema_title="system.Dataset")
     payload = executor_input(spec["components"]["comp-validate"], {"examples": examples, "flags": {}, "options": []},
                              str(tmp_path / "validate"))
-    client = _client(mlflow_server.endpoint)
+    client = mlflow_client(mlflow_server.endpoint)
     task_run = client.create_run(client.create_experiment("kfp-tasks"), run_name="validate").info.run_id
     args = [json.dumps(payload) if arg == "{{$}}" else arg for arg in container["args"]]
     env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_server.endpoint, "MLFLOW_RUN_ID": task_run,
@@ -302,7 +207,7 @@ def test_a_sqlite_store_takes_the_served_path_as_the_source(tracked: dict, tmp_p
     cwd.mkdir()
     subprocess.run([SHARDFLOW, "track", "--output", str(tracked["out"]), "--tracking-uri", uri], check=True,
                    capture_output=True, timeout=300, cwd=cwd)
-    sources = {mv.tags[VERSION_TAG]: mv.source for mv in _client(uri).search_model_versions("name = 'digits'")}
+    sources = {mv.tags[VERSION_TAG]: mv.source for mv in mlflow_client(uri).search_model_versions("name = 'digits'")}
     pointer = json.loads((tracked["out"] / "serving" / "CURRENT.json").read_text())
     assert sources == {n: pointer["served_versions"][n]["model"] for n in ("1", "2")}
     assert list(cwd.iterdir()) == []  # no mlflow.db, no mlruns/ where the command ran: artifacts beside the store
