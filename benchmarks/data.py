@@ -10,7 +10,6 @@ Both steps are idempotent: a completed set is recognised and reused, a partial o
 from __future__ import annotations
 
 import csv
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import Callable
 
 import numpy as np
 from PIL import Image
+
+from testkit import file_index
 
 NUM_FILES = 2_000
 SIZE = 28
@@ -58,19 +59,8 @@ def ensure_images(root: Path, count: int = NUM_FILES) -> Path:
 
 
 def ensure_index(root: Path, rows: int, name: Callable[[int], str] = image_name) -> Path:
-    """`root/index-<rows>.csv` with columns x,y: the files (`name(number)`) repeated in order until `rows` rows."""
-    path = root / f"index-{rows}.csv"
-    if path.is_file():
-        return path
-    labels = np.load(root / "labels.npy")
-    count = len(labels)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(("x", "y"))
-        writer.writerows((name(i % count), int(labels[i % count])) for i in range(rows))
-    os.replace(tmp, path)  # a killed run leaves no index that looks complete
-    return path
+    """`root/index-<rows>.csv` with columns x,y: the files (the digit images by default) repeated until `rows` rows."""
+    return file_index.ensure_index(root, rows, name)
 
 
 def read_index(path: Path) -> list[tuple[str, int]]:

@@ -13,7 +13,8 @@ least 40 grey levels apart in some channel: closer flat colours are, to any perc
 to these hashes, within the ±10 % brightness alteration of each other. Each original gets one copy
 per alteration: JPEG re-encode at quality 60-95, resize 0.5-1.5×, crop of up to 5 % per dimension,
 brightness ±3-10 %, all four together, and `sides` (issue 46's: up to 5 % cut from each side,
-0.5-1.5×, ±10 %, JPEG 60-95; `near_duplicate_images`).
+0.5-1.5×, ±10 %, JPEG 60-95). The originals and their copies are made by testkit/
+(`near_duplicate_images`, `image_alterations`), which the tests share.
 
 A pair is "near" as ExampleGen decides it (`core.perceptual_hash.near_kinds`): dct hashes within the
 distance, or both images near-uniform and their tones within it, or a centre hash (of the central
@@ -27,91 +28,20 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from PIL import Image, ImageEnhance
+from PIL import Image
 
 from shardflow.core.hamming_search import near_pairs, popcount
-from shardflow.core.perceptual_hash import image_hashes, near_kind, near_kinds
+from shardflow.core.perceptual_hash import image_hashes, near_kinds
 from shardflow.core.tone_hash import is_structured
+from testkit.image_alterations import ALTERATIONS, alter
+from testkit.near_duplicate_images import KINDS, SIDE, distinct_pairs, originals_of, photos
 
-from . import near_duplicate_images as issue46
-from .near_duplicate_images import SIDE, _overlap, drawings, near_uniform, photos  # noqa: F401  (re-exported)
-
-KINDS = ("photo", "drawing", "near_uniform", "photo_tile", "drawing_on_gradient")  # the last two: issue 46
-ALTERATIONS = ("jpeg", "resize", "crop", "brightness", "combined", "sides")
 DISTANCES = (6, 8, 10, 12, 14)
-
-
-def jpeg(image: Image.Image, quality: int) -> Image.Image:
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, "JPEG", quality=quality)
-    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
-
-
-def resize(image: Image.Image, scale: float) -> Image.Image:
-    return image.resize((max(8, round(image.width * scale)), max(8, round(image.height * scale))),
-                        Image.Resampling.BILINEAR)
-
-
-def crop(image: Image.Image, rng: np.random.Generator, fraction: float = 0.05) -> Image.Image:
-    """Up to `fraction` of each dimension cut, split at random between the two sides."""
-    cut_x, cut_y = round(image.width * fraction * rng.uniform()), round(image.height * fraction * rng.uniform())
-    left, top = int(rng.integers(cut_x + 1)), int(rng.integers(cut_y + 1))
-    return image.crop((left, top, image.width - (cut_x - left), image.height - (cut_y - top)))
-
-
-def brightness(image: Image.Image, factor: float) -> Image.Image:
-    return ImageEnhance.Brightness(image).enhance(factor)
-
-
-def _factor(rng: np.random.Generator) -> float:
-    return float(rng.uniform(0.9, 0.97) if rng.random() < 0.5 else rng.uniform(1.03, 1.1))
-
-
-def alter(image: Image.Image, alteration: str, rng: np.random.Generator) -> Image.Image:
-    if alteration == "jpeg":
-        return jpeg(image, int(rng.integers(60, 96)))
-    if alteration == "resize":
-        return resize(image, float(rng.uniform(0.5, 1.5)))
-    if alteration == "crop":
-        return crop(image, rng)
-    if alteration == "brightness":
-        return brightness(image, _factor(rng))
-    if alteration == "combined":
-        image = resize(crop(image, rng), float(rng.uniform(0.5, 1.5)))
-        return jpeg(brightness(image, _factor(rng)), int(rng.integers(60, 96)))
-    if alteration == "sides":
-        return issue46.sides(image, rng)
-    raise ValueError(f"unknown alteration {alteration!r}")
-
-
-def is_near(a: tuple[int, int, int], b: tuple[int, int, int], limit: int) -> bool:
-    """ExampleGen's rule (see the module docstring)."""
-    return near_kind(a, b, limit) is not None
-
-
-def originals_of(rng: np.random.Generator, count: int
-                 ) -> tuple[dict[str, list[Image.Image]], list[tuple[int, ...] | None]]:
-    """`count` originals of each kind, in KINDS order, and each one's box in its source photo (None: not a photo)."""
-    photo_images, photo_boxes = photos(rng, count)
-    images = {"photo": photo_images, "drawing": drawings(rng, count), "near_uniform": near_uniform(rng, count)}
-    images["photo_tile"], tile_boxes = issue46.photo_tiles(rng, count)
-    images["drawing_on_gradient"] = issue46.drawings_on_gradient(rng, count)
-    return images, [*photo_boxes, *[None] * (2 * count), *tile_boxes, *[None] * count]
 
 
 def _hashed(images: list[Image.Image]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dct, centre, tone) arrays."""
     return tuple(np.array(values, dtype=np.int64) for values in zip(*(image_hashes(image) for image in images)))
-
-
-def _distinct_pairs(boxes: list[tuple[int, ...] | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Every pair i < j of originals but crops or tiles of one photo overlapping by more than 30 % IoU."""
-    first, second = np.triu_indices(len(boxes), 1)
-    boxed = np.array([box is not None for box in boxes])
-    keep = np.ones(len(first), dtype=bool)
-    for n in np.nonzero(boxed[first] & boxed[second])[0]:
-        keep[n] = _overlap(boxes[first[n]], boxes[second[n]]) <= 0.3  # type: ignore[arg-type]
-    return first[keep], second[keep]
 
 
 def quality(originals: int, seed: int = 7) -> dict[str, Any]:
@@ -123,7 +53,7 @@ def quality(originals: int, seed: int = 7) -> dict[str, Any]:
               for kind, ims in images.items() for alteration in ALTERATIONS}
     every = tuple(np.concatenate([hashes[kind][n] for kind in KINDS]) for n in range(3))
     owner = np.repeat(np.arange(len(KINDS)), originals)
-    first, second = _distinct_pairs(boxes)
+    first, second = distinct_pairs(boxes)
     pairs = (first, second, tuple(v[first] for v in every), tuple(v[second] for v in every))
     by_distance = {}
     for limit in DISTANCES:

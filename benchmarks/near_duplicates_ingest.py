@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import near_duplicate_images as images
+from testkit import near_duplicate_images as images
 
 MIX = ("photo_tile", "drawing_on_gradient", "drawing_on_gradient", "photo_tile", "flat")  # 2 : 2 : 1
 

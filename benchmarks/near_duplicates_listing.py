@@ -22,8 +22,8 @@ import numpy as np
 from PIL import Image
 
 from shardflow.core.perceptual_hash import image_hashes, near_kinds
-
-from .near_duplicates import ALTERATIONS, _overlap, alter, originals_of
+from testkit.image_alterations import ALTERATIONS, alter
+from testkit.near_duplicate_images import box_overlap, originals_of
 
 SIDE = 128
 
@@ -33,7 +33,7 @@ def _fresh(rng: np.random.Generator, count: int, taken: list[tuple[int, ...] | N
     images, boxes = originals_of(rng, count)
     taken = [box for box in taken if box is not None]
     return {kind: [image for image, box in zip(ims, boxes[n * count:(n + 1) * count])
-                   if box is None or all(_overlap(box, other) <= 0.3 for other in taken)]
+                   if box is None or all(box_overlap(box, other) <= 0.3 for other in taken)]
             for n, (kind, ims) in enumerate(images.items())}
 
 

@@ -1,11 +1,11 @@
-"""A mixed photo set: what other photo collections hold that the default set (`photo_data`) does not.
+"""A mixed photo set: what other photo collections hold that the default set (`testkit.photo_data`) does not.
 
     root = ensure_mixed_photos(Path("bench_out/photos-mixed-20000"), 20_000)   # one file per row
     index = ensure_photo_index(root, rows=20_000)
 
 Issue 46: on 20,000 crops of real photos (some grayscale) ExampleGen took 1.09× the 2-process loop's
 time, against 0.94× on the default set. Each file here is a distinct 300–500 px crop of
-scikit-learn's sample photographs, as in `photo_data`, and in addition draws its traits at random:
+scikit-learn's sample photographs, as in `testkit.photo_data`, and in addition draws its traits at random:
   - aspect ratio: the long side 1–2× the short one (the default set: both sides 300–500 at random);
   - grayscale (`GRAY_SHARE`): saved as 1-channel JPEG;
   - chroma subsampling (colour files): 4:4:4 for `FULL_CHROMA_SHARE` (what many cameras and
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .photo_data import SIDES, _sources, crop_of, photo_name, photo_set_written
+from testkit.photo_data import SIDES, _sources, crop_of, photo_name, photo_set_written
 
 GRAY_SHARE = 0.25
 FULL_CHROMA_SHARE = 0.3

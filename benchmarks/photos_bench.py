@@ -58,7 +58,7 @@ def photo_examples(work: Path, rows: int, name: str) -> Path:
     from shardflow.example_gen import ExampleGenConfig, IndexSpec
     from shardflow.example_gen import run as example_gen
 
-    from .photo_data import ensure_photo_index, ensure_photos
+    from testkit.photo_data import ensure_photo_index, ensure_photos
 
     out = work / f"{name}-{rows}" / "examples"
     if not (out / "manifest.json").is_file():

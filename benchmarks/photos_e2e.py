@@ -2,7 +2,7 @@
 
     python -m benchmarks.photos_e2e --rows 5000 20000 --epochs 3      # figures → <work>/photos_e2e.json
 
-Data: N distinct JPEG crops of real photographs (`photo_data`, 300–500 px), label = number % 2,
+Data: N distinct JPEG crops of real photographs (`testkit.photo_data`, 300–500 px), label = number % 2,
 the first 80 % in train.csv, the rest in eval.csv. Contenders, one after the other:
 
 - (a) `shardflow run … --example-gen-args "--resize 224x224 --channels rgb --storage jpeg"
@@ -34,8 +34,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from testkit.photo_data import ensure_photos, photo_name
+
 from .monitor import Watch, child_env, run_monitored
-from .photo_data import ensure_photos, photo_name
 
 TARGETS = {"wall_ratio": 1.0, "rss_ratio": 1.3, "rss_growth": 1.15, "transform_disk_ratio": 1.5}
 # Issue 55: at 3 epochs no slower than the hand-written route on 1,000 photos, 0.8x from 3,000 and 0.7x from 10

@@ -137,10 +137,10 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--root", type=Path, required=True, help="photo data root (benchmarks.photo_data)")
+    parser.add_argument("--root", type=Path, required=True, help="photo data root (testkit.photo_data)")
     parser.add_argument("--storage", default="jpeg", choices=("jpeg", "raw", "png"))
     args = parser.parse_args(argv)
-    from .photo_data import ensure_photo_index, ensure_photos
+    from testkit.photo_data import ensure_photo_index, ensure_photos
 
     root = ensure_photos(args.root)
     result = stage_times(root, ensure_photo_index(root, SAMPLE), args.storage, SAMPLE)

@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from testkit.photo_data import NUM_PHOTOS, ensure_photo_index, ensure_photos
+
 from .example_gen_suite import contender_watch, measure
-from .photo_data import NUM_PHOTOS, ensure_photo_index, ensure_photos
 from .photo_mixed import ensure_mixed_photos
 from .photos_bench import STORAGES
 from .repeats import median_runs, rotations

@@ -3,7 +3,7 @@
     python -m benchmarks.run_all --only predict --predict-rows 5k 50k     # figures → <work>/predict.json
     python -m benchmarks.predict_bench --rows 5k 20k                      # the same, standalone
 
-Data: the photo set of the other benchmarks (`photo_data`: 2,000 distinct JPEG crops of real
+Data: the photo set of the other benchmarks (`testkit.photo_data`: 2,000 distinct JPEG crops of real
 photographs, 300–500 px), indexes of N rows repeating it. The model: `shardflow train --model lenet`
 for a few steps on ExampleGen's `--resize 224x224 --channels rgb --storage jpeg` examples of 400 of
 the photos (its weights do not matter to the speed; its exported signatures are the real ones).
@@ -30,8 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from testkit.photo_data import ensure_photo_index, ensure_photos
+
 from .monitor import Watch, child_env, run_monitored
-from .photo_data import ensure_photo_index, ensure_photos
 from .suites import parse_size
 
 NAME = "predict"

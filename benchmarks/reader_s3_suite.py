@@ -3,7 +3,7 @@
     python -m benchmarks.run_all --only reader_s3                       # 3,000 photos, 8 shards, 3 rounds
     python -m benchmarks.run_all --only reader_s3 --s3-rows 1000 --s3-rounds 5
 
-ExampleGen writes `--s3-rows` of the benchmark photos (`photo_data`, 224×224 RGB JPEG, `--s3-shards` shards)
+ExampleGen writes `--s3-rows` of the benchmark photos (`testkit.photo_data`, 224×224 RGB JPEG, `--s3-shards` shards)
 to the local disk once; `storage.copy_tree` uploads them to a fresh bucket of a moto S3 server on loopback
 (`s3_loopback`). Each of two streams is built on both copies, in the exact order exact resume relies on
 (`build_stream(..., deterministic=True)`, image and label decoded, batches of 128):
@@ -27,7 +27,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .photo_data import ensure_photo_index, ensure_photos
+from testkit.photo_data import ensure_photo_index, ensure_photos
+
 from .photos_bench import eg_options
 from .suites import parse_size
 

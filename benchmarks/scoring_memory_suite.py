@@ -3,7 +3,7 @@
     python -m benchmarks.run_all --only scoring_memory                              # 100 and 1,000 at 256 px, 100 at 512
     python -m benchmarks.run_all --only scoring_memory --scoring-eval 100 300 --scoring-large 0   # a quick run
 
-Data (`mask_data`): square crops of scikit-learn's sample photos with 4-class PNG masks, ingested as
+Data (`testkit.mask_data`): square crops of scikit-learn's sample photos with 4-class PNG masks, ingested as
 users do (`--channels rgb --storage image=jpeg --storage mask=png`): `--scoring-train` train masks
 and, per eval size, an ExampleGen output with those train masks and N eval masks. A U-Net is
 trained once per image size (`shardflow train --epochs 1`, batch 64: the Trainer's defaults) on the
@@ -28,7 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .mask_data import NUM_CLASSES, ensure_masks
+from testkit.mask_data import NUM_CLASSES, ensure_masks
+
 from .monitor import Watch, child_env, run_monitored
 from .suites import parse_size
 

@@ -7,4 +7,8 @@ or benchmarks/, so a fresh clone imports it from the repository root as it impor
 
 - serving_oracle.py: Push's test models and what TF Serving would serve while pushes race (tests/serving/,
   benchmarks/serving_race.py, benchmarks/kserve_download.py).
+- photo_data.py, mask_data.py: JPEG crops of scikit-learn's sample photos, and 4-class masks of them, written once;
+  file_index.py: a CSV index repeating a set of files (tests/example_gen/, tests/trainer/, the photo benchmarks).
+- near_duplicate_images.py, image_alterations.py: near-duplicate originals of five kinds and their altered copies
+  (tests/example_gen/test_near_duplicate*.py, benchmarks/near_duplicates*.py).
 """

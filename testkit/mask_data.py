@@ -1,4 +1,4 @@
-"""Benchmark masks: square photo crops with 4-class PNG masks, written once, and a CSV index over them.
+"""Masks for tests and benchmarks: square photo crops with 4-class PNG masks, written once, and a CSV index over them.
 
     index = ensure_masks(Path("bench_out/masks-256"), count=1_000, size=256)   # columns image,mask
 

@@ -1,4 +1,4 @@
-"""The near-duplicate benchmark's originals, and the alteration of issue 46's copies.
+"""The near-duplicate originals of the tests and the benchmark, and the alteration of issue 46's copies.
 
 - `photos`: crops of scikit-learn's two sample photographs (96-300 px), with their boxes.
 - `drawings`: random rectangles, ellipses, lines and text on a random flat background.
@@ -17,6 +17,9 @@ Issue 46's kinds, whose copies the dct hash alone missed (one in eight beyond 10
 - `sides`: the alteration of issue 46's copies: up to 5 % cut from each side independently (up to 10 %
   of a dimension, which ExampleGen's --resize stretches back), a 0.5-1.5× rescale (a 160-px tile can
   end at 80 px), brightness ±10 % and JPEG quality 60-95.
+
+`originals_of` draws `count` of each of KINDS; `distinct_pairs` are their pairs but crops or tiles of one photo
+overlapping by more than 30 % IoU (`box_overlap`), which are not distinct. Their other alterations: image_alterations.py.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from PIL import Image, ImageDraw, ImageEnhance
 TILE, TILE_SIDE = 100, 160
 SIDE = 224  # the originals' side (photo crops: 96-300 px)
 Box = tuple[int, int, int, int, int]  # source photo number, left, top, right, bottom
+KINDS = ("photo", "drawing", "near_uniform", "photo_tile", "drawing_on_gradient")  # the last two: issue 46
 
 
 def _colour(rng: np.random.Generator) -> tuple[int, int, int]:
@@ -94,7 +98,7 @@ def near_uniform(rng: np.random.Generator, count: int, side: int = SIDE) -> list
     return images
 
 
-def _overlap(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+def box_overlap(a: tuple[int, ...], b: tuple[int, ...]) -> float:
     """IoU of two boxes (photo number, left, top, right, bottom); 0 for boxes in different photos."""
     if a[0] != b[0]:
         return 0.0
@@ -120,7 +124,7 @@ def photo_tiles(rng: np.random.Generator, count: int, avoid: Sequence[Box] = (),
             top = int(rng.integers(sources[number].height - TILE))
             box = (number, left, top, left + TILE, top + TILE)
             tile = sources[number].crop(box[1:]).resize((TILE_SIDE, TILE_SIDE), Image.Resampling.BICUBIC)
-            if not is_near_uniform(thumbnail(tile)) and all(_overlap(box, other) <= overlap for other in avoid):
+            if not is_near_uniform(thumbnail(tile)) and all(box_overlap(box, other) <= overlap for other in avoid):
                 break
         tiles.append(tile)
         boxes.append(box)
@@ -182,3 +186,23 @@ def sides_jpeg(image: Image.Image, rng: np.random.Generator) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, "JPEG", quality=int(rng.integers(60, 96)))
     return buffer.getvalue()
+
+
+def originals_of(rng: np.random.Generator, count: int
+                 ) -> tuple[dict[str, list[Image.Image]], list[tuple[int, ...] | None]]:
+    """`count` originals of each kind, in KINDS order, and each one's box in its source photo (None: not a photo)."""
+    photo_images, photo_boxes = photos(rng, count)
+    images = {"photo": photo_images, "drawing": drawings(rng, count), "near_uniform": near_uniform(rng, count)}
+    images["photo_tile"], tile_boxes = photo_tiles(rng, count)
+    images["drawing_on_gradient"] = drawings_on_gradient(rng, count)
+    return images, [*photo_boxes, *[None] * (2 * count), *tile_boxes, *[None] * count]
+
+
+def distinct_pairs(boxes: list[tuple[int, ...] | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair i < j of originals but crops or tiles of one photo overlapping by more than 30 % IoU."""
+    first, second = np.triu_indices(len(boxes), 1)
+    boxed = np.array([box is not None for box in boxes])
+    keep = np.ones(len(first), dtype=bool)
+    for n in np.nonzero(boxed[first] & boxed[second])[0]:
+        keep[n] = box_overlap(boxes[first[n]], boxes[second[n]]) <= 0.3  # type: ignore[arg-type]
+    return first[keep], second[keep]

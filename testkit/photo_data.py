@@ -1,4 +1,4 @@
-"""Benchmark photos: distinct JPEG crops of real photographs, written once, and CSV indexes over them.
+"""Photos for tests and benchmarks: distinct JPEG crops of real photographs, written once, and CSV indexes over them.
 
     root = ensure_photos(Path("bench_out/photos"))       # 2,000 JPEGs under root/img/
     index = ensure_photo_index(root, rows=20_000)         # root/index-20000.csv, columns x,y
@@ -8,7 +8,7 @@ are cropped at random sizes of 300–500 px per side, half of them turned to por
 re-encoded at quality 90, as cameras and web images are. Crops start at random offsets, so every
 file has distinct content (ExampleGen's leakage check hashes contents). A 500 px side is larger
 than the photos' 427 px height: such crops are cut from the photo scaled up by 500/427 first.
-Labels are `number % 10`. Both steps are idempotent, like `data.ensure_images`.
+Labels are `number % 10`. Both steps are idempotent, like benchmarks' `data.ensure_images`.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .data import ensure_index
+from .file_index import ensure_index
 
 NUM_PHOTOS = 2_000
 SIDES = (300, 500)

@@ -158,28 +158,28 @@ def write_quadrant_set(root: Path, count: int, seed: int, prefix: str = "", shuf
 
 
 def near_duplicate_originals(side: int = 96) -> dict[str, list[Image.Image]]:
-    """12 distinct images per kind (benchmarks/near_duplicates.py's generators, seeded): photo crops that
+    """12 distinct images per kind (testkit/near_duplicate_images.py's generators, seeded): photo crops that
     overlap no other crop, drawings, and near-uniform images (gradients and flat colours)."""
-    from benchmarks import near_duplicates as bench
+    from testkit import near_duplicate_images as kinds
 
     rng = np.random.default_rng(11)
-    photos, boxes = bench.photos(rng, 60)
-    distinct = [p for i, p in enumerate(photos) if all(bench._overlap(boxes[i], boxes[j]) < 0.1 for j in range(i))]
-    return {"photo": distinct[:12], "drawing": bench.drawings(rng, 12, side), "near_uniform": bench.near_uniform(rng, 12, side)}
+    photos, boxes = kinds.photos(rng, 60)
+    distinct = [p for i, p in enumerate(photos) if all(kinds.box_overlap(boxes[i], boxes[j]) < 0.1 for j in range(i))]
+    return {"photo": distinct[:12], "drawing": kinds.drawings(rng, 12, side), "near_uniform": kinds.near_uniform(rng, 12, side)}
 
 
 def write_near_duplicate_set(root: Path) -> list[tuple[str, str]]:
     """root/train.csv: 10 files (photos, drawings, near-uniform, PNG and JPEG); root/eval.csv: 4 altered
     copies of train files (JPEG q70, resized 0.8×, 8 % brighter, cropped ≤ 4 %) and 4 distinct files.
     Returns the planted (train path, eval path) pairs, paths relative to `root`."""
-    from benchmarks import near_duplicates as bench
+    from testkit import image_alterations as altered
 
     originals = near_duplicate_originals()
     rng = np.random.default_rng(3)
     train_images = originals["photo"][:4] + originals["drawing"][:4] + originals["near_uniform"][:2]
     train = [_save(image, root / "train" / f"t{i}.{'jpg' if i % 2 else 'png'}") for i, image in enumerate(train_images)]
-    copies = [(0, bench.jpeg(train_images[0], 70), "jpg"), (5, bench.resize(train_images[5], 0.8), "png"),
-              (9, bench.brightness(train_images[9], 1.08), "png"), (2, bench.crop(train_images[2], rng, 0.04), "jpg")]
+    copies = [(0, altered.jpeg(train_images[0], 70), "jpg"), (5, altered.resize(train_images[5], 0.8), "png"),
+              (9, altered.brightness(train_images[9], 1.08), "png"), (2, altered.crop(train_images[2], rng, 0.04), "jpg")]
     planted = [(train[source], _save(copy, root / "eval" / f"copy{source}.{ext}")) for source, copy, ext in copies]
     others = [originals["photo"][6], originals["drawing"][6], originals["near_uniform"][4], originals["near_uniform"][5]]
     eval_paths = [e for _, e in planted] + [_save(image, root / "eval" / f"e{i}.png") for i, image in enumerate(others)]

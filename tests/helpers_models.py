@@ -102,9 +102,9 @@ def small(features, num_classes, task):
 
 
 def small_photo_examples(folder: Path, rows: int, min_shards: int) -> Path:
-    """`rows` rows over 48 benchmark photos (benchmarks/photo_data.py) through ExampleGen as 224-px RGB JPEG,
+    """`rows` rows over 48 benchmark photos (testkit/photo_data.py) through ExampleGen as 224-px RGB JPEG,
     in folder/examples, with SMALL_PHOTO_MODEL beside it as folder/small_model.py (function `small`)."""
-    from benchmarks.photo_data import ensure_photo_index, ensure_photos
+    from testkit.photo_data import ensure_photo_index, ensure_photos
     from shardflow.example_gen import ExampleGenConfig, IndexSpec
     from shardflow.example_gen import run as example_gen
 

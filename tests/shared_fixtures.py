@@ -118,7 +118,7 @@ MASK_SIDE, MASK_TRAIN, MASK_EVAL = 128, 8, 96
 def _mask_unet(folder: Path) -> dict[str, Any]:
     import csv
 
-    from benchmarks.mask_data import NUM_CLASSES, ensure_masks
+    from testkit.mask_data import NUM_CLASSES, ensure_masks
     from helpers_models import export_model
     from shardflow.core.model_info import ModelInfo
     from shardflow.example_gen import ExampleGenConfig, IndexSpec, run

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.mask_data import NUM_CLASSES
+from testkit.mask_data import NUM_CLASSES
 from helpers_processes import run_with_peak_rss
 from shared_fixtures import MASK_EVAL, MASK_SIDE
 from shardflow.core.batch_memory import MB

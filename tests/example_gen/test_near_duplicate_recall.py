@@ -2,7 +2,7 @@
 distance, are found through the centre hash (of the central frame) where their tones corroborate it; recoloured
 copies and distinct images are not.
 
-Images come from benchmarks/near_duplicate_images.py (seeded), hashed as ExampleGen hashes them after
+Images come from testkit/near_duplicate_images.py (seeded), hashed as ExampleGen hashes them after
 issue 46's `--resize 128x128 --channels rgb`: decoded, RGB, bilinear to 128×128.
 """
 from __future__ import annotations
@@ -15,14 +15,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from benchmarks import near_duplicate_images as images
-from benchmarks import near_duplicates as bench
 from helpers_images import write_csv
 from shardflow.core.perceptual_hash import _centre_bits, distance, image_hashes, near_kind, near_kinds
 from shardflow.core.tone_hash import STRUCTURED, is_structured, tone_distance
 from shardflow.example_gen import ExampleGenConfig, IndexSpec, run
 from shardflow.example_gen.config import DEFAULT_NEAR_DUPLICATE_DISTANCE
 from shardflow.example_gen.near_duplicates import PAIRS_FILE
+from testkit import near_duplicate_images as images
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
 
@@ -86,10 +85,10 @@ def test_the_tones_decide_in_the_band(issue_pairs: list[tuple[Image.Image, bytes
 def test_the_centre_hash_pairs_no_distinct_images() -> None:
     """60 distinct originals of each of the benchmark's five kinds: the centre hash adds no pair (no distinct
     pair's centre hash comes within the distance: their tones are not even asked)."""
-    originals, boxes = bench.originals_of(np.random.default_rng(5), 60)
+    originals, boxes = images.originals_of(np.random.default_rng(5), 60)
     hashed = [_hashes(image) for kind_images in originals.values() for image in kind_images]
     every = [np.array([h[n] for h in hashed], dtype=np.int64) for n in range(3)]
-    first, second = bench._distinct_pairs(boxes)
+    first, second = images.distinct_pairs(boxes)
     pairs = tuple(v[first] for v in every), tuple(v[second] for v in every)
     np.testing.assert_array_equal(near_kinds(*pairs, LIMIT) >= 0, near_kinds(*pairs, LIMIT, centre=False) >= 0)
 

@@ -1,6 +1,6 @@
 """Near-duplicate leakage: perceptual hashes and the Hamming search.
 
-Images are generated here (benchmarks/near_duplicates.py: crops of scikit-learn's sample photos,
+Images are generated here (testkit/near_duplicate_images.py: crops of scikit-learn's sample photos,
 PIL drawings, gradients and flat colours). Recall and false-pair rates are measured by the
 benchmark, not asserted here; these tests check the properties the report relies on. ExampleGen's
 report of the pairs is in test_near_duplicate_report.py.
@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from benchmarks import near_duplicates as bench
 from helpers_images import near_duplicate_originals
 from shardflow.core import hamming_search
 from shardflow.core.perceptual_hash import distance, image_hashes
 from shardflow.core.tone_hash import is_structured, tone_distance
 from shardflow.example_gen.config import DEFAULT_NEAR_DUPLICATE_DISTANCE
+from testkit import image_alterations as altered
+from testkit.near_duplicate_images import drawings
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
 
@@ -36,16 +37,16 @@ def test_altered_copies_are_near(originals: dict[str, list[Image.Image]]) -> Non
             hashes = image_hashes(image)
             assert distance(hashes[0], image_hashes(image)[0]) == 0  # deterministic
             for alteration in ("jpeg", "resize", "brightness"):
-                assert bench.is_near(hashes, image_hashes(bench.alter(image, alteration, rng)), LIMIT), (kind, alteration)
+                assert altered.is_near(hashes, image_hashes(altered.alter(image, alteration, rng)), LIMIT), (kind, alteration)
     # A mirrored drawing is not a copy to these hashes (no flip-invariance is claimed).
     drawing = originals["drawing"][0]
-    assert not bench.is_near(image_hashes(drawing), image_hashes(drawing.transpose(Image.Transpose.FLIP_LEFT_RIGHT)), LIMIT)
+    assert not altered.is_near(image_hashes(drawing), image_hashes(drawing.transpose(Image.Transpose.FLIP_LEFT_RIGHT)), LIMIT)
 
 
 def test_distinct_images_are_far_and_near_uniform_ones_do_not_collide(originals: dict[str, list[Image.Image]]) -> None:
     hashes = {kind: [image_hashes(image) for image in images] for kind, images in originals.items()}
     everything = hashes["photo"] + hashes["drawing"] + hashes["near_uniform"]
-    assert not [(a, b) for i, a in enumerate(everything) for b in everything[i + 1:] if bench.is_near(a, b, LIMIT)]
+    assert not [(a, b) for i, a in enumerate(everything) for b in everything[i + 1:] if altered.is_near(a, b, LIMIT)]
     tones = [tone for *_, tone in hashes["near_uniform"]]
     assert not any(is_structured(tone) for tone in tones)  # gradients and flat colours pair by their tones
     # Not one distinct pair within the limit (the hash this one replaced put 1 pair in 6 of these within it).
@@ -80,16 +81,16 @@ def test_near_uniform_images_pair_with_their_copies_not_with_each_other() -> Non
     hashes = [image_hashes(image) for image in images]
     assert not any(is_structured(tone) for *_, tone in hashes)
     paired = [(i, j) for i in range(len(hashes)) for j in range(i + 1, len(hashes))
-              if bench.is_near(hashes[i], hashes[j], LIMIT)]
+              if altered.is_near(hashes[i], hashes[j], LIMIT)]
     assert paired == []  # the tone hash this one replaced paired 12 of these 45
     for image, original in zip(images, hashes):
-        copies = [bench.brightness(image, 0.9), bench.brightness(image, 1.1), bench.jpeg(image, 70),
-                  bench.resize(image, 0.6), bench.crop(image, rng), bench.alter(image, "combined", rng)]
-        assert all(bench.is_near(original, image_hashes(copy), LIMIT) for copy in copies)
+        copies = [altered.brightness(image, 0.9), altered.brightness(image, 1.1), altered.jpeg(image, 70),
+                  altered.resize(image, 0.6), altered.crop(image, rng), altered.alter(image, "combined", rng)]
+        assert all(altered.is_near(original, image_hashes(copy), LIMIT) for copy in copies)
 
 
 def test_hashes_take_every_decoded_form() -> None:
-    rgb = bench.drawings(np.random.default_rng(2), 1, 48)[0]
+    rgb = drawings(np.random.default_rng(2), 1, 48)[0]
     gray = rgb.convert("L")
     sixteen = np.asarray(gray).astype(np.uint16) * 257
     assert image_hashes(gray)[0] == image_hashes(Image.fromarray(sixteen))[0]

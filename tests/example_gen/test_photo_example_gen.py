@@ -1,6 +1,6 @@
 """ExampleGen on photographs: the local pool and Beam's threads change no byte; the work estimate.
 
-Photos are JPEG crops of scikit-learn's sample photographs (benchmarks/photo_data.py).
+Photos are JPEG crops of scikit-learn's sample photographs (testkit/photo_data.py).
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.photo_data import ensure_photo_index, ensure_photos
+from testkit.photo_data import ensure_photo_index, ensure_photos
 from helpers_images import random_pixels, write_csv, write_png
 from shardflow.core.beam_setup import MULTI_THREAD_MIN_WORK_SECONDS
 from shardflow.core.input_stream import StreamOptions, build_stream

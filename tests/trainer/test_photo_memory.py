@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from benchmarks.photo_data import ensure_photo_index, ensure_photos
+from testkit.photo_data import ensure_photo_index, ensure_photos
 from helpers_models import SMALL_PHOTO_MODEL
 from helpers_processes import run_with_peak_rss
 from shardflow.core.manifest import read_manifest
