@@ -9,7 +9,9 @@ way (cleanlab is AGPL-3.0: the label-issue benchmark runs it as a contender on t
   larger one of another class is covered by both).
 - **badly_located**: a given box no confident detection of its class covers, beside an *orphan* (a confident
   detection covering no given box nor crowd region) of its class overlapping it: the object the box was
-  meant for, suggested as its box (an orphan goes to the open box it overlaps most). A box that no
+  meant for, suggested as its box. An orphan goes to the open box it overlaps most, each overlap weighed by
+  1 − the box's support (the best score of its class's detections covering it): a box its class is already seen
+  on, if weakly, is less likely the misplaced one (measured: +1 of 30 planted faults on one of three sets). A box that no
   detection of its class touches at all lies on background (no suggested box). A box only unsure
   detections of its class touch, with no orphan beside it, is no issue: the model doubts, not the box.
 - **overlooked**: an orphan no open box of its class overlaps; the suggested box is the orphan. Peaks on
@@ -142,6 +144,7 @@ def image_issues(image: int, truth: Annotation, seen: Detections, thresholds: di
                                                            confident & ~explained, iou)) is not None]
     settled = {issue.box for issue in issues} | {int(g) for g in regular if (confident & own[:, g] & covers[:, g]).any()}
     orphans = confident & ~covers.any(axis=1) & ~_in_crowd(truth, seen, crowd, iou)
+    support = np.max(np.where(own & covers, seen.scores[:, None], 0.0), axis=0, initial=0.0)  # [G], any score
     loose = []
     for d in np.argsort(-seen.scores, kind="stable"):
         if not orphans[d]:
@@ -150,7 +153,7 @@ def image_issues(image: int, truth: Annotation, seen: Detections, thresholds: di
         if not open_boxes:
             loose.append(int(d))
             continue
-        g = max(open_boxes, key=lambda b: overlaps[d, b])
+        g = max(open_boxes, key=lambda b: overlaps[d, b] * (1.0 - support[b]))
         settled.add(g)
         issues.append(BoxIssue(image, "badly_located", g, int(truth.classes[g]), int(truth.classes[g]),
                                _box(truth.boxes[g]), _box(seen.boxes[d]),

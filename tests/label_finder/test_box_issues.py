@@ -66,6 +66,16 @@ def test_a_box_beside_its_object_is_badly_located_with_the_object_s_box_suggeste
     assert [(i.kind, i.suggested_box, i.quality) for i in background] == [("badly_located", None, 0.75)]
 
 
+def test_an_object_between_two_open_boxes_is_the_place_of_the_one_its_class_is_not_seen_on() -> None:
+    shifted, beside = [.25, .25, .55, .55], [.0, .25, .3, .55]  # both overlap A: `beside` IoU 0.2, `shifted` 0.14
+    weak = _found([A, beside], [.9, .45], [1, 1])  # A confidently; `beside` by its own class, unsure (under 0.8 × 0.6)
+    issues = image_issues(0, _given([shifted, beside], [1, 1]), weak, THRESHOLDS)
+    assert [(i.kind, i.box, i.suggested_box) for i in issues] == [("badly_located", 0, tuple(A))]
+    # seen on neither, the orphan goes to the box it overlaps most
+    issues = image_issues(0, _given([shifted, beside], [1, 1]), _found([A], [.9], [1]), THRESHOLDS)
+    assert [(i.kind, i.box) for i in issues][:1] == [("badly_located", 1)]
+
+
 def test_crowd_regions_are_never_issues_nor_reasons_for_one() -> None:
     crowd = _given([A, B], [1, 2], crowd=[1, 0])
     assert _kinds(crowd, _found([B], [.9], [2])) == []  # nothing found in the crowd region: fine
