@@ -17,6 +17,8 @@ from .config import (AUGMENT_OPS, BOX_LOSSES, DEFAULT_SHUFFLE_MB, SCHEDULES, Exp
 
 
 def _ops(text: str) -> tuple[str, ...]:
+    if text.strip() == "none":
+        return ()
     ops = tuple(op.strip() for op in text.split(",") if op.strip())
     if not ops:
         raise ConfigError(f"--augment expects comma-separated ops from {', '.join(AUGMENT_OPS)}, got {text!r}")
@@ -37,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="examples per replica and step (default: the task's, 4 for a detector, 64 otherwise)")
     add("--shuffle-buffer-mb", type=float, default=DEFAULT_SHUFFLE_MB,
         help=f"MB of serialized records shuffled before decoding (default {DEFAULT_SHUFFLE_MB:g}; 0 = no shuffle)")
-    add("--augment", type=_ops, default=(), metavar="OPS", help=f"train-time ops: {','.join(AUGMENT_OPS)}")
+    add("--augment", type=_ops, default=None, metavar="OPS",
+        help=f"train-time ops: {','.join(AUGMENT_OPS)}, or none (default: flip for a detector, none otherwise)")
     add("--augment-on-device", action="store_true", help="augment in a Keras layer in the model (classification)")
     add("--seed", type=int, default=0, help="seed of the initial weights, shuffling and augmentation")
     add("--deterministic", action="store_true",

@@ -57,7 +57,7 @@ class InputOptions:
     train_folds: FoldSelection | None = None
     batch_size: int | None = None  # None: the task's (optimizers.task_batch_size)
     shuffle_buffer_mb: float = DEFAULT_SHUFFLE_MB
-    augment: tuple[str, ...] = ()
+    augment: tuple[str, ...] | None = None  # None: the task's (optimizers.task_augment); (): none
     augment_on_device: bool = False
     deterministic: bool = False
     seed: int = 0
@@ -82,9 +82,9 @@ class InputOptions:
         if self.num_classes is not None and self.num_classes < 2:
             raise ConfigError(f"num_classes must be >= 2, got {self.num_classes!r}")
         require_in_range("shuffle_buffer_mb", self.shuffle_buffer_mb, f"[0, {MAX_SHUFFLE_MB}]", "MB")
-        if not isinstance(self.augment, tuple):
-            raise ConfigError(f"augment must be a tuple of op names, got {self.augment!r}")
-        unknown = [op for op in self.augment if op not in AUGMENT_OPS]
+        if self.augment is not None and not isinstance(self.augment, tuple):
+            raise ConfigError(f"augment must be a tuple of op names or None, got {self.augment!r}")
+        unknown = [op for op in self.augment or () if op not in AUGMENT_OPS]
         if unknown:
             raise ConfigError(f"augment: unknown ops {unknown}; known: {', '.join(AUGMENT_OPS)}")
         if self.eval_split is not None and self.eval_split == self.train_split:

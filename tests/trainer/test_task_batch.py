@@ -1,5 +1,6 @@
-"""The batch a run trains in when --batch-size is not given: the task's (trainer/optimizers.py's `task_batch_size`,
-resolved by the executor before anything is built): a detector's 4, a classifier's 64.
+"""The batch and the train-time ops a run uses when --batch-size and --augment are not given: the task's
+(trainer/optimizers.py's `task_batch_size` and `task_augment`, resolved by the executor before anything is built):
+a detector's 4 and a left-right flip, a classifier's 64 and none; `augment=()` turns a detector's flip off.
 
 Each run is 2 optimizer steps without evaluation; what is checked is what the run recorded: training.json's input
 report (the global batch it streamed), the options shardflow_model.json records, and the steps of an epoch it echoed.
@@ -20,15 +21,15 @@ from shardflow.core.storage import read_json
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
-from shardflow.trainer.optimizers import DEFAULT_BATCH, TASK_BATCH
+from shardflow.trainer.optimizers import DEFAULT_BATCH, TASK_AUGMENT, TASK_BATCH
 
 pytestmark = pytest.mark.unit  # in process: 2 steps of a small model on tiny images
 
 
-def _train_unbatched(examples: Path, out: Path) -> tuple[dict, dict, int]:
+def _train_unbatched(examples: Path, out: Path, **options: object) -> tuple[dict, dict, int]:
     """A run without a batch size: training.json, the recorded options, and the steps per epoch it announced."""
     lines: list[str] = []
-    run(TrainerConfig(input=InputOptions(examples=str(examples), eval_split=None, input_probe_batches=1),
+    run(TrainerConfig(input=InputOptions(examples=str(examples), eval_split=None, input_probe_batches=1, **options),
                       fit=FitOptions(steps=2), export=ExportOptions(output=str(out))), echo=lines.append)
     announced = next(re.search(r"(\d+) steps/epoch of (\d+)", line) for line in lines if "steps/epoch" in line)
     assert announced is not None, lines
@@ -43,6 +44,13 @@ def test_a_detector_without_a_batch_size_trains_in_batches_of_4(box_examples: Pa
     assert summary["input_report"]["global_batch"] == 4 and options["batch_size"] == 4
     assert steps_per_epoch == math.ceil(read_manifest(box_examples).splits["train"].num_examples / 4)  # 60 for the 240 train images
     assert summary["optimizer_steps"] == 2
+    assert TASK_AUGMENT["detection"] == ("flip",)
+    assert summary["train_time_augmentation"] == ["flip"] and options["augment"] == ["flip"]
+
+
+def test_a_detector_told_no_ops_trains_without_its_flip(box_examples: Path, tmp_path: Path) -> None:
+    summary, options, _ = _train_unbatched(box_examples, tmp_path / "plain", augment=())
+    assert summary["train_time_augmentation"] == [] and options["augment"] == []
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +69,4 @@ def test_a_classifier_without_a_batch_size_keeps_its_default(label_examples: Pat
     assert DEFAULT_BATCH == 64
     assert summary["input_report"]["global_batch"] == 64 and options["batch_size"] == 64
     assert steps_per_epoch == 1  # 16 examples, a batch of 64 from the repeated stream
+    assert summary["train_time_augmentation"] == [] and options["augment"] == []
