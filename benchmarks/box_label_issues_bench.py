@@ -4,7 +4,7 @@
     python -m benchmarks.run_all --only box_label_issues                                  # 1,000 images, 30 faults
     python -m benchmarks.run_all --only box_label_issues --bli-images 400 --bli-faults 4  # quick
 
-The set: `demo_boxes.write_boxes(count)` (96 px shapes on photo crops, 80 % train, ingested at 64 px), and in its train index
+The set: `demo_boxes.write_boxes(count)` (96 px shapes on photo crops, 80 % train, ingested at `--bli-side`, 96 by default), and in its train index
 `--bli-faults` faults of each kind (box_faults.py: boxes removed, classes swapped, boxes shifted by half
 their size), each in its own image. Then:
 
@@ -31,8 +31,11 @@ from .box_faults import plant_box_faults, recall_by_kind, score_box_issues
 from .label_issues_bench import from_bench_deps, shardflow
 
 FOLDS = 3
-EPOCHS = 10  # the fold models (docs/label-issues.md#boxes): 10 epochs of 533 images at 64 px in the detector's batches of 4
-SIDE = 64  # ExampleGen's --resize: the shapes' 12-40 px become 8-27 px, a fold model trains in ~1/3 the time
+EPOCHS = 10  # the fold models (docs/label-issues.md#boxes): 10 epochs of 533 images in the detector's batches of 4, flipped
+# ExampleGen's --resize: the demo's own size. At 64 px (the shapes' 12-40 px become 8-27 px) a fold model trains in
+# ~2/3 the CPU; on the same 30 faults the list found 19 at 64 px and 19 at 96 px unflipped, 22 at 96 px with the
+# detector's default flip (docs/label-issues.md#figures-boxes).
+SIDE = 96
 TRAIN_FLAGS = ("--eval-split", "", "--input-probe-batches", "1",
                "--deterministic")
 

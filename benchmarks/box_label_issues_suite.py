@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--bli-images", type=parse_size, default=1_000, help="demo box images, 80 %% train (default 1k)")
     group.add_argument("--bli-faults", type=int, default=10, help="faults of each kind planted (default 10)")
     group.add_argument("--bli-side", type=int, default=bench.SIDE,
-                       help=f"ExampleGen's --resize side for the fold models (default {bench.SIDE}; the demo's own: 96)")
+                       help=f"ExampleGen's --resize side for the fold models (default {bench.SIDE}, the demo's own)")
     group.add_argument("--bli-epochs", type=int, default=bench.EPOCHS,
                        help=f"the fold models' epochs (default {bench.EPOCHS})")
 
