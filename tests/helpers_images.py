@@ -58,6 +58,13 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]
     return path
 
 
+def write_label_pngs(root: Path, count: int, classes: int, seed: int) -> Path:
+    """`count` random 12x10 gray PNGs labelled 0, 1, ... classes - 1 in turn, and their index `train.csv` (x, y)."""
+    rng = np.random.default_rng(seed)
+    rows = [[write_png(root / f"{i}.png", random_pixels(rng, (12, 10, 1))).name, str(i % classes)] for i in range(count)]
+    return write_csv(root / "train.csv", ["x", "y"], rows)
+
+
 def read_pixels(path: Path) -> np.ndarray:
     """The file's pixels as PIL gives them, always HxWxC (a channel axis added to 2-D images)."""
     with Image.open(path) as image:

@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
-from helpers_images import random_pixels, write_csv, write_png
+from helpers_images import write_label_pngs
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.example_gen import run as example_gen
 from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, executor, run
@@ -59,10 +58,9 @@ def test_the_help_says_what_deterministic_means() -> None:
 
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root, rng = tmp_path_factory.mktemp("determinism"), np.random.default_rng(2)
-    rows = [[write_png(root / f"{i}.png", random_pixels(rng, (12, 10, 1))).name, str(i % 3)] for i in range(64)]
-    write_csv(root / "train.csv", ["x", "y"], rows)
-    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"),), data_root=str(root),
+    root = tmp_path_factory.mktemp("determinism")
+    index = write_label_pngs(root, count=64, classes=3, seed=2)
+    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(index), "train"),), data_root=str(root),
                                  output=str(root / "out"), min_shards=2), echo=lambda _: None)
     return root / "out"
 

@@ -11,10 +11,9 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from helpers_images import random_pixels, write_csv, write_png
+from helpers_images import write_label_pngs
 from shardflow.core.manifest import read_manifest
 from shardflow.core.model_info import read_model_info
 from shardflow.core.storage import read_json
@@ -56,10 +55,9 @@ def test_a_detector_told_no_ops_trains_without_its_flip(box_examples: Path, tmp_
 @pytest.fixture(scope="module")
 def label_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """16 random 12x10 PNGs of 2 classes through ExampleGen."""
-    root, rng = tmp_path_factory.mktemp("classes"), np.random.default_rng(0)
-    rows = [[write_png(root / f"{i}.png", random_pixels(rng, (12, 10, 1))).name, str(i % 2)] for i in range(16)]
-    write_csv(root / "train.csv", ["x", "y"], rows)
-    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(root / "train.csv"), "train"),), data_root=str(root),
+    root = tmp_path_factory.mktemp("classes")
+    index = write_label_pngs(root, count=16, classes=2, seed=0)
+    example_gen(ExampleGenConfig(indexes=(IndexSpec(str(index), "train"),), data_root=str(root),
                                  output=str(root / "examples")), echo=lambda _: None)
     return root / "examples"
 
