@@ -46,7 +46,7 @@ import numpy as np
 
 from .detection_curves import RECALL_THRESHOLDS, MatchRecords, class_ap, coco_stats, weighted_curves
 
-__all__ = ["AREA_RANGES", "IOU_THRESHOLDS", "RECALL_THRESHOLDS", "STAT_NAMES", "DetectionAccumulator",
+__all__ = ["AREA_RANGES", "IOU_THRESHOLDS", "METRIC_NAMES", "RECALL_THRESHOLDS", "STAT_NAMES", "DetectionAccumulator",
            "DetectionMetrics", "box_iou", "coco_boxes", "match_greedy"]
 
 # pycocotools' Params.setDetParams, built the same way so thresholds compare bit for bit.
@@ -56,6 +56,7 @@ AREA_RANGES = (("all", 0.0, 1e5 ** 2), ("small", 0.0, 32.0 ** 2), ("medium", 32.
 # The 12 numbers of COCOeval.summarize, in its order.
 STAT_NAMES = ("AP", "AP50", "AP75", "AP_small", "AP_medium", "AP_large",
               "AR1", "AR10", "AR100", "AR_small", "AR_medium", "AR_large")
+METRIC_NAMES = tuple(name.lower() for name in STAT_NAMES)  # as metrics.json and the gate name them: ap, ..., ar_large
 
 
 def coco_boxes(boxes: np.ndarray, height: float, width: float) -> np.ndarray:

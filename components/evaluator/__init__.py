@@ -7,13 +7,14 @@
 """
 from typing import Any
 
-from .config import ConfigError, EvaluationError, EvaluatorConfig, Regression, Threshold
-
-_LAZY = {"run": "executor", "Evaluation": "executor"}
+_LAZY = {"run": "executor", "Evaluation": "executor", "ConfigError": "config", "EvaluationError": "config",
+         "EvaluatorConfig": "config", "Regression": "config", "Threshold": "config"}
 
 
 def __getattr__(name: str) -> Any:
-    """The executor loads TensorFlow and matplotlib: import it only when used."""
+    """The executor loads TensorFlow and matplotlib: import it only when used. The config too: it reads the task
+    registry (shardflow.tasks), whose kinds import modules of this package (scorer, intervals) when they score,
+    so importing the package itself must not import the registry (no import cycle)."""
     if name in _LAZY:
         import importlib
 

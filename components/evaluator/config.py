@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..core.batch_memory import SCORING_BUDGET_MB
-from ..core.errors import ConfigError, ShardflowError
+from ..core.errors import ConfigError
 from ..core.config_values import require_apart, require_positive
 from ..core.input_checks import check_examples, check_model
-from . import classification, segmentation
-from .detection_report import METRIC_NAMES as DETECTION_METRICS
+from ..tasks import TASKS, task_for
 from .intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
+from .outputs import (BLESSED, BLESSING, CANARIES, CANARY_DETECTION_COLUMNS, CANARY_PREDICTIONS,  # noqa: F401
+                      DETECTIONS_PLOT, GATED_AGAINST, LABEL_ISSUES, LABEL_ISSUES_SHEET, METRICS, NO_BASELINE,
+                      NOT_BLESSED, PLOT, PRECISION_RECALL_PLOT, RELIABILITY_PLOT, EvaluationError)
 
 MIN_RESAMPLES = 100  # fewer draws make the 2.5th and 97.5th percentiles a handful of values
 
@@ -34,29 +36,10 @@ __all__ = ["AUTO_TOLERANCE", "ConfigError", "DEFAULT_GATE_RULE", "DEFAULT_REGRES
            "DEFAULT_TOLERANCES", "EvaluationError", "EvaluatorConfig", "GATE_RULES", "Regression", "Threshold",
            "TASK_METRICS", "check_metric_names", "parse_tolerance"]
 
-# The Evaluator's output files: the executor writes them; infra validation, Push and the pipeline read them.
-METRICS, PLOT, BLESSING = "metrics.json", "confusion_matrix.png", "blessing.json"
-RELIABILITY_PLOT = "reliability_diagram.png"  # classifiers only
-BLESSED, NOT_BLESSED = "BLESSED", "NOT_BLESSED"  # the verdict: exactly one of them, written last
-CANARIES, CANARY_PREDICTIONS = "canaries.tfrecord", "canary_predictions.npy"  # what infra validation replays
-LABEL_ISSUES, LABEL_ISSUES_SHEET = "label_issues.jsonl", "label_issues.png"  # the split's likely label errors
-DETECTIONS_PLOT, PRECISION_RECALL_PLOT = "detections.png", "precision_recall.png"  # detectors only
-# A detector's canary_predictions.npy: float32 [N, MAX_DETECTIONS, 6], each served detection's columns (rows past
-# num_detections are zeros, as served): boxes normalised, the score, the class as a label map id (from 1).
-CANARY_DETECTION_COLUMNS = ("ymin", "xmin", "ymax", "xmax", "score", "class")
-# The key of metrics.json and blessing.json naming the baseline the verdict was gated against (a local one made
-# absolute), or NO_BASELINE: Push moves the serving pointer only while that is still what is served.
-GATED_AGAINST, NO_BASELINE = "gated_against", "none"
-
-# The top-level ("overall") metrics a threshold or a regression may name, per model task.
-TASK_METRICS: dict[str, tuple[str, ...]] = {
-    "classification": classification.OVERALL_METRICS + ("ece",),
-    "segmentation": segmentation.OVERALL_METRICS,
-    "detection": DETECTION_METRICS,  # ap, ap50, ap75, ap_small, ..., ar1, ar10, ar100, ar_small, ...
-}
+# The top-level ("overall") metrics a threshold or a regression may name, per model task (the task's own list).
+TASK_METRICS: dict[str, tuple[str, ...]] = {kind: task.metric_names for kind, task in TASKS.items()}
 # The blessing threshold of a run that names none (`shardflow run`, the IR default), per task.
-DEFAULT_THRESHOLDS: dict[str, str] = {"classification": "accuracy>=0.9", "segmentation": "mean_iou>=0.5",
-                                      "detection": "ap50>=0.5"}
+DEFAULT_THRESHOLDS: dict[str, str] = {kind: task.default_threshold for kind, task in TASKS.items()}
 # How a regression check (and, under `strict`, a threshold) decides (docs/evaluator.md, "The gate rules"):
 # `point` compares point estimates; `non-inferiority` needs the 95% interval of the paired difference to
 # exclude a worsening beyond the tolerance; `strict` is non-inferiority with thresholds on the interval's
@@ -73,19 +56,15 @@ DEFAULT_REGRESSION_TOLERANCE = DEFAULT_TOLERANCES["point"]
 AUTO_TOLERANCE = "auto"  # the gate rule's default tolerance
 DEFAULT_GATE = "the default regression tolerance; change it with --regression-tolerance"
 _ALL_METRICS = tuple(dict.fromkeys(m for names in TASK_METRICS.values() for m in names))
-LOWER_IS_BETTER = classification.LOWER_IS_BETTER | {"ece"}
+LOWER_IS_BETTER = frozenset(m for task in TASKS.values() for m in task.lower_is_better)
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 # The values a metric can take: a threshold outside them can never be met (or always is).
 _RANGES: dict[str, tuple[float, float]] = {metric: (0.0, 1.0) for metric in _ALL_METRICS}
-_RANGES["log_loss"] = (0.0, math.inf)
+_RANGES.update({metric: (0.0, math.inf) for task in TASKS.values() for metric in task.unbounded_metrics})
 _PESSIMISTIC = {">=": 0, ">": 0, "<=": 1, "<": 1}  # a threshold's side of an interval that must hold (strict)
 _THRESHOLD = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)\s*$")
 _REGRESSION = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>\S+)\s*$")
-
-
-class EvaluationError(ShardflowError, RuntimeError):
-    """The evaluation could not be done: unreadable model, label missing from the examples, bad labels, ..."""
 
 
 def _number(text: str, option: str, whole: str) -> float:
@@ -196,7 +175,7 @@ class Regression:
 
 def check_metric_names(task: str, thresholds: tuple[Threshold, ...], regressions: tuple[Regression, ...]) -> None:
     """ConfigError when a threshold or regression names a metric the model's task does not have."""
-    known = TASK_METRICS[task]
+    known = task_for(task).metric_names
     for item, option in [(t, "threshold") for t in thresholds] + [(r, "max regression") for r in regressions]:
         if item.metric not in known:
             raise ConfigError(f"{option} {str(item)!r}: {item.metric!r} is not a {task} metric "

@@ -37,7 +37,7 @@ from ..core.errors import ShardflowError
 from ..core.example_rows import ExampleRows, NoProvenanceError, read_example_rows
 from ..core.label_issues import find_label_issues
 from ..core.manifest import Manifest
-from .config import LABEL_ISSUES, LABEL_ISSUES_SHEET
+from .outputs import LABEL_ISSUES, LABEL_ISSUES_SHEET
 from .issue_images import panels
 from .plot import contact_sheet_png
 from .scorer import ScoringPlan

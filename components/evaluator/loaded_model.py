@@ -23,7 +23,7 @@ from ..core.box_schema import (DETECTION_OUTPUTS, DETECTION_TASK, LabelMap, dete
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.label_map_file import model_label_map
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, read_model_info
-from .config import EvaluationError
+from .outputs import EvaluationError
 
 OUTPUTS = ("probabilities", "class_ids")
 

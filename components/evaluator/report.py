@@ -1,6 +1,6 @@
 """`metrics.json`: overall, per-class and per-slice metrics of the model and the baseline, and their deltas.
 
-    report = model_report("classification", scores, class_names)
+    report = model_report(task.group_report, scores, class_names)   # a confusion task's report of one group
     report["overall"]["accuracy"], report["slices"]["site"]["a"]["overall"]["accuracy"]
     report["overall"]["ece"], report["calibration"]["bins"]     # classifiers: calibration, overall only
     deltas(report, baseline_report)["overall"]["accuracy"]       # candidate − baseline
@@ -19,21 +19,15 @@ nobody asked about. It stays in `class_names` and `confusion_matrix`, whose posi
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .calibration import correct_of, expected_calibration_error, reliability_table
-from .classification import classification_report
-from .segmentation import segmentation_report
 from .slicing import Scores, Tally
 
-
-def group_report(task: str, tally: Tally, class_names: list[str]) -> dict[str, Any]:
-    """The metrics of one group of examples (the whole split, or one slice value)."""
-    if task == "classification":
-        return classification_report(tally.confusion, tally.loss_sum, class_names)
-    return segmentation_report(tally.confusion, class_names, tally.examples)
+# A task's metrics of one group of examples (the whole split, or one slice value) from its tally.
+GroupReport = Callable[[Tally, list[str]], dict[str, Any]]
 
 
 def _slice_order(key: str) -> tuple[int, float, str]:
@@ -58,19 +52,20 @@ def _without(report: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return report
 
 
-def model_report(task: str, scores: Scores, class_names: list[str],
+def model_report(group_report: GroupReport, scores: Scores, class_names: list[str],
                  label_vocabulary: list[str] | None = None) -> dict[str, Any]:
-    """The report of one model; `hidden_classes` names the unused OOV classes left out of the tables."""
+    """The report of one model, each group's by the task's `group_report`; `hidden_classes` names the unused OOV
+    classes left out of the tables; calibration where the scores have confidences (class labels)."""
     hidden = [class_names[i] for i in unused_oov_classes(label_vocabulary, scores.overall.confusion)]
-    report = _without(group_report(task, scores.overall, class_names), hidden)
+    report = _without(group_report(scores.overall, class_names), hidden)
     report["hidden_classes"] = hidden
     confidences = scores.example_confidences()
-    if task == "classification" and confidences is not None:  # calibration: overall only
+    if confidences is not None:  # calibration: overall only
         correct = correct_of(scores.example_cells(), scores.num_classes)
         report["overall"]["ece"] = expected_calibration_error(confidences, correct)
         report["calibration"] = {"ece": report["overall"]["ece"], "bins": reliability_table(confidences, correct)}
     report["slices"] = {
-        column: {key: _without(group_report(task, tallies[key], class_names), hidden)
+        column: {key: _without(group_report(tallies[key], class_names), hidden)
                  for key in sorted(tallies, key=_slice_order)}
         for column, tallies in scores.slices.items()
     }

@@ -1,10 +1,10 @@
-"""The overall metrics of many resamples at once: the formulas of classification.py and segmentation.py
-over a leading resample axis, so the bootstrap needs no Python loop over resamples.
+"""The overall metrics of many resamples at once: the formulas of tasks/classification/evaluation.py and
+tasks/segmentation/evaluation.py over a leading resample axis, so the bootstrap needs no Python loop over resamples.
 
 For one resample they give what `classification.overall_metrics` and `segmentation.overall_metrics`
 give for the same counts (same label set for the macro averages, same undefined classes):
 
->>> from .classification import overall_metrics
+>>> from shardflow.tasks.classification.evaluation import overall_metrics
 >>> confusion = np.array([[3, 1, 0], [0, 2, 0], [0, 0, 0]])
 >>> batched = classification_metrics(confusion[None], np.array([1.5]))
 >>> single = overall_metrics(confusion, 1.5)

@@ -36,7 +36,7 @@ from ..core.manifest import FeatureSpec, Manifest, read_manifest
 from ..core.model_info import ModelInfo
 from ..core.input_stream import SERIALIZED, StreamOptions, build_stream
 from ..core.reader import shard_files
-from .config import EvaluationError
+from .outputs import EvaluationError
 from .loaded_model import LoadedModel
 from .slicing import Scores, group_slices
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.label_issues import MaskRejections
-from .config import EvaluationError
+from .outputs import EvaluationError
 
 # Distinct values one slice column may have: a column like a file id would otherwise make
 # thousands of confusion matrices nobody reads (and unbounded memory).

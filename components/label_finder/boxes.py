@@ -6,7 +6,7 @@ boxes for the held-out fold down to SCORE_FLOOR (box_reading.py). Every image's 
 raw examples, in position order) are then judged against those detections: overlooked objects, swapped
 classes, badly located boxes, ranked most likely first, each named by index file and row (the box's own row,
 read again with ExampleGen's reader) and drawn in `pictures/<rank>.png` (the first `config.pictures` listed
-images: the given boxes solid, each issue's suggested box dashed; evaluator/detection_plots.py draws them).
+images: the given boxes solid, each issue's suggested box dashed; tasks/detection/plots.py draws them).
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def _draw(config: LabelFinderConfig, task: TrainingTask, split: str, records: li
           given: list[Annotation], out: OutputDir) -> int:
     """A PNG per listed image, the first `config.pictures` of them, named by the image's first rank; sets each
     record's `picture`. The number written."""
-    from ..evaluator.detection_plots import detections_png
+    from ..tasks.detection.plots import detections_png  # next seam: box issues move into tasks/detection
     from ..evaluator.issue_images import panels
 
     shown = list(dict.fromkeys(r["position"] for r in records))[:config.pictures]

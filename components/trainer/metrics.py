@@ -1,7 +1,7 @@
 """The metrics the Trainer logs per epoch (history.json, TensorBoard), per task.
 
 Segmentation logs mean IoU and mean Dice beside pixel accuracy, which the background class
-dominates. Both are defined as the Evaluator defines them (evaluator/segmentation.py): from the
+dominates. Both are defined as the Evaluator defines them (tasks/segmentation/evaluation.py): from the
 confusion matrix of the epoch's pixels, per class IoU = TP / (TP + FP + FN) and Dice =
 2TP / (2TP + FP + FN), averaged over the classes present in a mask or a prediction.
 

@@ -12,7 +12,7 @@ import pytest
 from coco_reference import Image, assert_same, coco_reference, generated_images
 
 from shardflow.core.detection_metrics import STAT_NAMES, DetectionAccumulator, coco_boxes
-from shardflow.evaluator.detection_scorer import area_scale
+from shardflow.tasks.detection.scoring import area_scale
 
 pytestmark = pytest.mark.unit  # numpy and pycocotools only
 

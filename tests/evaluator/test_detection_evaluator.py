@@ -26,7 +26,7 @@ from shardflow.core.manifest import read_manifest
 from shardflow.core.reader import shard_files
 from shardflow.demo_boxes import write_boxes
 from shardflow.evaluator import ConfigError, EvaluatorConfig, run
-from shardflow.evaluator.detection_report import METRIC_NAMES
+from shardflow.tasks.detection.report import METRIC_NAMES
 
 SIZE = 96
 
@@ -171,7 +171,7 @@ def test_crowd_flags_are_parsed_with_the_true_boxes(boxes: dict) -> None:
     output); an empty list means no crowds."""
     from detection_oracle import box_example
     from shardflow.core.box_schema import IS_CROWD
-    from shardflow.evaluator.detection_scorer import true_box_parser
+    from shardflow.tasks.detection.scoring import true_box_parser
 
     crowded = tf.train.Example.FromString(box_example([[0, 0, .5, .5], [.5, .5, 1, 1]], [1, 2]))
     crowded.features.feature[IS_CROWD].int64_list.value[:] = [0, 1]

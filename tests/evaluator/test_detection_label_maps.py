@@ -16,7 +16,7 @@ from shardflow.cli import main as shardflow_main
 from shardflow.core.box_schema import LabelMap
 from shardflow.core.manifest import read_manifest
 from shardflow.evaluator.config import EvaluationError
-from shardflow.evaluator.detection_scorer import to_class_ids
+from shardflow.tasks.detection.scoring import to_class_ids
 
 pytestmark = pytest.mark.pipeline
 COCO_IDS = {1: 3, 2: 7, 3: 12}

@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from shardflow.core.detection_metrics import STAT_NAMES, DetectionAccumulator
-from shardflow.evaluator.detection_plots import plot_detections, plot_precision_recall
-from shardflow.evaluator.detection_report import (
+from shardflow.tasks.detection.plots import plot_detections, plot_precision_recall
+from shardflow.tasks.detection.report import (
     METRIC_NAMES, detection_intervals, detection_metrics_report, gate_values, paired_detection_intervals,
 )
 from shardflow.evaluator.intervals import bootstrap_intervals, draw_counts, resample_indices

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shardflow.evaluator.segmentation import segmentation_report
+from shardflow.tasks.segmentation.evaluation import segmentation_report
 
 pytestmark = pytest.mark.unit  # in process, small generated data, no server: make test-fast runs it
 

@@ -13,10 +13,10 @@ import pytest
 from shardflow.evaluator import ConfigError, EvaluatorConfig
 from shardflow.evaluator.blessing import bless
 from shardflow.evaluator.calibration import expected_calibration_error, reliability_table
-from shardflow.evaluator.classification import overall_metrics as classification_overall
+from shardflow.tasks.classification.evaluation import overall_metrics as classification_overall
 from shardflow.evaluator.config import Regression, Threshold
 from shardflow.evaluator.intervals import bootstrap_intervals, resample_indices
-from shardflow.evaluator.segmentation import overall_metrics as segmentation_overall
+from shardflow.tasks.segmentation.evaluation import overall_metrics as segmentation_overall
 from shardflow.evaluator.slicing import mask_counts
 
 pytestmark = pytest.mark.unit  # in process, small generated data: make test-fast runs it

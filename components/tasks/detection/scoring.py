@@ -31,15 +31,15 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
-from ..core.box_schema import AREA, BBOX, CLASS_LABEL, DETECTION_OUTPUTS, IS_CROWD, MAX_DETECTIONS, LabelMap
-from ..core.detection_metrics import DetectionAccumulator, coco_boxes
-from ..core.input_stream import SERIALIZED
-from ..core.manifest import FeatureSpec, Manifest
-from ..core.reader import feature_spec
-from .config import EvaluationError
-from .loaded_model import LoadedModel
-from .scorer import PROGRESS_SECONDS, ScoringPlan, batches, image_feature, split_stream
-from .slicing import slice_key
+from ...core.box_schema import AREA, BBOX, CLASS_LABEL, DETECTION_OUTPUTS, IS_CROWD, MAX_DETECTIONS, LabelMap
+from ...core.detection_metrics import DetectionAccumulator, coco_boxes
+from ...core.input_stream import SERIALIZED
+from ...core.manifest import FeatureSpec, Manifest
+from ...core.reader import feature_spec
+from ...evaluator.outputs import EvaluationError
+from ...evaluator.loaded_model import LoadedModel
+from ...evaluator.scorer import PROGRESS_SECONDS, ScoringPlan, batches, image_feature, split_stream
+from ...evaluator.slicing import slice_key
 
 PLOT_IMAGES = 16  # images drawn with their boxes (detection_plots' grid)
 PLOT_BYTES = 16 << 20  # and at most this many bytes of their stored images

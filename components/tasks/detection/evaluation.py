@@ -1,5 +1,6 @@
 """A detector's part of metrics.json and its plots, from the accumulators `score_detections` filled.
 
+    evaluation = evaluate_detection(run)            # base.TaskEvaluation: what `DetectionTask.evaluate` returns
     sections, plots = detection_outcome(config, plan, scores)
     sections["overall"]["ap50"], sections["ap_per_class"]["disc"], sections["intervals"]["delta"]["ap"]
     plots[DETECTIONS_PLOT], plots[PRECISION_RECALL_PLOT]                     # PNG bytes
@@ -16,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ..core.pixel_codec import decode_pixels
-from .config import DETECTIONS_PLOT, PRECISION_RECALL_PLOT, EvaluatorConfig
-from .detection_plots import detections_png, precision_recall_png
-from .detection_report import detection_intervals, detection_metrics_report
-from .detection_scorer import DetectionScores
-from .scorer import ScoringPlan, image_feature
+from ...core.pixel_codec import decode_pixels
+from ...evaluator.outputs import DETECTIONS_PLOT, PRECISION_RECALL_PLOT
+from ...evaluator.scorer import ScoringPlan, image_feature
+from ..base import EvaluationRun, TaskEvaluation
+from .plots import detections_png, precision_recall_png
+from .report import detection_intervals, detection_metrics_report
+from .scoring import DetectionScores, score_detections
 
 INTERVAL_ROLES = ("candidate", "baseline", "delta")
 
@@ -62,8 +64,9 @@ def detection_deltas(candidate: dict[str, Any], baseline: dict[str, Any]) -> dic
                        for column, groups in candidate["slices"].items()}}
 
 
-def intervals_of(config: EvaluatorConfig, scores: DetectionScores) -> dict[str, Any] | None:
-    """The 95% bootstrap intervals over images (paired with the baseline), overall and per slice value."""
+def intervals_of(config: Any, scores: DetectionScores) -> dict[str, Any] | None:
+    """The 95% bootstrap intervals over images (paired with the baseline), overall and per slice value.
+    `config`: the EvaluatorConfig (its bootstrap_resamples, bootstrap_seed)."""
     if config.bootstrap_resamples == 0:
         return None
     started = time.perf_counter()
@@ -88,7 +91,7 @@ def detection_plots(plan: ScoringPlan, scores: DetectionScores, summary: Any, cl
     return {DETECTIONS_PLOT: grid, PRECISION_RECALL_PLOT: precision_recall_png(summary, class_names)}
 
 
-def detection_outcome(config: EvaluatorConfig, plan: ScoringPlan, scores: DetectionScores
+def detection_outcome(config: Any, plan: ScoringPlan, scores: DetectionScores
                       ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """metrics.json's task sections (report, baseline, deltas, intervals) and the plots' PNG bytes."""
     class_names = list(plan.info.class_names)
@@ -101,3 +104,24 @@ def detection_outcome(config: EvaluatorConfig, plan: ScoringPlan, scores: Detect
                                                         "segmentation, not for boxes"},
                 "records_bytes": {role: acc.nbytes for role, acc in scores.accumulators.items()}}
     return sections, detection_plots(plan, scores, summary, class_names)
+
+
+def served_detections(out: dict[str, Any]) -> Any:
+    """A detector's canary predictions: [N, M, 6] (outputs.CANARY_DETECTION_COLUMNS) of its served outputs."""
+    import tensorflow as tf
+
+    columns = [out["detection_scores"][..., None], out["detection_classes"][..., None]]
+    return tf.concat([tf.cast(out["detection_boxes"], tf.float32)] + [tf.cast(c, tf.float32) for c in columns], -1)
+
+
+def evaluate_detection(run: EvaluationRun) -> TaskEvaluation:
+    """COCO metrics from the accumulators, overall, per class and per slice, with the baseline's and the plots."""
+    result = score_detections(run.plan, run.models, run.batch_size, run.echo)
+    sections, plots = detection_outcome(run.config, run.plan, result)
+    intervals, overall = sections["intervals"], sections["overall"]
+    shown = ", ".join(f"{name} {overall[name]:.3f}" for name in ("ap", "ap50", "ar100") if overall[name] is not None)
+    return TaskEvaluation(
+        {"class_names": list(run.plan.info.class_names), **sections}, plots, result.examples, result.seconds,
+        timing={"intervals_seconds": intervals["seconds"] if intervals else None},
+        summary=f"{result.examples:,} images, {result.boxes:,} boxes in {result.seconds:.1f} s: "
+                f"{shown or 'no true boxes'}")

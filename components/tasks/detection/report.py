@@ -36,11 +36,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from shardflow.core.detection_metrics import STAT_NAMES, DetectionAccumulator, DetectionMetrics
+from ...core.detection_metrics import METRIC_NAMES, DetectionAccumulator, DetectionMetrics
 
-from .intervals import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, draw_counts, percentile_interval, resample_indices
+from ...evaluator.intervals import (CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, draw_counts, percentile_interval,
+                                    resample_indices)
 
-METRIC_NAMES = tuple(name.lower() for name in STAT_NAMES)  # ap, ap50, ..., ar_large
 METHOD = "percentile bootstrap over images, paired for the difference"
 
 

@@ -20,8 +20,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from shardflow.core import storage
-from shardflow.core.detection_metrics import IOU_THRESHOLDS, RECALL_THRESHOLDS, DetectionMetrics
+from ...core import storage
+from ...core.detection_metrics import IOU_THRESHOLDS, RECALL_THRESHOLDS, DetectionMetrics
 
 COLUMNS = 4
 PANEL_INCHES = 3.0

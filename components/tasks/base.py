@@ -1,0 +1,74 @@
+"""The one interface a task kind offers the components: today the Evaluator's part (issue 68, its first seam).
+
+A `Task` is what is particular to one kind of annotation (class labels, masks, boxes), as TF Model Garden's
+`base_task.Task` is to its trainer and Ultralytics' `models/yolo/<task>/val.py` to its shared validator: the
+Evaluator keeps the mechanics (loading the models, sizing the batch, the canaries, the gate, publishing the
+outputs, the markers) and asks the task, found by the model's kind in the registry (`tasks.task_for`), for:
+
+- `metric_names`, `lower_is_better`, `unbounded_metrics`, `default_threshold`: what its gate may name;
+- `canary_outputs(outputs)`: what of one served batch infra validation replays (canary_predictions.npy);
+- `evaluate(run)`: the split scored through the models, as metrics.json's task sections, the plots and
+  other files by output name, and the line the run prints;
+- `gate_values(overall)`: the overall metrics as the gate reads them (a float each, NaN where undefined).
+
+>>> class Toy(Task):
+...     kind, metric_names, default_threshold = "toy", ("mae",), "mae<=1"
+...     def canary_outputs(self, outputs): return outputs["value"]
+...     def evaluate(self, run): raise NotImplementedError
+>>> Toy().gate_values({"mae": 0.5}), Toy().lower_is_better
+({'mae': 0.5}, frozenset())
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+
+@dataclass(frozen=True)
+class EvaluationRun:
+    """What the Evaluator hands a task: its options, the scoring plan, the models by role ("candidate", and
+    "baseline" when there is one; the candidate's signature keeps the canaries), the batch size and `echo`.
+    Typed loosely: a task reads these as the Evaluator defines them (evaluator/config.py, scorer.py)."""
+
+    config: Any  # EvaluatorConfig
+    plan: Any  # scorer.ScoringPlan
+    models: dict[str, Any]  # role -> loaded_model.LoadedModel
+    batch_size: int
+    echo: Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TaskEvaluation:
+    """A task's answer: metrics.json's sections after its header (`class_names` here replaces the header's in
+    place), `baseline` and `intervals` among them; the files by output name; the counts the timing reports."""
+
+    sections: dict[str, Any]
+    files: dict[str, bytes]
+    examples: int  # examples scored
+    seconds: float  # scoring time
+    timing: dict[str, float | None] = field(default_factory=dict)  # the task's own parts of metrics.json's timing
+    summary: str = ""  # what the run prints before the verdict ("120 examples in 0.4 s (300/s)")
+    notes: tuple[str, ...] = ()  # lines printed before the summary
+
+
+class Task(ABC):
+    """One kind of annotation, as the components see it. Subclasses set the class attributes."""
+
+    kind: ClassVar[str]  # the model contract's `task` (core/model_info.py), the registry's key
+    metric_names: ClassVar[tuple[str, ...]]  # the overall metrics a threshold or a regression may name
+    lower_is_better: ClassVar[frozenset[str]] = frozenset()
+    unbounded_metrics: ClassVar[frozenset[str]] = frozenset()  # others lie in [0, 1]
+    default_threshold: ClassVar[str]  # the blessing threshold of a run that names none
+
+    @abstractmethod
+    def canary_outputs(self, outputs: dict[str, Any]) -> Any:
+        """The tensor [N, ...] kept per example of a served batch for infra validation's replay."""
+
+    @abstractmethod
+    def evaluate(self, run: EvaluationRun) -> TaskEvaluation:
+        """Every example of the split through every model once; the metrics, files and lines to publish."""
+
+    def gate_values(self, overall: dict[str, Any]) -> dict[str, float]:
+        """The overall metrics as `blessing.bless` takes them: here as they are."""
+        return overall

@@ -1,0 +1,35 @@
+"""Class labels as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation.
+
+>>> task = ClassificationTask()
+>>> task.metric_names[-1], sorted(task.lower_is_better), task.score_text({"accuracy": 0.95})
+('ece', ['ece', 'log_loss'], 'accuracy 0.950')
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import EvaluationRun, Task, TaskEvaluation
+from .evaluation import LOWER_IS_BETTER, OVERALL_METRICS, classification_report
+
+
+class ClassificationTask(Task):
+    kind = "classification"
+    metric_names = OVERALL_METRICS + ("ece",)  # ece: the calibration of the predicted class's probability
+    lower_is_better = LOWER_IS_BETTER | {"ece"}
+    unbounded_metrics = frozenset({"log_loss"})
+    default_threshold = "accuracy>=0.9"
+
+    def canary_outputs(self, outputs: dict[str, Any]) -> Any:
+        return outputs["probabilities"]  # [N, C]
+
+    def group_report(self, tally: Any, class_names: list[str]) -> dict[str, Any]:
+        """One group's metrics from its tally (evaluator/slicing.py's `Tally`)."""
+        return classification_report(tally.confusion, tally.loss_sum, class_names)
+
+    def score_text(self, overall: dict[str, Any]) -> str:
+        return f"accuracy {overall['accuracy']:.3f}"
+
+    def evaluate(self, run: EvaluationRun) -> TaskEvaluation:
+        from ...evaluator.confusion import evaluate_confusion  # TensorFlow: only when a model is scored
+
+        return TaskEvaluation(**evaluate_confusion(run, self))

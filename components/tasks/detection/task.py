@@ -1,0 +1,36 @@
+"""Boxes as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation.
+
+COCO's metrics: a value pycocotools reports as -1 (no true box in its class or area range) is None in
+metrics.json and NaN to the gate, on which every threshold and regression check fails (report.py).
+
+>>> task = DetectionTask()
+>>> task.metric_names[:3], task.gate_values({"ap": 0.5, "ap_small": None})
+(('ap', 'ap50', 'ap75'), {'ap': 0.5, 'ap_small': nan})
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.detection_metrics import METRIC_NAMES
+from ..base import EvaluationRun, Task, TaskEvaluation
+
+
+class DetectionTask(Task):
+    kind = "detection"  # core/box_schema.py's DETECTION_TASK
+    metric_names = METRIC_NAMES  # ap, ap50, ap75, ap_small, ..., ar1, ar10, ar100, ar_small, ...
+    default_threshold = "ap50>=0.5"
+
+    def canary_outputs(self, outputs: dict[str, Any]) -> Any:
+        from .evaluation import served_detections  # TensorFlow
+
+        return served_detections(outputs)  # [N, MAX_DETECTIONS, 6]
+
+    def evaluate(self, run: EvaluationRun) -> TaskEvaluation:
+        from .evaluation import evaluate_detection  # TensorFlow: only when a model is scored
+
+        return evaluate_detection(run)
+
+    def gate_values(self, overall: dict[str, Any]) -> dict[str, float]:
+        from .report import gate_values
+
+        return gate_values(overall)

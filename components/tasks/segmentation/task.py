@@ -1,0 +1,33 @@
+"""Masks as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation.
+
+>>> task = SegmentationTask()
+>>> task.metric_names, task.score_text({"pixel_accuracy": 0.9, "mean_iou": 0.75})
+(('pixel_accuracy', 'mean_iou', 'mean_dice'), 'pixel accuracy 0.900, mean IoU 0.750')
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import EvaluationRun, Task, TaskEvaluation
+from .evaluation import OVERALL_METRICS, segmentation_report
+
+
+class SegmentationTask(Task):
+    kind = "segmentation"
+    metric_names = OVERALL_METRICS
+    default_threshold = "mean_iou>=0.5"
+
+    def canary_outputs(self, outputs: dict[str, Any]) -> Any:
+        return outputs["probabilities"]  # [N, H, W, C]
+
+    def group_report(self, tally: Any, class_names: list[str]) -> dict[str, Any]:
+        """One group's metrics from its pixel tally (evaluator/slicing.py's `Tally`)."""
+        return segmentation_report(tally.confusion, class_names, tally.examples)
+
+    def score_text(self, overall: dict[str, Any]) -> str:
+        return f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}"
+
+    def evaluate(self, run: EvaluationRun) -> TaskEvaluation:
+        from ...evaluator.confusion import evaluate_confusion  # TensorFlow: only when a model is scored
+
+        return TaskEvaluation(**evaluate_confusion(run, self))
