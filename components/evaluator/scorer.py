@@ -1,6 +1,6 @@
 """Streaming one split through the candidate (and baseline) model, batch by batch, into tallies.
 
-    plan = plan_scoring("runs/examples", "eval", model.info, slice_by=("site",))
+    plan = plan_scoring("runs/examples", "eval", model.info, ("site",), task_for(model.info.task).check_examples)
     sizing = size_scoring_batch(plan, {"candidate": model, "baseline": baseline}, budget_bytes=1 << 30)
     result = score(plan, {"candidate": model, "baseline": baseline}, sizing.batch_size)
     result.scores["candidate"].overall.confusion          # [C, C] counts
@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..core.batch_memory import PROBE_EXAMPLES, BatchSizing, size_batch
-from ..core.box_schema import AREA, BOX_FEATURES, BOX_ROLE, DETECTION_TASK
+from ..core.box_schema import BOX_ROLE, DETECTION_TASK
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ConfigError
 from ..core.manifest import FeatureSpec, Manifest, read_manifest
@@ -74,39 +74,25 @@ def image_feature(manifest: Manifest, examples: str) -> FeatureSpec:
     return images[0]
 
 
-def _check_label(manifest: Manifest, info: ModelInfo, examples: str) -> None:
-    if info.task == DETECTION_TASK:  # the label is the eight box features (core/box_schema.py)
-        # AREA is optional: examples made before it have their area ranges measured in stored pixels.
-        missing = [name for name in BOX_FEATURES if name not in manifest.features and name != AREA]
-        if missing:
-            raise EvaluationError(f"a detection model needs the box features of {examples}, which lacks {missing}: "
-                                  "is it a box index's ExampleGen output?")
-        image_feature(manifest, examples)
-        return
+def label_feature(manifest: Manifest, info: ModelInfo, examples: str) -> FeatureSpec:
+    """The model's label column in the examples (a task's `check_examples` judges its form)."""
     feature = manifest.features.get(info.label)
     if feature is None:
         raise EvaluationError(f"the model's label {info.label!r} is not a feature of {examples} "
                               f"(has {sorted(manifest.features)})")
-    if info.task == "segmentation":
-        if not feature.is_file or feature.shape[-1] != 1:
-            raise EvaluationError(f"segmentation label {info.label!r} must be a one-channel mask feature, "
-                                  f"it is a {feature.role} of shape {feature.shape}")
-    elif feature.is_file:
-        raise EvaluationError(f"classification label {info.label!r} is an {feature.role} file, not a value")
-    elif feature.dtype == "string" and info.label_vocabulary is None:
-        raise EvaluationError(f"label {info.label!r} holds strings but the model has no label_vocabulary")
-    elif feature.dtype == "float32" and info.label_vocabulary is not None:
-        raise EvaluationError(f"label {info.label!r} holds floats; a label vocabulary needs strings or integers")
+    return feature
 
 
-def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str, ...]) -> ScoringPlan:
-    """Checks that the examples have the split, the model's label and the slice columns."""
+def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str, ...],
+                 check_examples: Callable[[Manifest, ModelInfo, str], None]) -> ScoringPlan:
+    """Checks that the examples have the split, the model's label (`check_examples`: the task's
+    `Task.check_examples`) and the slice columns."""
     manifest = read_manifest(examples)
     if split not in manifest.splits:
         raise ConfigError(f"split {split!r} is not in the examples {examples} (has {sorted(manifest.splits)})")
     if manifest.splits[split].num_examples == 0:
         raise EvaluationError(f"split {split!r} of {examples} has no examples")
-    _check_label(manifest, info, examples)
+    check_examples(manifest, info, examples)
     for column in slice_by:
         feature = manifest.features.get(column)
         if feature is None or feature.is_file or feature.role == BOX_ROLE:  # a box list is no slice value

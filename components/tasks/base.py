@@ -6,6 +6,8 @@ Evaluator keeps the mechanics (loading the models, sizing the batch, the canarie
 outputs, the markers) and asks the task, found by the model's kind in the registry (`tasks.task_for`), for:
 
 - `metric_names`, `lower_is_better`, `unbounded_metrics`, `default_threshold`: what its gate may name;
+- `check_examples(manifest, info, examples)`: that the examples carry the model's label in this kind's form
+  (an `EvaluationError` naming what is wrong), before any example is read;
 - `canary_outputs(outputs)`: what of one served batch infra validation replays (canary_predictions.npy);
 - `evaluate(run)`: the split scored through the models, as metrics.json's task sections, the plots and
   other files by output name, and the line the run prints;
@@ -13,6 +15,7 @@ outputs, the markers) and asks the task, found by the model's kind in the regist
 
 >>> class Toy(Task):
 ...     kind, metric_names, default_threshold = "toy", ("mae",), "mae<=1"
+...     def check_examples(self, manifest, info, examples): pass
 ...     def canary_outputs(self, outputs): return outputs["value"]
 ...     def evaluate(self, run): raise NotImplementedError
 >>> Toy().gate_values({"mae": 0.5}), Toy().lower_is_better
@@ -60,6 +63,11 @@ class Task(ABC):
     lower_is_better: ClassVar[frozenset[str]] = frozenset()
     unbounded_metrics: ClassVar[frozenset[str]] = frozenset()  # others lie in [0, 1]
     default_threshold: ClassVar[str]  # the blessing threshold of a run that names none
+
+    @abstractmethod
+    def check_examples(self, manifest: Any, info: Any, examples: str) -> None:
+        """Raises `EvaluationError` unless `manifest` (core.manifest.Manifest of `examples`) has the label of a
+        model of this kind (`info`: core.model_info.ModelInfo) in the form scoring reads."""
 
     @abstractmethod
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:

@@ -68,10 +68,11 @@ def test_an_explicit_batch_over_the_budget_is_one_line_before_scoring(mask_unet:
 def test_per_image_counts_are_kept_and_add_up_to_the_confusion(mask_unet: tuple[Path, Path]) -> None:
     from shardflow.evaluator.loaded_model import load_model
     from shardflow.evaluator.scorer import plan_scoring, score
+    from shardflow.tasks import task_for
 
     examples, model_dir = mask_unet
     model = load_model(str(model_dir))
-    plan = plan_scoring(str(examples), "eval", model.info, ())
+    plan = plan_scoring(str(examples), "eval", model.info, (), task_for(model.info.task).check_examples)
     scores = score(plan, {"candidate": model}, batch_size=7, echo=lambda _: None).scores["candidate"]
     counts = scores.example_cells()
     assert counts.shape == (EVAL, 3, NUM_CLASSES) and counts.dtype == np.int32  # TP, FP, FN per class

@@ -19,6 +19,19 @@ class ClassificationTask(Task):
     unbounded_metrics = frozenset({"log_loss"})
     default_threshold = "accuracy>=0.9"
 
+    def check_examples(self, manifest: Any, info: Any, examples: str) -> None:
+        """A value column: integers, or strings (integers too) through the model's vocabulary."""
+        from ...evaluator.outputs import EvaluationError
+        from ...evaluator.scorer import label_feature
+
+        feature = label_feature(manifest, info, examples)
+        if feature.is_file:
+            raise EvaluationError(f"classification label {info.label!r} is an {feature.role} file, not a value")
+        if feature.dtype == "string" and info.label_vocabulary is None:
+            raise EvaluationError(f"label {info.label!r} holds strings but the model has no label_vocabulary")
+        if feature.dtype == "float32" and info.label_vocabulary is not None:
+            raise EvaluationError(f"label {info.label!r} holds floats; a label vocabulary needs strings or integers")
+
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:
         return outputs["probabilities"]  # [N, C]
 

@@ -31,7 +31,8 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
-from ...core.box_schema import AREA, BBOX, CLASS_LABEL, DETECTION_OUTPUTS, IS_CROWD, MAX_DETECTIONS, LabelMap
+from ...core.box_schema import (AREA, BBOX, BOX_FEATURES, CLASS_LABEL, DETECTION_OUTPUTS, IS_CROWD, MAX_DETECTIONS,
+                                LabelMap)
 from ...core.detection_metrics import DetectionAccumulator, coco_boxes
 from ...core.input_stream import SERIALIZED
 from ...core.manifest import FeatureSpec, Manifest
@@ -46,6 +47,16 @@ PLOT_BYTES = 16 << 20  # and at most this many bytes of their stored images
 TRUE_BOX_FEATURES = (*BBOX, CLASS_LABEL, IS_CROWD)  # what scoring reads of an example's true boxes
 # Per example: boxes, label ids, crowd flags, areas in original pixels (None without the area feature).
 TrueBoxes = tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray | None]]
+
+
+def check_box_examples(manifest: Manifest, examples: str) -> None:
+    """EvaluationError unless the examples have the box features and exactly one image feature."""
+    # AREA is optional: examples made before it have their area ranges measured in stored pixels.
+    missing = [name for name in BOX_FEATURES if name not in manifest.features and name != AREA]
+    if missing:
+        raise EvaluationError(f"a detection model needs the box features of {examples}, which lacks {missing}: "
+                              "is it a box index's ExampleGen output?")
+    image_feature(manifest, examples)
 
 
 def true_box_parser(manifest: Manifest) -> Callable[[tf.Tensor], TrueBoxes]:

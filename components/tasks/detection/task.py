@@ -20,6 +20,12 @@ class DetectionTask(Task):
     metric_names = METRIC_NAMES  # ap, ap50, ap75, ap_small, ..., ar1, ar10, ar100, ar_small, ...
     default_threshold = "ap50>=0.5"
 
+    def check_examples(self, manifest: Any, info: Any, examples: str) -> None:
+        """The box features (core/box_schema.py) and one image feature, which boxes are normalised to."""
+        from .scoring import check_box_examples
+
+        check_box_examples(manifest, examples)
+
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:
         from .evaluation import served_detections  # TensorFlow
 

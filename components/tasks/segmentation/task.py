@@ -17,6 +17,16 @@ class SegmentationTask(Task):
     metric_names = OVERALL_METRICS
     default_threshold = "mean_iou>=0.5"
 
+    def check_examples(self, manifest: Any, info: Any, examples: str) -> None:
+        """A one-channel mask image per example."""
+        from ...evaluator.outputs import EvaluationError
+        from ...evaluator.scorer import label_feature
+
+        feature = label_feature(manifest, info, examples)
+        if not feature.is_file or feature.shape[-1] != 1:
+            raise EvaluationError(f"segmentation label {info.label!r} must be a one-channel mask feature, "
+                                  f"it is a {feature.role} of shape {feature.shape}")
+
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:
         return outputs["probabilities"]  # [N, H, W, C]
 
