@@ -23,12 +23,13 @@ from .label_list import SHEET_ISSUES, IssueOutputs, label_issue_outputs
 from .outputs import LABEL_ISSUES, LABEL_ISSUES_SHEET, PLOT, RELIABILITY_PLOT
 from .plot import confusion_matrix_png, reliability_png
 from .report import deltas, model_report
-from .scorer import ScoreResult, score
+from .scorer import ConfusionCounts, ScoreResult, score
 from .slicing import Scores, Tally
 
 
-class ConfusionTask(Protocol):
-    """What a confusion-matrix task adds: its report of one group of examples and its plot title's scores."""
+class ConfusionTask(ConfusionCounts, Protocol):
+    """What a confusion-matrix task adds: its labels' class ids and batch counts (scorer.ConfusionCounts), its
+    report of one group of examples and its plot title's scores."""
 
     def group_report(self, tally: Tally, class_names: list[str]) -> dict[str, Any]: ...
 
@@ -87,7 +88,7 @@ def _files(run: Any, task: ConfusionTask, sections: dict[str, Any], issues: Issu
 def evaluate_confusion(run: Any, task: ConfusionTask) -> dict[str, Any]:
     """Scores the split through the models; the task's sections, files and printed lines, as the fields of a
     `tasks.base.TaskEvaluation`."""
-    result = score(run.plan, run.models, run.batch_size, run.echo)
+    result = score(run.plan, run.models, run.batch_size, task, run.echo)
     issues = label_issue_outputs(run.plan, result.scores["candidate"], run.echo)
     sections = _sections(run, task, result, issues)
     intervals = sections["intervals"]

@@ -2,12 +2,12 @@
 
     plan = plan_scoring("runs/examples", "eval", model.info, ("site",), task_for(model.info.task).check_examples)
     sizing = size_scoring_batch(plan, {"candidate": model, "baseline": baseline}, budget_bytes=1 << 30)
-    result = score(plan, {"candidate": model, "baseline": baseline}, sizing.batch_size)
+    result = score(plan, {"candidate": model, "baseline": baseline}, sizing.batch_size, task_for(model.info.task))
     result.scores["candidate"].overall.confusion          # [C, C] counts
 
 The split is read in manifest order by the one input stream (`core.input_stream.build_stream`:
 no shuffle, no augmentation), keeping each example's serialized bytes. It parses only the label
-and slice columns, and its transform stage turns labels into class ids (string labels through the
+and slice columns, and its transform stage turns labels into class ids (the task's `label_ids`: strings through the
 model's vocabulary, unknown strings to the OOV id; masks [H, W, 1] to ids [H, W]); the serialized
 batch itself goes to each model's `serving_default`, which parses and preprocesses the examples
 its own way. Labels are counted in the model's `label_classes`: for a string label the served
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import tensorflow as tf
@@ -41,7 +41,17 @@ from .loaded_model import LoadedModel
 from .slicing import Scores, group_slices
 
 PROGRESS_SECONDS = 30.0
-_EPSILON = float(np.finfo(np.float32).eps)  # log loss clips probabilities to [eps, 1 - eps] like scikit-learn
+
+
+class ConfusionCounts(Protocol):
+    """What a confusion-matrix task (labels, masks) gives the scoring loop: its labels as class ids, and one
+    batch's counts: "cells" (what `slicing.Scores.add` tallies), "probabilities", and optionally "losses" and
+    "confidences" (per example)."""
+
+    def label_ids(self, plan: ScoringPlan) -> Callable[[tf.Tensor], tf.Tensor]: ...
+
+    def batch_counts(self, info: ModelInfo, labels: np.ndarray, predicted: np.ndarray,
+                     probabilities: np.ndarray) -> dict[str, np.ndarray]: ...
 
 
 @dataclass(frozen=True)
@@ -106,21 +116,6 @@ def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str
     return ScoringPlan(examples, split, files, manifest, info, tuple(slice_by))
 
 
-def _label_ids_fn(plan: ScoringPlan) -> Callable[[tf.Tensor], tf.Tensor]:
-    """Raw label tensor → int64 class ids, as `ModelInfo.class_id_of` does one value at a time."""
-    info = plan.info
-    if info.task == "segmentation":
-        return lambda masks: tf.cast(masks[..., 0], tf.int64)
-    if info.label_vocabulary is None:
-        return lambda labels: tf.cast(labels, tf.int64)
-    vocabulary = tf.constant(info.label_vocabulary, tf.string)
-    table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(vocabulary, tf.range(len(info.label_vocabulary), dtype=tf.int64)),
-        default_value=len(info.label_vocabulary))  # the OOV id
-    is_string = plan.manifest.features[info.label].dtype == "string"
-    return lambda labels: table.lookup(labels if is_string else tf.strings.as_string(labels))
-
-
 def split_stream(plan: ScoringPlan, batch_size: int,
             model_step: Callable[[dict], dict] | None = None) -> tf.data.Dataset:
     """The split in manifest order, each example's serialized bytes kept: the input stream with no shuffle."""
@@ -147,9 +142,9 @@ def size_scoring_batch(plan: ScoringPlan, models: dict[str, LoadedModel], budget
                               f"({type(err).__name__}): {err.message}") from err
 
 
-def label_dataset(plan: ScoringPlan, batch_size: int) -> tf.data.Dataset:
-    """Batches of {"records", "labels", "slice/<column>"} in manifest order."""
-    to_ids = _label_ids_fn(plan)
+def label_dataset(plan: ScoringPlan, batch_size: int, task: ConfusionCounts) -> tf.data.Dataset:
+    """Batches of {"records", "labels", "slice/<column>"} in manifest order, the labels as the task's class ids."""
+    to_ids = task.label_ids(plan)
 
     def labelled(parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         element = {"records": parsed[SERIALIZED], "labels": to_ids(parsed[plan.info.label])}
@@ -158,17 +153,9 @@ def label_dataset(plan: ScoringPlan, batch_size: int) -> tf.data.Dataset:
     return split_stream(plan, batch_size, labelled)
 
 
-def _pixel_counts(labels: np.ndarray, predicted: np.ndarray, num_classes: int) -> np.ndarray:
-    """[N, C*C] per-example pixel counts of (true, predicted) pairs, in one bincount for the batch."""
-    size = num_classes * num_classes
-    count = len(labels)
-    cells = (labels * num_classes + predicted).reshape(count, -1)
-    cells += np.arange(count, dtype=np.int64)[:, None] * size  # each example its own block of cells
-    return np.bincount(cells.ravel(), minlength=count * size).reshape(count, size)
-
-
-def score_batch(model: LoadedModel, records: tf.Tensor, labels: np.ndarray) -> dict[str, np.ndarray]:
-    """One signature call on the serialized batch → per-example confusion cells (and log losses, confidences).
+def score_batch(model: LoadedModel, records: tf.Tensor, labels: np.ndarray, task: ConfusionCounts
+                ) -> dict[str, np.ndarray]:
+    """One signature call on the serialized batch → the task's per-example counts (`ConfusionCounts.batch_counts`).
 
     The signature is called as it is (a graph already: nothing to trace); the counting is a few
     numpy operations on [N] or [N, H, W] integers, cheap next to the model.
@@ -183,18 +170,7 @@ def score_batch(model: LoadedModel, records: tf.Tensor, labels: np.ndarray) -> d
     if probabilities.shape != labels.shape + (info.num_classes,):
         raise EvaluationError(f"model {model.path}: probabilities of shape {probabilities.shape} for "
                               f"labels of shape {labels.shape} and {info.num_classes} classes")
-    if info.task == "segmentation":
-        return {"cells": _pixel_counts(labels, predicted, info.num_classes), "probabilities": probabilities}
-    classes = len(info.label_classes)
-    # The served model gives a label unseen in training (the OOV id, past its classes) probability 0.
-    truth = np.pad(probabilities, [(0, 0), (0, classes - info.num_classes)])[np.arange(len(labels)), labels]
-    # scikit-learn's log loss: probabilities clipped to [eps, 1 - eps] of float32
-    losses = -np.log(np.clip(truth, _EPSILON, 1.0 - _EPSILON).astype(np.float64))
-    # The probability of the predicted class: what calibration (ECE, the reliability diagram) compares
-    # with being right. 4 bytes an example.
-    confidences = probabilities[np.arange(len(labels)), predicted].astype(np.float32)
-    return {"cells": labels * classes + predicted, "losses": losses, "confidences": confidences,
-            "probabilities": probabilities}
+    return task.batch_counts(info, labels, predicted, probabilities)
 
 
 def _check_label_range(labels: np.ndarray, plan: ScoringPlan, first: int) -> None:
@@ -223,19 +199,19 @@ def batches(dataset: tf.data.Dataset, plan: ScoringPlan, count_key: str = "label
         yield element
 
 
-def score(plan: ScoringPlan, models: dict[str, LoadedModel], batch_size: int,
+def score(plan: ScoringPlan, models: dict[str, LoadedModel], batch_size: int, task: ConfusionCounts,
           echo: Callable[[str], None] = print) -> ScoreResult:
     """Every example of the split through every model once; returns the tallies."""
     scores = {role: Scores(len(plan.info.label_classes), plan.slice_by) for role in models}
     seen, started = 0, time.perf_counter()
     next_report = started + PROGRESS_SECONDS
-    for element in batches(label_dataset(plan, batch_size), plan):
+    for element in batches(label_dataset(plan, batch_size, task), plan):
         labels = element["labels"].numpy()
         _check_label_range(labels, plan, seen)
         groups = group_slices({c: element[f"slice/{c}"].numpy() for c in plan.slice_by})
         for role, model in models.items():
             try:
-                out = score_batch(model, element["records"], labels)
+                out = score_batch(model, element["records"], labels, task)
             except tf.errors.OpError as err:
                 raise EvaluationError(f"{role} {model.path} could not score examples {seen}.. of split "
                                       f"{plan.split!r} ({type(err).__name__}): {err.message}") from err

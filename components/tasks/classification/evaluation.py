@@ -18,6 +18,7 @@ import numpy as np
 
 OVERALL_METRICS = ("accuracy", "log_loss", "macro_precision", "macro_recall", "macro_f1")
 LOWER_IS_BETTER = frozenset({"log_loss"})
+_EPSILON = float(np.finfo(np.float32).eps)  # log loss clips probabilities to [eps, 1 - eps] like scikit-learn
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -68,3 +69,23 @@ def classification_report(confusion: np.ndarray, loss_sum: float, class_names: l
     }
     return {"num_examples": int(confusion.sum()), "overall": overall_metrics(confusion, loss_sum),
             "per_class": per_class, "confusion_matrix": confusion.tolist()}
+
+
+def batch_counts(labels: np.ndarray, predicted: np.ndarray, probabilities: np.ndarray, label_classes: int
+                 ) -> dict[str, np.ndarray]:
+    """One scored batch → per example its confusion cell (true * classes + predicted), log loss, confidence (the
+    probability of the predicted class: what calibration compares with being right, 4 bytes an example), and the
+    probabilities. `label_classes`: the served classes, plus the OOV id of a vocabulary, which the served model
+    (it answers the trained classes only) gives probability 0.
+
+    >>> out = batch_counts(np.array([0, 1]), np.array([0, 0]), np.array([[0.75, 0.25], [0.5, 0.5]]), 2)
+    >>> out["cells"].tolist(), out["losses"].round(4).tolist(), out["confidences"].tolist()
+    ([0, 2], [0.2877, 0.6931], [0.75, 0.5])
+    """
+    count = len(labels)
+    truth = np.pad(probabilities, [(0, 0), (0, label_classes - probabilities.shape[-1])])[np.arange(count), labels]
+    # scikit-learn's log loss: probabilities clipped to [eps, 1 - eps] of float32
+    losses = -np.log(np.clip(truth, _EPSILON, 1.0 - _EPSILON).astype(np.float64))
+    confidences = probabilities[np.arange(count), predicted].astype(np.float32)
+    return {"cells": labels * label_classes + predicted, "losses": losses, "confidences": confidences,
+            "probabilities": probabilities}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import EvaluationRun, Task, TaskEvaluation
-from .evaluation import LOWER_IS_BETTER, OVERALL_METRICS, classification_report
+from .evaluation import LOWER_IS_BETTER, OVERALL_METRICS, batch_counts, classification_report
 
 
 class ClassificationTask(Task):
@@ -34,6 +34,24 @@ class ClassificationTask(Task):
 
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:
         return outputs["probabilities"]  # [N, C]
+
+    def label_ids(self, plan: Any) -> Any:
+        """Raw label tensor → int64 class ids, as `ModelInfo.class_id_of` does one value at a time: integers as
+        they are, strings (or integers as text) through the vocabulary, an unknown one to the OOV id."""
+        import tensorflow as tf
+
+        info = plan.info
+        if info.label_vocabulary is None:
+            return lambda labels: tf.cast(labels, tf.int64)
+        vocabulary = tf.constant(info.label_vocabulary, tf.string)
+        table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(vocabulary, tf.range(len(info.label_vocabulary), dtype=tf.int64)),
+            default_value=len(info.label_vocabulary))  # the OOV id
+        is_string = plan.manifest.features[info.label].dtype == "string"
+        return lambda labels: table.lookup(labels if is_string else tf.strings.as_string(labels))
+
+    def batch_counts(self, info: Any, labels: Any, predicted: Any, probabilities: Any) -> dict[str, Any]:
+        return batch_counts(labels, predicted, probabilities, len(info.label_classes))
 
     def group_report(self, tally: Any, class_names: list[str]) -> dict[str, Any]:
         """One group's metrics from its tally (evaluator/slicing.py's `Tally`)."""

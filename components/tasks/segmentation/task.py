@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import EvaluationRun, Task, TaskEvaluation
-from .evaluation import OVERALL_METRICS, segmentation_report
+from .evaluation import OVERALL_METRICS, pixel_counts, segmentation_report
 
 
 class SegmentationTask(Task):
@@ -29,6 +29,16 @@ class SegmentationTask(Task):
 
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:
         return outputs["probabilities"]  # [N, H, W, C]
+
+    def label_ids(self, plan: Any) -> Any:
+        """Masks [N, H, W, 1] → class ids [N, H, W]."""
+        import tensorflow as tf
+
+        return lambda masks: tf.cast(masks[..., 0], tf.int64)
+
+    def batch_counts(self, info: Any, labels: Any, predicted: Any, probabilities: Any) -> dict[str, Any]:
+        """Per example its C*C pixel counts (no loss or confidence: a mask has no one probability)."""
+        return {"cells": pixel_counts(labels, predicted, info.num_classes), "probabilities": probabilities}
 
     def group_report(self, tally: Any, class_names: list[str]) -> dict[str, Any]:
         """One group's metrics from its pixel tally (evaluator/slicing.py's `Tally`)."""
