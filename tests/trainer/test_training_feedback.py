@@ -21,6 +21,7 @@ from shardflow.core.progress import ProgressReporter, progress_text
 from shardflow.core.reader import shard_files
 from shardflow.example_gen import ExampleGenConfig, IndexSpec
 from shardflow.evaluator import EvaluatorConfig
+from shardflow.evaluator import confusion
 from shardflow.evaluator import executor as evaluator
 from shardflow.example_gen import run as example_gen
 from shardflow.trainer import ExportOptions, FitOptions, InputOptions, TrainerConfig, run
@@ -208,13 +209,13 @@ def test_an_unused_oov_class_is_left_out_of_the_tables_and_the_plot(words: Path,
     info = ModelInfo(task="classification", label="label", num_classes=3, class_names=WORDS, label_vocabulary=WORDS)
     model = export_model(band_model(3, 8), tmp_path / "model", words, "image", info)
     plotted: list[list[str]] = []
-    real_plot = evaluator.confusion_matrix_png
+    real_plot = confusion.confusion_matrix_png
 
     def plot(confusion: np.ndarray, names: list[str], title: str) -> bytes:
         plotted.append(list(names))
         return real_plot(confusion, names, title)
 
-    monkeypatch.setattr(evaluator, "confusion_matrix_png", plot)
+    monkeypatch.setattr(confusion, "confusion_matrix_png", plot)  # the plot of labels and masks
     metrics = evaluator.run(EvaluatorConfig(model=str(model), examples=str(words), output=str(tmp_path / "e"),
                                             slice_by=("label",)), echo=lambda _: None).metrics
     assert metrics["hidden_classes"] == ["<OOV>"]
