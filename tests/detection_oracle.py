@@ -100,7 +100,8 @@ def _moved(boxes: tf.Tensor, keys: tf.Tensor, faults: OracleFaults, size: tf.Ten
     count = tf.shape(boxes)[1]
     if faults.jitter:
         slots = tf.range(count * 4, dtype=tf.int64)
-        noise = tf.reshape(_uniform(keys, slots, "jitter") * 2 - 1, [-1, count, 4])
+        # [N, count, 4], N told: with no box in the whole batch (count 0), -1 would make N zero too
+        noise = tf.reshape(_uniform(keys, slots, "jitter") * 2 - 1, [tf.shape(boxes)[0], count, 4])
         sides = tf.tile(boxes[..., 2:] - boxes[..., :2], [1, 1, 2])
         boxes = boxes + faults.jitter * noise * sides
     if faults.shift_pixels:
