@@ -178,7 +178,7 @@ def test_a_run_killed_in_each_phase_resumes_there_with_the_uninterrupted_weights
     def command(out: Path) -> list[str]:
         return [sys.executable, "-m", "shardflow", "train", "--examples", str(photos / "examples"), "--output",
                 str(out), "--model", "mobilenet_v2", "--weights", str(path), "--backbone-alpha", str(ALPHA),
-                "--epochs", "4", "--freeze-epochs", "1", "--batch-size", "4", "--checkpoint-every", "2",
+                "--epochs", "2", "--freeze-epochs", "1", "--batch-size", "4", "--checkpoint-every", "2",
                 "--input-probe-batches", "1", "--deterministic", "--eval-split", ""]
 
     env = dict(os.environ)  # the process defaults: the command's own (core/process_defaults.py)
@@ -186,7 +186,8 @@ def test_a_run_killed_in_each_phase_resumes_there_with_the_uninterrupted_weights
     assert whole.returncode == 0, whole.stderr[-3000:]
     out = tmp_path / "m"
     # Killed once mid-way through the head phase (its second backup of step 4 of 9), then in phase two (its own
-    # backup's second checkpoint, step 4 of its 27): each time the kill lands past a whole checkpoint.
+    # backup's second checkpoint, step 4 of its 9): each time the kill lands past a whole checkpoint. One epoch
+    # of each phase: the kills land inside an epoch, so later epochs of phase two would add steps, not proof.
     for backups, what in (("", "head phase"), ("fine_tune", "phase two")):
         first = subprocess.Popen(command(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: recorded_checkpoint(str(out / "checkpoints" / (backups or "head"))) >= 2, first, 900,
@@ -199,9 +200,9 @@ def test_a_run_killed_in_each_phase_resumes_there_with_the_uninterrupted_weights
     second = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     summary = json.loads((out / "training.json").read_text())
-    assert [e["phase"] for e in summary["history"]] == ["head", "fine_tune", "fine_tune", "fine_tune"]
+    assert [e["phase"] for e in summary["history"]] == ["head", "fine_tune"]
     per_epoch = summary["history"][0]["optimizer_steps"]
-    assert summary["optimizer_steps"] == 4 * per_epoch
+    assert summary["optimizer_steps"] == 2 * per_epoch
     assert summary["resumed_from_step"] > 0  # phase two's optimizer came back from its backup
     assert summary["history"][0] == head_epoch  # the head phase was not trained again
     assert summary["weights_sha256"] == json.loads((tmp_path / "whole" / "training.json").read_text())["weights_sha256"]
