@@ -48,7 +48,7 @@ BOXES_KEY = "boxes"  # manifest.extra's key
 DETECTION_TASK = "detection"
 # Each served output's dimensions: "N" the request's examples, "M" MAX_DETECTIONS, a number that size. The one
 # table of the outputs' shapes: the Evaluator holds a signature's declared ones to it (loaded_model.py), the infra
-# check the arrays a signature returns (detection_checks.py).
+# check the arrays a signature returns (tasks/detection/serving_checks.py).
 DETECTION_OUTPUT_SHAPES: dict[str, tuple[str | int, ...]] = {
     "detection_boxes": ("N", "M", 4), "detection_scores": ("N", "M"), "detection_classes": ("N", "M"),
     "num_detections": ("N",)}

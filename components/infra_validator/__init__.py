@@ -6,14 +6,16 @@
 """
 from typing import Any
 
-from .config import (INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_FILE, InfraValidationError,
-                     InfraValidatorConfig, parse_batch_sizes)
+from .errors import InfraValidationError
 
-_LAZY = {"run": "executor", "InfraValidation": "executor"}
+_LAZY = {"run": "executor", "InfraValidation": "executor", **{name: "config" for name in (
+    "INFRA_BLESSED", "INFRA_NOT_BLESSED", "REPORT", "WARMUP_FILE", "InfraValidatorConfig", "parse_batch_sizes")}}
 
 
 def __getattr__(name: str) -> Any:
-    """The executor loads numpy and, to build the warm-up file, TensorFlow: import it only when used."""
+    """The executor loads numpy and, to build the warm-up file, TensorFlow: import it only when used. The config
+    too: it reads the task registry (shardflow.tasks), whose kinds import modules of this package (canaries,
+    errors) when they judge served answers, so importing the package itself must not import the registry."""
     if name in _LAZY:
         import importlib
 

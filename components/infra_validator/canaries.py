@@ -19,19 +19,19 @@ from ..core.manifest import FeatureSpec, read_manifest
 from ..core.model_info import IMAGE_INPUT, SERVING_INPUT, read_model_info
 from ..core.pixel_codec import decode_pixels, encode_pixels
 from ..core.tfrecord import iter_records
-from ..evaluator.config import CANARIES, CANARY_PREDICTIONS
-from .config import InfraValidationError
+from ..evaluator.outputs import CANARIES, CANARY_PREDICTIONS
+from .errors import InfraValidationError
 
 
 @dataclass(frozen=True)
 class Canaries:
     records: list[bytes]  # serialized tf.Examples, in the order the Evaluator scored them
-    probabilities: np.ndarray | None  # the Evaluator's, one row (or [H, W, C] block) per record; None: a detector's
+    probabilities: np.ndarray | None  # the Evaluator's, one row (or [H, W, C] block) per record; None: not read
 
 
 def read_canaries(evaluation: str, with_probabilities: bool = True) -> Canaries:
-    """The canaries, and the Evaluator's probabilities for them unless `with_probabilities` is False (a detector
-    is judged against its own contract and its two signatures against each other, not against a stored answer)."""
+    """The canaries, and the Evaluator's probabilities for them unless `with_probabilities` is False (a kind that
+    is judged without a stored answer: `Task.needs_canary_predictions`)."""
     with storage.open_read(storage.join(evaluation, CANARIES)) as stream:
         records = list(iter_records(stream, storage.join(evaluation, CANARIES)))
     if not with_probabilities:

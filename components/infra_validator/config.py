@@ -15,13 +15,13 @@ import math
 from dataclasses import dataclass
 
 from ..core import storage
-from ..core.box_schema import DETECTION_TASK
 from ..core.batch_memory import DEFAULT_BUDGET_MB
-from ..core.errors import ConfigError, ShardflowError
+from ..core.errors import ConfigError
 from ..core.config_values import require_apart, require_locations, require_positive
 from ..core.input_checks import check_model
 from ..core.model_info import read_model_info
-from ..evaluator.config import BLESSED, CANARIES, CANARY_PREDICTIONS, NOT_BLESSED
+from ..evaluator.outputs import BLESSED, CANARIES, CANARY_PREDICTIONS, NOT_BLESSED
+from ..tasks import task_for
 
 # The verdict markers (exactly one is written, last) and the report; the Pusher reads them.
 INFRA_BLESSED, INFRA_NOT_BLESSED = "INFRA_BLESSED", "INFRA_NOT_BLESSED"
@@ -30,10 +30,6 @@ REPORT = "infra_validation.json"
 WARMUP_DIR = "assets.extra"
 WARMUP_FILE = f"{WARMUP_DIR}/tf_serving_warmup_requests"
 MAX_WARMUP_REQUESTS = 1000  # TF Serving refuses a warm-up file of more records
-
-
-class InfraValidationError(ShardflowError, RuntimeError):
-    """The validation itself could not be done (unreadable canaries, a canary without its image)."""
 
 
 # The latency table's cost: 30 calls a batch size took 4.6 s of the 7.7-s check of a 96-px detector (2 signatures
@@ -106,8 +102,9 @@ class InfraValidatorConfig:
         if not any(storage.is_file(storage.join(self.evaluation, m)) for m in (BLESSED, NOT_BLESSED)):
             raise ConfigError(f"evaluation {self.evaluation!r} has no verdict (neither BLESSED nor NOT_BLESSED): "
                               "not a finished shardflow evaluate output")
-        # A detector's canaries are judged without the Evaluator's answers for them (executor.py).
-        needed = (CANARIES,) if read_model_info(self.model).task == DETECTION_TASK else (CANARIES, CANARY_PREDICTIONS)
+        # Some kinds' canaries are judged without the Evaluator's answers for them (Task.needs_canary_predictions).
+        task = task_for(read_model_info(self.model).task)
+        needed = (CANARIES, CANARY_PREDICTIONS) if task.needs_canary_predictions else (CANARIES,)
         missing = [n for n in needed if not storage.is_file(storage.join(self.evaluation, n))]
         if missing:
             raise ConfigError(f"evaluation {self.evaluation!r} has no {' or '.join(missing)}: "

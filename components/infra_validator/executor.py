@@ -9,11 +9,12 @@ started ahead that imported TensorFlow meanwhile: probe_process.py), importing
 TensorFlow only, as a TF Serving container has nothing of shardflow: it loads the SavedModel,
 calls every signature with the Evaluator's canaries, times each batch size and replays the warm-up
 file built here (a record that would only repeat calls made is checked, not run again). This process
-judges: each signature's probabilities must equal the Evaluator's within `tolerance`; a detector's (ModelInfo.task "detection") answers must keep the served contract of
-core/box_schema.py, and `serving_image` on the canaries' encoded images must find `serving_default`'s boxes
-within one pixel of the stored image (detection_checks.py). Outputs in `config.output` (an `OutputDir`): infra_validation.json, the warm-up
-file `assets.extra/tf_serving_warmup_requests` (the Pusher copies it into the pushed version) and,
-last, INFRA_BLESSED or INFRA_NOT_BLESSED (one reason per line). A probe that crashes, times out,
+judges through the model's task (`tasks.task_for(info.task)`, components/tasks/): which outputs the probe saves
+(`served_outputs`), whether the Evaluator's canary answers are read (`needs_canary_predictions`), what the
+signatures fed lack (`signature_problems`) and the verdict on the answers (`judge_served`: probabilities within
+`tolerance` of the Evaluator's, or a kind's own contract). Outputs in `config.output` (an `OutputDir`):
+infra_validation.json, the warm-up file `assets.extra/tf_serving_warmup_requests` (the Pusher copies it into
+the pushed version) and, last, INFRA_BLESSED or INFRA_NOT_BLESSED (one reason per line). A probe that crashes, times out,
 cannot load the model or disagrees gives INFRA_NOT_BLESSED with a one-line reason.
 """
 from __future__ import annotations
@@ -33,16 +34,14 @@ from .. import __version__
 from ..core import storage
 from ..core.batch_memory import budget_bytes
 from ..core.config_record import recorded_options
-from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK
-from ..core.label_map_file import model_label_map
-from ..core.manifest import FeatureSpec
-from ..core.model_info import IMAGE_SIGNATURE, SERVING_SIGNATURE, ModelInfo, read_model_info
+from ..core.model_info import SERVING_SIGNATURE, read_model_info
 from ..core.output_dir import OutputDir
-from ..evaluator.config import METRICS
-from .canaries import Canaries, image_feature, read_canaries, signature_inputs
-from .config import (INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_DIR, WARMUP_FILE, InfraValidationError,
-                     InfraValidatorConfig)
-from .detection_checks import judge_detections
+from ..evaluator.outputs import METRICS
+from ..tasks import task_for
+from ..tasks.base import ServedCheck
+from .canaries import Canaries, read_canaries, signature_inputs
+from .config import INFRA_BLESSED, INFRA_NOT_BLESSED, REPORT, WARMUP_DIR, WARMUP_FILE, InfraValidatorConfig
+from .errors import InfraValidationError
 from .probe_process import PROBE, run_probe
 from .warmup import warmup_file_bytes, warmup_records
 
@@ -88,14 +87,14 @@ def _validate(config: InfraValidatorConfig, out: OutputDir, scratch: str,
     started = time.perf_counter()
     model = _local_model(config.model, scratch)
     info = read_model_info(model)
-    detector = info.task == DETECTION_TASK
-    canaries = read_canaries(config.evaluation, with_probabilities=not detector)
+    task = task_for(info.task)
+    canaries = read_canaries(config.evaluation, with_probabilities=task.needs_canary_predictions)
     examples = _evaluated_examples(config.evaluation)
     fed, reasons = signature_inputs(model, canaries, examples)
     if SERVING_SIGNATURE not in fed:
         reasons.insert(0, f"the model has no {SERVING_SIGNATURE!r} signature taking serialized examples")
-    if detector and IMAGE_SIGNATURE not in fed and not reasons:
-        reasons.append(f"the detector has no {IMAGE_SIGNATURE!r} signature taking encoded images")
+    if not reasons:
+        reasons = task.signature_problems(sorted(fed))
     warmup = os.path.join(scratch, "tf_serving_warmup_requests")
     if fed:
         records = warmup_records(fed, config.warmup_requests, config.batch_sizes)
@@ -107,12 +106,12 @@ def _validate(config: InfraValidatorConfig, out: OutputDir, scratch: str,
     if not reasons:
         echo(f"infra-validate: probing {config.model} in a TensorFlow-only process "
              f"({len(canaries.records)} canaries, signatures {sorted(fed)})")
-        saved = list(DETECTION_OUTPUTS) if detector else ["probabilities"]
-        probe, reasons = _run_probe(config, model, fed, warmup, scratch, saved)
+        probe, reasons = _run_probe(config, model, fed, warmup, scratch, list(task.served_outputs))
     if not reasons:
-        deltas, reasons, passed = _judge(config, info, canaries, fed, probe, os.path.join(scratch, "outputs"),
-                                         image_feature(model, examples) if detector else None)
-        reasons += _check_replay(probe, config.warmup_requests)
+        judged = task.judge_served(ServedCheck(config, info, canaries, sorted(fed), os.path.join(scratch, "outputs"),
+                                               probe["checked"], model, examples))
+        deltas, passed = judged.deltas, judged.passed
+        reasons = judged.reasons + _check_replay(probe, config.warmup_requests)
     report = _report(config, canaries, fed, probe, deltas, passed if not reasons else reasons,
                      time.perf_counter() - started, blessed=not reasons)
     _publish(out, report, warmup if fed else None)
@@ -177,48 +176,6 @@ def _read_json(path: str) -> dict[str, Any]:
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
-
-
-def _compare(canaries: Canaries, fed: Inputs, outputs: str, tolerance: float) -> tuple[dict[str, float], list[str]]:
-    """max |probability − the Evaluator's| per signature, and a reason for each over `tolerance`."""
-    deltas, reasons = {}, []
-    expected = np.asarray(canaries.probabilities, np.float64)
-    for name in sorted(fed):
-        served = np.load(os.path.join(outputs, f"{name}.npz"))["probabilities"].astype(np.float64)
-        if served.shape != expected.shape:
-            reasons.append(f"{name}: probabilities of shape {served.shape}, the Evaluator's are {expected.shape}")
-            continue
-        difference = np.abs(served - expected)
-        difference[np.isnan(difference)] = np.inf  # a NaN on either side fails
-        worst = float(difference.max())
-        deltas[name] = worst
-        if not worst <= tolerance:
-            canary = int(np.unravel_index(np.argmax(difference), difference.shape)[0])
-            reasons.append(f"{name}: probabilities differ from the Evaluator's by up to {worst:.3g} "
-                           f"(canary {canary}), more than the tolerance {tolerance:g}")
-    return deltas, reasons
-
-
-def _label_ids(model: str, info: ModelInfo) -> tuple[int, ...]:
-    """The ids a detector may serve: its label_map.pbtxt's (core/label_map_file.py)."""
-    try:
-        return model_label_map(model, info).ids
-    except (OSError, ValueError) as err:
-        raise InfraValidationError(f"model {model}: cannot read its label map: {err}") from None
-
-
-def _judge(config: InfraValidatorConfig, info: ModelInfo, canaries: Canaries, fed: Inputs, probe: dict[str, Any],
-           outputs: str, feature: FeatureSpec | str | None) -> tuple[dict[str, float], list[str], list[str]]:
-    """The probe's answers judged: (max differences per signature, [reasons against], [what passed]).
-    A detector by its contract and its two signatures' agreement (`feature`: the canaries' image); any other
-    model by the Evaluator's probabilities."""
-    if info.task == DETECTION_TASK:
-        shape = list(feature.shape) if isinstance(feature, FeatureSpec) else None
-        return judge_detections(outputs, probe["checked"], _label_ids(config.model, info), shape, len(canaries.records))
-    deltas, reasons = _compare(canaries, fed, outputs, config.tolerance)
-    passed = [f"{name}: max |Δ| {deltas[name]:.3g} from the Evaluator's probabilities on "
-              f"{len(canaries.records)} canaries (tolerance {config.tolerance:g})" for name in sorted(deltas)]
-    return deltas, reasons, passed
 
 
 def _check_replay(probe: dict[str, Any], expected: int) -> list[str]:

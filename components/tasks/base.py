@@ -1,4 +1,4 @@
-"""The one interface a task kind offers the components: today the Evaluator's part (issue 68, its first seam).
+"""The one interface a task kind offers the components: the Evaluator's and infra validation's parts (issue 68).
 
 A `Task` is what is particular to one kind of annotation (class labels, masks, boxes), as TF Model Garden's
 `base_task.Task` is to its trainer and Ultralytics' `models/yolo/<task>/val.py` to its shared validator: the
@@ -13,13 +13,23 @@ outputs, the markers) and asks the task, found by the model's kind in the regist
   other files by output name, and the line the run prints;
 - `gate_values(overall)`: the overall metrics as the gate reads them (a float each, NaN where undefined).
 
+Infra validation keeps its mechanics too (the TensorFlow-only probe and its process, the canaries fed to each
+signature, warm-up, latency, memory, the report and markers) and asks the model's task for:
+
+- `served_outputs`: the outputs of each signature the probe saves per canary (`<signature>.npz`);
+- `needs_canary_predictions`: whether they are judged against the Evaluator's canary_predictions.npy (then
+  infra validation refuses an evaluation without it);
+- `signature_problems(signatures)`: why the signatures fed are not enough for this kind (one line each);
+- `judge_served(check)`: the saved answers judged (`ServedCheck` in, `ServedJudgement` out).
+
 >>> class Toy(Task):
 ...     kind, metric_names, default_threshold = "toy", ("mae",), "mae<=1"
 ...     def check_examples(self, manifest, info, examples): pass
 ...     def canary_outputs(self, outputs): return outputs["value"]
 ...     def evaluate(self, run): raise NotImplementedError
->>> Toy().gate_values({"mae": 0.5}), Toy().lower_is_better
-({'mae': 0.5}, frozenset())
+...     def judge_served(self, check): raise NotImplementedError
+>>> Toy().signature_problems(["serving_default"]), Toy().gate_values({"mae": 0.5}), Toy().lower_is_better
+([], {'mae': 0.5}, frozenset())
 """
 from __future__ import annotations
 
@@ -55,6 +65,33 @@ class TaskEvaluation:
     notes: tuple[str, ...] = ()  # lines printed before the summary
 
 
+@dataclass(frozen=True)
+class ServedCheck:
+    """What infra validation hands a task once its probe answered: its options, the model's contract, the
+    canaries, the signatures fed, where the probe saved each one's `served_outputs` (`<outputs>/<name>.npz`),
+    what each one's first call returned (`checked[name]["returned"]`), the probe's local copy of the model and
+    the evaluated examples. Typed loosely, as `EvaluationRun` (infra_validator/config.py, canaries.py)."""
+
+    config: Any  # InfraValidatorConfig
+    info: Any  # core.model_info.ModelInfo
+    canaries: Any  # infra_validator.canaries.Canaries
+    signatures: list[str]
+    outputs: str
+    checked: dict[str, Any]
+    model: str
+    examples: str
+
+
+@dataclass(frozen=True)
+class ServedJudgement:
+    """A task's judgement of the served answers: a difference per signature for the report (max_abs_diff), the
+    reasons against (one line each; none: blessed) and what passed (the report's lines when blessed)."""
+
+    deltas: dict[str, float]
+    reasons: list[str]
+    passed: list[str]
+
+
 class Task(ABC):
     """One kind of annotation, as the components see it. Subclasses set the class attributes."""
 
@@ -63,6 +100,8 @@ class Task(ABC):
     lower_is_better: ClassVar[frozenset[str]] = frozenset()
     unbounded_metrics: ClassVar[frozenset[str]] = frozenset()  # others lie in [0, 1]
     default_threshold: ClassVar[str]  # the blessing threshold of a run that names none
+    served_outputs: ClassVar[tuple[str, ...]]  # what infra validation's probe saves of each signature's answers
+    needs_canary_predictions: ClassVar[bool]  # judged against the Evaluator's answers for the canaries
 
     @abstractmethod
     def check_examples(self, manifest: Any, info: Any, examples: str) -> None:
@@ -76,6 +115,14 @@ class Task(ABC):
     @abstractmethod
     def evaluate(self, run: EvaluationRun) -> TaskEvaluation:
         """Every example of the split through every model once; the metrics, files and lines to publish."""
+
+    @abstractmethod
+    def judge_served(self, check: ServedCheck) -> ServedJudgement:
+        """Infra validation's verdict on the probe's saved answers for the canaries."""
+
+    def signature_problems(self, signatures: list[str]) -> list[str]:
+        """Why the signatures infra validation can feed fall short for this kind: here none."""
+        return []
 
     def gate_values(self, overall: dict[str, Any]) -> dict[str, float]:
         """The overall metrics as `blessing.bless` takes them: here as they are."""

@@ -11,17 +11,25 @@ components/tasks/ holds one package per kind of annotation and the registry the 
    into, as Ultralytics' `yolo/detect/val.py` builds on `engine/validator.py`), never a component's
    executor, config or cli (they dispatch through the registry: an arrow back would be a cycle), nor any
    other component; the registry and `base` import no component at all.
+4. `named_kind_offenders`: the mechanics that dispatch through the registry (`NAMES_NO_KIND`: infra
+   validation) name no kind in their code: no identifier or string (docstrings aside) holds a kind's name or
+   its own word ("detector"), so a branch on `info.task == DETECTION_TASK` or a kind's message fails here, not
+   only an import of the kind's package (rule 1).
 core/ importing tasks/ is test_architecture.py's core rule (core imports nothing outside core/), planted here too.
 """
 from __future__ import annotations
 
+import ast
+import re
+
 import pytest
 
+import test_kfp_imports as graph_tools
 from test_architecture import CORE, Graph, _edges, core_offenders, real, within
 
 TASKS = "shardflow.tasks"
 INTERFACE = {TASKS, f"{TASKS}.base"}
-ENGINES = {"shardflow.evaluator"}  # components whose scoring modules a kind builds on
+ENGINES = {"shardflow.evaluator", "shardflow.infra_validator"}  # components whose modules a kind builds on
 DISPATCHERS = ("config", "executor", "cli")  # an engine's modules that import the registry
 SEAMS_LEFT = frozenset({  # (importer, imported): arrows into a kind's package from code that has not moved yet
     # label_finder's box issues draw as the Evaluator draws detections (next seam: box issues into tasks/detection)
@@ -59,11 +67,59 @@ def layer_offenders(graph: Graph) -> list[str]:
 
 RULES = {"registry": registry_offenders, "kind": kind_offenders, "layer": layer_offenders}
 
+# Modules (and packages) whose code names no task kind: they ask the model's task (`task_for(info.task)`).
+NAMES_NO_KIND = ("shardflow.infra_validator",)
+KIND_WORDS = re.compile(r"classification|segmentation|detection|detector", re.IGNORECASE)
+
+
+def _words(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of every identifier, imported name and string of `tree` but its docstrings."""
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            texts = [a.asname or a.name for a in node.names] + [getattr(node, "module", None) or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            texts = [node.value]
+        else:
+            texts = [getattr(node, field) for field in ("id", "attr", "name", "arg")
+                     if isinstance(getattr(node, field, None), str)]
+        found += [(getattr(node, "lineno", 0), text) for text in texts]
+    return found
+
+
+def named_kind_offenders(sources: dict[str, str]) -> list[str]:
+    """"module:line names a kind: text" for each kind word in the code of a `NAMES_NO_KIND` module."""
+    return sorted(f"{module}:{line} names a kind: {text[:60]}" for module, source in sources.items()
+                  if any(within(module, package) for package in NAMES_NO_KIND)
+                  for line, text in _words(ast.parse(source)) if KIND_WORDS.search(text))
+
+
+def _sources() -> dict[str, str]:
+    return {module: path.read_text() for module, path in graph_tools.package_modules().items()}
+
 
 @pytest.mark.parametrize("rule", RULES)
 def test_the_task_layer_has_no_forbidden_arrow(rule: str) -> None:
     offenders = RULES[rule](real()[0])
     assert offenders == [], f"forbidden imports ({rule}; see docs/architecture.md, Task kinds): {offenders}"
+
+
+def test_the_mechanics_name_no_kind() -> None:
+    sources = _sources()
+    assert named_kind_offenders(sources) == [], "a dispatcher names a task kind (docs/architecture.md, Task kinds)"
+    assert "task_for" in sources["shardflow.infra_validator.executor"]  # it dispatches: the rule has something to see
+
+
+def test_a_planted_kind_name_is_caught() -> None:
+    sources = _sources()
+    sources["shardflow.infra_validator.executor"] += "\nif info.task == DETECTION_TASK:\n    pass\n"
+    sources["shardflow.infra_validator.canaries"] += '\nREASON = f"the {name} has no boxes for a Detector"\n'
+    offenders = named_kind_offenders(sources)
+    assert [line.split(" names a kind: ")[1] for line in offenders] == [" has no boxes for a Detector", "DETECTION_TASK"]
+    sources["shardflow.predict.executor"] = "import shardflow.tasks.detection\n"  # not a NAMES_NO_KIND module yet
+    assert named_kind_offenders(sources) == offenders
 
 
 def test_the_rules_see_the_task_layer() -> None:

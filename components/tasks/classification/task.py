@@ -1,4 +1,5 @@
-"""Class labels as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation.
+"""Class labels as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation, the
+served checks.
 
 >>> task = ClassificationTask()
 >>> task.metric_names[-1], sorted(task.lower_is_better), task.score_text({"accuracy": 0.95})
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import EvaluationRun, Task, TaskEvaluation
+from ..base import EvaluationRun, ServedCheck, ServedJudgement, Task, TaskEvaluation
 from .evaluation import LOWER_IS_BETTER, OVERALL_METRICS, batch_counts, classification_report
 
 
@@ -18,6 +19,7 @@ class ClassificationTask(Task):
     lower_is_better = LOWER_IS_BETTER | {"ece"}
     unbounded_metrics = frozenset({"log_loss"})
     default_threshold = "accuracy>=0.9"
+    served_outputs, needs_canary_predictions = ("probabilities",), True
 
     def check_examples(self, manifest: Any, info: Any, examples: str) -> None:
         """A value column: integers, or strings (integers too) through the model's vocabulary."""
@@ -31,6 +33,12 @@ class ClassificationTask(Task):
             raise EvaluationError(f"label {info.label!r} holds strings but the model has no label_vocabulary")
         if feature.dtype == "float32" and info.label_vocabulary is not None:
             raise EvaluationError(f"label {info.label!r} holds floats; a label vocabulary needs strings or integers")
+
+    def judge_served(self, check: ServedCheck) -> ServedJudgement:
+        """Each signature's probabilities against the Evaluator's for the same canaries, within the tolerance."""
+        from ...infra_validator.evaluator_agreement import judge_probabilities
+
+        return ServedJudgement(*judge_probabilities(check))
 
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:
         return outputs["probabilities"]  # [N, C]

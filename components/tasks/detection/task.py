@@ -1,4 +1,4 @@
-"""Boxes as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation.
+"""Boxes as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation, the served checks.
 
 COCO's metrics: a value pycocotools reports as -1 (no true box in its class or area range) is None in
 metrics.json and NaN to the gate, on which every threshold and regression check fails (report.py).
@@ -6,25 +6,42 @@ metrics.json and NaN to the gate, on which every threshold and regression check 
 >>> task = DetectionTask()
 >>> task.metric_names[:3], task.gate_values({"ap": 0.5, "ap_small": None})
 (('ap', 'ap50', 'ap75'), {'ap': 0.5, 'ap_small': nan})
+>>> task.signature_problems(["serving_default"])
+["the detector has no 'serving_image' signature taking encoded images"]
 """
 from __future__ import annotations
 
 from typing import Any
 
+from ...core.box_schema import DETECTION_OUTPUTS
 from ...core.detection_metrics import METRIC_NAMES
-from ..base import EvaluationRun, Task, TaskEvaluation
+from ...core.model_info import IMAGE_SIGNATURE
+from ..base import EvaluationRun, ServedCheck, ServedJudgement, Task, TaskEvaluation
 
 
 class DetectionTask(Task):
     kind = "detection"  # core/box_schema.py's DETECTION_TASK
     metric_names = METRIC_NAMES  # ap, ap50, ap75, ap_small, ..., ar1, ar10, ar100, ar_small, ...
     default_threshold = "ap50>=0.5"
+    # Infra validation holds the answers to the served contract and the two signatures to each other, not to
+    # the Evaluator's canary answers (serving_checks.py).
+    served_outputs, needs_canary_predictions = DETECTION_OUTPUTS, False
 
     def check_examples(self, manifest: Any, info: Any, examples: str) -> None:
         """The box features (core/box_schema.py) and one image feature, which boxes are normalised to."""
         from .scoring import check_box_examples
 
         check_box_examples(manifest, examples)
+
+    def signature_problems(self, signatures: list[str]) -> list[str]:
+        """serving_image (encoded images) beside serving_default: the two are checked against each other."""
+        return [] if IMAGE_SIGNATURE in signatures else [
+            f"the detector has no {IMAGE_SIGNATURE!r} signature taking encoded images"]
+
+    def judge_served(self, check: ServedCheck) -> ServedJudgement:
+        from .serving_checks import judge_served_detections
+
+        return judge_served_detections(check)
 
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:
         from .evaluation import served_detections  # TensorFlow

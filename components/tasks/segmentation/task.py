@@ -1,4 +1,4 @@
-"""Masks as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation.
+"""Masks as the components see them (`base.Task`): the gate's metrics, the canaries, the evaluation, the served checks.
 
 >>> task = SegmentationTask()
 >>> task.metric_names, task.score_text({"pixel_accuracy": 0.9, "mean_iou": 0.75})
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import EvaluationRun, Task, TaskEvaluation
+from ..base import EvaluationRun, ServedCheck, ServedJudgement, Task, TaskEvaluation
 from .evaluation import OVERALL_METRICS, pixel_counts, segmentation_report
 
 
@@ -16,6 +16,7 @@ class SegmentationTask(Task):
     kind = "segmentation"
     metric_names = OVERALL_METRICS
     default_threshold = "mean_iou>=0.5"
+    served_outputs, needs_canary_predictions = ("probabilities",), True
 
     def check_examples(self, manifest: Any, info: Any, examples: str) -> None:
         """A one-channel mask image per example."""
@@ -26,6 +27,12 @@ class SegmentationTask(Task):
         if not feature.is_file or feature.shape[-1] != 1:
             raise EvaluationError(f"segmentation label {info.label!r} must be a one-channel mask feature, "
                                   f"it is a {feature.role} of shape {feature.shape}")
+
+    def judge_served(self, check: ServedCheck) -> ServedJudgement:
+        """Each signature's probabilities against the Evaluator's for the same canaries, within the tolerance."""
+        from ...infra_validator.evaluator_agreement import judge_probabilities
+
+        return ServedJudgement(*judge_probabilities(check))
 
     def canary_outputs(self, outputs: dict[str, Any]) -> Any:
         return outputs["probabilities"]  # [N, H, W, C]

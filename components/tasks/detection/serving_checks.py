@@ -1,4 +1,4 @@
-"""The infra check's judgement of a detector's answers (core/box_schema.py's served outputs), in plain numpy.
+"""Infra validation's judgement of a detector's answers (core/box_schema.py's served outputs), in plain numpy.
 
 The probe saves each signature's `detection_*` outputs for every canary and what its first call returned; here
 each signature's answer is held to the contract, and `serving_image` (the canaries' encoded images) to
@@ -22,8 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ..core.box_schema import DETECTION_OUTPUTS, MAX_DETECTIONS, detection_output_shape, detection_shape_text
-from ..core.model_info import IMAGE_SIGNATURE, SERVING_SIGNATURE
+from ...core.box_schema import DETECTION_OUTPUTS, MAX_DETECTIONS, detection_output_shape, detection_shape_text
+from ...core.label_map_file import model_label_map
+from ...core.manifest import FeatureSpec
+from ...core.model_info import IMAGE_SIGNATURE, SERVING_SIGNATURE
+from ...infra_validator.canaries import image_feature
+from ...infra_validator.errors import InfraValidationError
+from ..base import ServedCheck, ServedJudgement
 
 BOXES, SCORES, CLASSES, COUNT = DETECTION_OUTPUTS
 # serving_image and serving_default are compared on the detections a user would keep (the score floor predict
@@ -159,3 +164,21 @@ def judge_detections(outputs: str, checked: dict[str, Any], label_ids: tuple[int
     passed.append(f"serving_image: boxes scoring >= {AGREEMENT_SCORE:g} within {worst:.3g} of serving_default's "
                   f"(tolerance {tolerance:.3g}: one pixel of the {image_shape[0]}x{image_shape[1]} image)")
     return {IMAGE_SIGNATURE: worst}, problems, passed if not problems else []
+
+
+def _label_ids(model: str, info: Any) -> tuple[int, ...]:
+    """The ids a detector may serve: its label_map.pbtxt's (core/label_map_file.py)."""
+    try:
+        return model_label_map(model, info).ids
+    except (OSError, ValueError) as err:
+        raise InfraValidationError(f"model {model}: cannot read its label map: {err}") from None
+
+
+def judge_served_detections(check: ServedCheck) -> ServedJudgement:
+    """`DetectionTask.judge_served`: each signature by the contract, serving_image by serving_default's boxes
+    within one pixel of the canaries' stored image (its feature as the evaluated examples store it)."""
+    feature = image_feature(check.model, check.examples)
+    shape = list(feature.shape) if isinstance(feature, FeatureSpec) else None
+    judged = judge_detections(check.outputs, check.checked, _label_ids(check.config.model, check.info), shape,
+                              len(check.canaries.records))
+    return ServedJudgement(*judged)
