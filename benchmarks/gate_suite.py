@@ -34,8 +34,10 @@ import numpy as np
 from shardflow.evaluator.blessing import regression_holds
 from shardflow.evaluator.config import DEFAULT_GATE_RULE, DEFAULT_TOLERANCES, Regression
 from shardflow.evaluator.intervals import bootstrap_intervals, percentile_interval
+from shardflow.tasks import task_for
 
 NAME = "gate"
+LABELS = task_for("classification")  # the bootstrap's formulas are the task's
 BASELINE_ACCURACY = 0.9
 DELTAS = (0.0, -0.01, -0.03)
 SIZES = (200, 1_000, 5_000)
@@ -109,7 +111,7 @@ def cross_check(correlation: float, n: int, trials: int, seed: int) -> dict[str,
         for trial in range(trials):
             kind = rng.choice(4, size=n, p=p)
             base, cand = _cells(kind <= 1), _cells((kind == 0) | (kind == 2))
-            found = bootstrap_intervals("classification", 2, {"cells": cand}, {"cells": base}, RESAMPLES, trial)
+            found = bootstrap_intervals(LABELS, 2, {"cells": cand}, {"cells": base}, RESAMPLES, trial)
             point = float(np.mean(cand == 0) - np.mean(base == 0))
             passed.append(regression_holds(Regression("accuracy", tolerance), -point, found["delta"]["accuracy"],
                                            "non-inferiority"))
@@ -129,7 +131,7 @@ def bootstrap_cost(repeats: int = 15) -> dict[str, Any]:
     seconds = []
     for _ in range(repeats):
         started = time.perf_counter()
-        bootstrap_intervals("classification", c, candidate, baseline, RESAMPLES, 0)
+        bootstrap_intervals(LABELS, c, candidate, baseline, RESAMPLES, 0)
         seconds.append(time.perf_counter() - started)
     evaluator_s = n / EVALUATOR_EXAMPLES_PER_S
     return {"examples": n, "classes": c, "resamples": RESAMPLES, "seconds": min(seconds),

@@ -29,11 +29,16 @@ from .slicing import Scores, Tally
 
 class ConfusionTask(ConfusionCounts, Protocol):
     """What a confusion-matrix task adds: its labels' class ids and batch counts (scorer.ConfusionCounts), its
-    report of one group of examples and its plot title's scores."""
+    report of one group of examples, its plot title's scores and its part of the bootstrap (intervals.py)."""
 
     def group_report(self, tally: Tally, class_names: list[str]) -> dict[str, Any]: ...
 
     def score_text(self, overall: dict[str, Any]) -> str: ...
+
+    def bootstrap_arrays(self, data: dict[str, np.ndarray], num_classes: int) -> dict[str, np.ndarray]: ...
+
+    def bootstrap_metrics(self, indices: np.ndarray, weights: np.ndarray, data: dict[str, np.ndarray],
+                          num_classes: int) -> dict[str, np.ndarray]: ...
 
 
 def _example_arrays(scores: Scores) -> dict[str, Any]:
@@ -41,14 +46,14 @@ def _example_arrays(scores: Scores) -> dict[str, Any]:
             "confidences": scores.example_confidences()}
 
 
-def _intervals(run: Any, result: ScoreResult) -> dict[str, Any] | None:
+def _intervals(run: Any, task: ConfusionTask, result: ScoreResult) -> dict[str, Any] | None:
     """The 95% bootstrap intervals of every overall metric, and of the paired differences; None with 0 resamples."""
     config = run.config
     if config.bootstrap_resamples == 0:
         return None
     started = time.perf_counter()
     baseline = result.scores.get("baseline")
-    task, classes, scores = run.plan.info.task, len(run.plan.info.label_classes), result.scores["candidate"]
+    classes, scores = len(run.plan.info.label_classes), result.scores["candidate"]
     arrays = (_example_arrays(scores), _example_arrays(baseline) if baseline is not None else None)
     draws = (config.bootstrap_resamples, config.bootstrap_seed)
     intervals = bootstrap_intervals(task, classes, *arrays, *draws)
@@ -65,7 +70,7 @@ def _sections(run: Any, task: ConfusionTask, result: ScoreResult, issues: IssueO
     baseline = (model_report(task.group_report, result.scores["baseline"], info.label_classes,
                              info.label_vocabulary) if "baseline" in result.scores else None)
     return {**report, "baseline": baseline, "deltas": deltas(report, baseline) if baseline else None,
-            "intervals": _intervals(run, result), "label_issues": issues.summary}
+            "intervals": _intervals(run, task, result), "label_issues": issues.summary}
 
 
 def _files(run: Any, task: ConfusionTask, sections: dict[str, Any], issues: IssueOutputs

@@ -1,26 +1,29 @@
 """95% bootstrap intervals on every overall metric, and on the candidate − baseline difference, paired.
 
-    intervals = bootstrap_intervals("classification", 3, {"cells": cells, "losses": losses},
+    intervals = bootstrap_intervals(task, 3, {"cells": cells, "losses": losses},
                                     {"cells": baseline_cells, "losses": baseline_losses}, resamples=1000, seed=0)
     intervals["candidate"]["accuracy"], intervals["delta"]["accuracy"]      # [low, high] each
 
 A resample draws N examples with replacement out of the N evaluated (a mask is one example: images
 are resampled, never pixels). The draws are one seeded [B, N] index matrix, made in chunks of at
 most `CHUNK_DRAWS` indices so memory stays bounded whatever N; every metric is recomputed from the
-examples' own counts (slicing.Scores) for all B resamples at once: a bincount of the drawn cells into
-B confusion matrices (classification), and a [B, N] × [N, K] product of the draw counts with the
-per-example columns that are summed (log loss and ECE residuals; a mask's 3C true/false
-positive/negative counts). The baseline is resampled with the same draws
+examples' own counts (slicing.Scores) for all B resamples at once, by the model's task (`task`, a confusion
+kind of components/tasks/): its `bootstrap_arrays(data, num_classes)` prepares the per-example arrays once,
+its `bootstrap_metrics(indices, weights, data, num_classes)` gives every metric of a chunk of resamples from
+their indices and draw counts (a bincount of the drawn cells into confusion matrices; [B, N] × [N, K]
+products of the draw counts with per-example columns). The baseline is resampled with the same draws
 (examples are scored in the same order for both), so the difference is paired: a model against
 itself gets [0, 0]. The interval is the 2.5th and 97.5th percentiles of the B values (percentile
 bootstrap); resamples where a metric is undefined are left out of its interval.
 
+>>> from shardflow.tasks import task_for
+>>> labels = task_for("classification")
 >>> cells = np.array([0, 0, 0, 3, 3, 1, 2, 3])                      # 2 classes: 6 right, 2 wrong
->>> out = bootstrap_intervals("classification", 2, {"cells": cells}, {"cells": cells}, resamples=200, seed=1)
+>>> out = bootstrap_intervals(labels, 2, {"cells": cells}, {"cells": cells}, resamples=200, seed=1)
 >>> low, high = out["candidate"]["accuracy"]
 >>> low <= 0.75 <= high, out["delta"]["accuracy"]
 (True, [0.0, 0.0])
->>> out == bootstrap_intervals("classification", 2, {"cells": cells}, {"cells": cells}, resamples=200, seed=1)
+>>> out == bootstrap_intervals(labels, 2, {"cells": cells}, {"cells": cells}, resamples=200, seed=1)
 True
 """
 from __future__ import annotations
@@ -29,8 +32,6 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .calibration import ECE_BINS, calibration_residuals, confidence_bins, correct_of
-from .resampled_metrics import classification_metrics, segmentation_metrics
 
 CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 1000
@@ -71,59 +72,6 @@ def draw_counts(indices: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
 
 
-def _bin_sums(weights: np.ndarray, data: Arrays) -> np.ndarray:
-    """[b, ECE_BINS]: per resample, each confidence bin's draw-weighted residual sum. The examples are kept
-    sorted by bin, so a bin is a contiguous block of the reordered draw counts: one product per bin."""
-    ordered = weights[:, data["order"]]
-    sums = np.zeros((len(weights), ECE_BINS))
-    for b, (start, stop) in enumerate(zip(data["bounds"][:-1], data["bounds"][1:])):
-        if stop > start:
-            sums[:, b] = ordered[:, start:stop] @ data["residuals"][start:stop]
-    return sums
-
-
-def _classification_resamples(indices: np.ndarray, weights: np.ndarray, data: Arrays,
-                              num_classes: int) -> dict[str, np.ndarray]:
-    """Every classification metric for each resample of one chunk: [b] arrays. The confusion matrices are a
-    bincount of the drawn cells; the log loss and ECE sums products of the draw counts with per-example values."""
-    rows, n = indices.shape
-    size = num_classes * num_classes
-    drawn = data["cells"][indices] + np.arange(0, rows * size, size)[:, None]
-    confusion = np.bincount(drawn.ravel(), minlength=rows * size).reshape(rows, num_classes, num_classes)
-    losses = data.get("losses")
-    metrics = classification_metrics(confusion, weights @ losses if losses is not None else np.full(rows, np.nan))
-    if losses is None:
-        del metrics["log_loss"]
-    if "order" in data:  # ECE: per resample, the bins' absolute residual sums over N
-        metrics["ece"] = np.abs(_bin_sums(weights, data)).sum(axis=1) / n
-    return metrics
-
-
-def _segmentation_resamples(indices: np.ndarray, weights: np.ndarray, data: Arrays,
-                            num_classes: int) -> dict[str, np.ndarray]:
-    summed = (weights @ data["counts"]).reshape(len(indices), 3, num_classes)
-    return segmentation_metrics(summed[:, 0], summed[:, 1], summed[:, 2])
-
-
-def _prepared(task: str, data: Arrays, num_classes: int) -> Arrays:
-    """The per-example arrays the resampling reads: cells and log losses; for ECE, the examples' order
-    by confidence bin, the bins' bounds in it and the residuals in it; for masks the [N, 3C] counts."""
-    cells = np.asarray(data["cells"])
-    if task == "segmentation":
-        return {"cells": cells, "counts": cells.reshape(len(cells), 3 * num_classes).astype(np.float64)}
-    prepared = {"cells": cells.astype(np.int64)}
-    if data.get("losses") is not None:
-        prepared["losses"] = np.asarray(data["losses"], np.float64)
-    if data.get("confidences") is not None:
-        confidence = np.asarray(data["confidences"])
-        bins = confidence_bins(confidence)
-        order = np.argsort(bins, kind="stable")
-        residuals = calibration_residuals(confidence, correct_of(prepared["cells"], num_classes))
-        prepared.update(order=order, residuals=residuals[order],
-                        bounds=np.searchsorted(bins[order], np.arange(ECE_BINS + 1)))
-    return prepared
-
-
 def percentile_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> list[float | None]:
     """[low, high] percentiles of the defined values; [None, None] when none is defined.
 
@@ -138,30 +86,30 @@ def percentile_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> l
     return [float(low), float(high)]
 
 
-def resampled_metrics(task: str, num_classes: int, models: list[Arrays], resamples: int,
+def resampled_metrics(task: Any, num_classes: int, models: list[Arrays], resamples: int,
                       seed: int) -> list[dict[str, np.ndarray]]:
     """Per model, every metric's [resamples] values; all models resampled with the same draws."""
-    one = _classification_resamples if task == "classification" else _segmentation_resamples
-    prepared = [_prepared(task, data, num_classes) for data in models]
+    prepared = [task.bootstrap_arrays(data, num_classes) for data in models]
     n = len(prepared[0]["cells"])
     collected: list[dict[str, list[np.ndarray]]] = [{} for _ in models]
     for indices in resample_indices(n, resamples, seed):
         weights = draw_counts(indices, n)  # shared by every model: the pairing
         for data, into in zip(prepared, collected):
-            for name, values in one(indices, weights, data, num_classes).items():
+            for name, values in task.bootstrap_metrics(indices, weights, data, num_classes).items():
                 into.setdefault(name, []).append(values)
     return [{name: np.concatenate(parts) for name, parts in into.items()} for into in collected]
 
 
-def slice_intervals(task: str, num_classes: int, ids: np.ndarray, keys: list[str], candidate: Arrays,
+def slice_intervals(task: Any, num_classes: int, ids: np.ndarray, keys: list[str], candidate: Arrays,
                     baseline: Arrays | None = None, resamples: int = DEFAULT_RESAMPLES,
                     seed: int = DEFAULT_SEED) -> dict[str, dict[str, Any]]:
     """Per slice value (`ids`: each example's index in `keys`), the intervals of its own examples alone:
     {key: {"candidate", "baseline", "delta"}}; the metrics a slice reports (no ECE).
 
+    >>> from shardflow.tasks import task_for
     >>> cells = np.array([0, 0, 3, 1, 3, 3])
-    >>> out = slice_intervals("classification", 2, np.array([0, 0, 0, 1, 1, 1]), ["a", "b"], {"cells": cells},
-    ...                       resamples=100)
+    >>> out = slice_intervals(task_for("classification"), 2, np.array([0, 0, 0, 1, 1, 1]), ["a", "b"],
+    ...                       {"cells": cells}, resamples=100)
     >>> sorted(out), out["b"]["delta"], len(out["a"]["candidate"]["accuracy"])
     (['a', 'b'], None, 2)
     """
@@ -179,10 +127,11 @@ def slice_intervals(task: str, num_classes: int, ids: np.ndarray, keys: list[str
     return out
 
 
-def bootstrap_intervals(task: str, num_classes: int, candidate: Arrays, baseline: Arrays | None = None,
+def bootstrap_intervals(task: Any, num_classes: int, candidate: Arrays, baseline: Arrays | None = None,
                         resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """{"confidence", "resamples", "seed", "method", "candidate", "baseline", "delta"}: each model's and
-    the paired difference's [low, high] per metric (baseline and delta None without a baseline)."""
+    the paired difference's [low, high] per metric (baseline and delta None without a baseline). `task`: the
+    model's (tasks.task_for(info.task)), a confusion kind with `bootstrap_arrays` and `bootstrap_metrics`."""
     models = [candidate] + ([baseline] if baseline is not None else [])
     values = resampled_metrics(task, num_classes, models, resamples, seed)
     out: dict[str, Any] = {"confidence": CONFIDENCE, "resamples": resamples, "seed": seed, "method": METHOD,

@@ -22,6 +22,11 @@ signature, warm-up, latency, memory, the report and markers) and asks the model'
 - `signature_problems(signatures)`: why the signatures fed are not enough for this kind (one line each);
 - `judge_served(check)`: the saved answers judged (`ServedCheck` in, `ServedJudgement` out).
 
+A confusion kind (labels, masks) also gives the Evaluator's shared confusion code (evaluator/confusion.py's
+`ConfusionTask`) its labels' class ids and a batch's counts (`label_ids`, `batch_counts`), a group's report
+(`group_report`), its plot title's scores (`score_text`) and its part of the bootstrap (`bootstrap_arrays`,
+`bootstrap_metrics`: evaluator/intervals.py resamples, the kind computes its metrics per resample).
+
 >>> class Toy(Task):
 ...     kind, metric_names, default_threshold = "toy", ("mae",), "mae<=1"
 ...     def check_examples(self, manifest, info, examples): pass

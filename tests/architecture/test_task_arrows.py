@@ -70,6 +70,8 @@ RULES = {"registry": registry_offenders, "kind": kind_offenders, "layer": layer_
 # Modules (and packages) whose code names no task kind: they ask the model's task (`task_for(info.task)`).
 NAMES_NO_KIND = ("shardflow.infra_validator",)
 KIND_WORDS = re.compile(r"classification|segmentation|detection|detector", re.IGNORECASE)
+# The Evaluator's modules cleaned so far (its scorer, label list and loaded model still name kinds: SEAMS in the docs)
+NAMES_NO_KIND += tuple(f"shardflow.evaluator.{name}" for name in ("intervals", "resampled_metrics", "confusion"))
 
 
 def _words(tree: ast.AST) -> list[tuple[int, str]]:
@@ -117,9 +119,18 @@ def test_a_planted_kind_name_is_caught() -> None:
     sources["shardflow.infra_validator.executor"] += "\nif info.task == DETECTION_TASK:\n    pass\n"
     sources["shardflow.infra_validator.canaries"] += '\nREASON = f"the {name} has no boxes for a Detector"\n'
     offenders = named_kind_offenders(sources)
-    assert [line.split(" names a kind: ")[1] for line in offenders] == [" has no boxes for a Detector", "DETECTION_TASK"]
+    assert [line.split(" names a kind: ")[1] for line in offenders] == [" has no boxes for a Detector",
+                                                                        "DETECTION_TASK"]
     sources["shardflow.predict.executor"] = "import shardflow.tasks.detection\n"  # not a NAMES_NO_KIND module yet
     assert named_kind_offenders(sources) == offenders
+
+
+def test_a_kind_branch_planted_back_in_the_evaluators_bootstrap_is_caught() -> None:
+    """intervals.py's old dispatch, planted back: the kind's function by name and the kind as a string."""
+    sources = _sources()
+    sources["shardflow.evaluator.intervals"] += '\none = _classification_resamples if task == "classification" else 0\n'
+    assert [line.split(" names a kind: ")[1] for line in named_kind_offenders(sources)] == [
+        "_classification_resamples", "classification"]
 
 
 def test_the_rules_see_the_task_layer() -> None:

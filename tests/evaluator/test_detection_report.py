@@ -18,6 +18,7 @@ from shardflow.tasks.detection.report import (
     METRIC_NAMES, detection_intervals, detection_metrics_report, gate_values, paired_detection_intervals,
 )
 from shardflow.evaluator.intervals import bootstrap_intervals, draw_counts, resample_indices
+from shardflow.tasks import task_for
 
 pytestmark = pytest.mark.unit  # numpy, matplotlib and Pillow on generated boxes
 
@@ -169,7 +170,7 @@ def test_the_intervals_have_the_classification_intervals_shape_and_a_seed_fixes_
     accumulator, ids = scored(120, seed=9)
     first = detection_intervals(accumulator, ids, resamples=200, seed=4)
     cells = {"cells": np.array([0, 3, 3, 1])}
-    assert set(first) == set(bootstrap_intervals("classification", 2, cells, resamples=10))
+    assert set(first) == set(bootstrap_intervals(task_for("classification"), 2, cells, resamples=10))
     assert (first["confidence"], first["resamples"], first["seed"], first["baseline"]) == (0.95, 200, 4, None)
     assert all(len(bounds) == 2 for bounds in first["candidate"].values())
     assert detection_intervals(accumulator, ids, resamples=200, seed=4) == first

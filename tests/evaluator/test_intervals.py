@@ -18,10 +18,12 @@ from shardflow.evaluator.config import Regression, Threshold
 from shardflow.evaluator.intervals import bootstrap_intervals, resample_indices
 from shardflow.tasks.segmentation.evaluation import overall_metrics as segmentation_overall
 from shardflow.evaluator.slicing import mask_counts
+from shardflow.tasks import task_for
 
 pytestmark = pytest.mark.unit  # in process, small generated data: make test-fast runs it
 
 CLASSES = 3
+LABELS = task_for("classification")
 
 
 def _classifier(n: int, accuracy: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -48,7 +50,7 @@ def _width(interval: list[float]) -> float:
 def test_intervals_contain_the_point_estimate_and_narrow_with_n() -> None:
     rng = np.random.default_rng(3)
     small, large = _classifier(200, 0.8, rng), _classifier(5000, 0.8, rng)
-    found = {n: bootstrap_intervals("classification", CLASSES, data, resamples=1000, seed=0)["candidate"]
+    found = {n: bootstrap_intervals(LABELS, CLASSES, data, resamples=1000, seed=0)["candidate"]
              for n, data in ((200, small), (5000, large))}
     for n, data in ((200, small), (5000, large)):
         point = _point(data)
@@ -61,9 +63,9 @@ def test_intervals_contain_the_point_estimate_and_narrow_with_n() -> None:
 
 def test_same_seed_same_interval_and_another_seed_another() -> None:
     data = _classifier(500, 0.85, np.random.default_rng(4))
-    first = bootstrap_intervals("classification", CLASSES, data, resamples=300, seed=7)
-    assert bootstrap_intervals("classification", CLASSES, data, resamples=300, seed=7) == first
-    assert bootstrap_intervals("classification", CLASSES, data, resamples=300, seed=8)["candidate"] != first["candidate"]
+    first = bootstrap_intervals(LABELS, CLASSES, data, resamples=300, seed=7)
+    assert bootstrap_intervals(LABELS, CLASSES, data, resamples=300, seed=7) == first
+    assert bootstrap_intervals(LABELS, CLASSES, data, resamples=300, seed=8)["candidate"] != first["candidate"]
     # The draws do not depend on how they are chunked.
     whole = np.concatenate(list(resample_indices(50, 30, seed=1, chunk_draws=10_000)))
     assert np.array_equal(np.concatenate(list(resample_indices(50, 30, seed=1, chunk_draws=120))), whole)
@@ -71,7 +73,7 @@ def test_same_seed_same_interval_and_another_seed_another() -> None:
 
 def test_the_paired_difference_of_a_model_with_itself_is_exactly_zero() -> None:
     data = _classifier(300, 0.7, np.random.default_rng(5))
-    found = bootstrap_intervals("classification", CLASSES, data, dict(data), resamples=500, seed=0)
+    found = bootstrap_intervals(LABELS, CLASSES, data, dict(data), resamples=500, seed=0)
     assert found["delta"] == {metric: [0.0, 0.0] for metric in found["candidate"]}
     assert found["baseline"] == found["candidate"]
 
@@ -83,7 +85,7 @@ def test_a_paired_difference_is_narrower_than_the_unpaired_one() -> None:
     cand = {name: values.copy() for name, values in base.items()}
     flip = rng.choice(1000, 30, replace=False)  # they disagree on 3 % of the examples
     cand["cells"][flip] = (cand["cells"][flip] // CLASSES) * CLASSES + (cand["cells"][flip] + 1) % CLASSES
-    found = bootstrap_intervals("classification", CLASSES, cand, base, resamples=1000, seed=0)
+    found = bootstrap_intervals(LABELS, CLASSES, cand, base, resamples=1000, seed=0)
     unpaired = np.hypot(*(_width(found[role]["accuracy"]) for role in ("candidate", "baseline")))
     assert _width(found["delta"]["accuracy"]) < unpaired / 2
 
@@ -93,7 +95,8 @@ def test_segmentation_resamples_images_and_contains_the_split_iou() -> None:
     truth = rng.integers(0, 3, (40, 6, 6))
     predicted = np.where(rng.random(truth.shape) < 0.8, truth, rng.integers(0, 3, truth.shape))
     pixel_counts = np.stack([np.bincount((t * 3 + p).ravel(), minlength=9) for t, p in zip(truth, predicted)])
-    found = bootstrap_intervals("segmentation", 3, {"cells": mask_counts(pixel_counts, 3)}, resamples=500, seed=0)
+    found = bootstrap_intervals(task_for("segmentation"), 3, {"cells": mask_counts(pixel_counts, 3)}, resamples=500,
+                                seed=0)
     point = segmentation_overall(pixel_counts.sum(axis=0).reshape(3, 3))
     assert sorted(found["candidate"]) == sorted(point)
     for metric, (low, high) in found["candidate"].items():
@@ -107,7 +110,7 @@ def _small_regression() -> tuple[dict, dict, dict]:
     cand = base.copy()
     cand[15:20] = 0  # the candidate gets 5 of the baseline's errors right
     cand[100:106] = 1  # and 6 of its right ones wrong: 179 right
-    found = bootstrap_intervals("classification", 2, {"cells": cand}, {"cells": base}, resamples=1000, seed=0)
+    found = bootstrap_intervals(LABELS, 2, {"cells": cand}, {"cells": base}, resamples=1000, seed=0)
     return {"accuracy": 179 / 200}, {"accuracy": 180 / 200}, found
 
 

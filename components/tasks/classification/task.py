@@ -68,6 +68,18 @@ class ClassificationTask(Task):
     def score_text(self, overall: dict[str, Any]) -> str:
         return f"accuracy {overall['accuracy']:.3f}"
 
+    def bootstrap_arrays(self, data: dict[str, Any], num_classes: int) -> dict[str, Any]:
+        """The per-example arrays the Evaluator's bootstrap resamples (evaluator/intervals.py)."""
+        from .intervals import bootstrap_arrays
+
+        return bootstrap_arrays(data, num_classes)
+
+    def bootstrap_metrics(self, indices: Any, weights: Any, data: dict[str, Any], num_classes: int) -> dict[str, Any]:
+        """Every metric of a chunk of resamples ([b, N] indices and draw counts): [b] values each."""
+        from .intervals import bootstrap_metrics
+
+        return bootstrap_metrics(indices, weights, data, num_classes)
+
     def evaluate(self, run: EvaluationRun) -> TaskEvaluation:
         from ...evaluator.confusion import evaluate_confusion  # TensorFlow: only when a model is scored
 

@@ -54,6 +54,17 @@ class SegmentationTask(Task):
     def score_text(self, overall: dict[str, Any]) -> str:
         return f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}"
 
+    def bootstrap_arrays(self, data: dict[str, Any], num_classes: int) -> dict[str, Any]:
+        """A mask is one example of the Evaluator's bootstrap (evaluator/intervals.py): its 3C pixel counts."""
+        from .intervals import bootstrap_arrays
+
+        return bootstrap_arrays(data, num_classes)
+
+    def bootstrap_metrics(self, indices: Any, weights: Any, data: dict[str, Any], num_classes: int) -> dict[str, Any]:
+        from .intervals import bootstrap_metrics
+
+        return bootstrap_metrics(indices, weights, data, num_classes)
+
     def evaluate(self, run: EvaluationRun) -> TaskEvaluation:
         from ...evaluator.confusion import evaluate_confusion  # TensorFlow: only when a model is scored
 
