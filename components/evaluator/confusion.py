@@ -29,11 +29,16 @@ from .slicing import Scores, Tally
 
 class ConfusionTask(ConfusionCounts, Protocol):
     """What a confusion-matrix task adds: its labels' class ids and batch counts (scorer.ConfusionCounts), its
-    report of one group of examples, its plot title's scores and its part of the bootstrap (intervals.py)."""
+    report of one group of examples, its plot title's scores, its part of the bootstrap (intervals.py) and of the
+    label issue list (label_list.py)."""
 
     def group_report(self, tally: Tally, class_names: list[str]) -> dict[str, Any]: ...
 
     def score_text(self, overall: dict[str, Any]) -> str: ...
+
+    def find_label_issues(self, scores: Scores) -> Any: ...
+
+    def issue_overlay(self, info: Any) -> str | None: ...
 
     def bootstrap_arrays(self, data: dict[str, np.ndarray], num_classes: int) -> dict[str, np.ndarray]: ...
 
@@ -94,7 +99,7 @@ def evaluate_confusion(run: Any, task: ConfusionTask) -> dict[str, Any]:
     """Scores the split through the models; the task's sections, files and printed lines, as the fields of a
     `tasks.base.TaskEvaluation`."""
     result = score(run.plan, run.models, run.batch_size, task, run.echo)
-    issues = label_issue_outputs(run.plan, result.scores["candidate"], run.echo)
+    issues = label_issue_outputs(run.plan, task, result.scores["candidate"], run.echo)
     sections = _sections(run, task, result, issues)
     intervals = sections["intervals"]
     per_second = round(result.examples / result.seconds, 1) if result.seconds else None

@@ -25,7 +25,8 @@ signature, warm-up, latency, memory, the report and markers) and asks the model'
 A confusion kind (labels, masks) also gives the Evaluator's shared confusion code (evaluator/confusion.py's
 `ConfusionTask`) its labels' class ids and a batch's counts (`label_ids`, `batch_counts`), a group's report
 (`group_report`), its plot title's scores (`score_text`) and its part of the bootstrap (`bootstrap_arrays`,
-`bootstrap_metrics`: evaluator/intervals.py resamples, the kind computes its metrics per resample).
+`bootstrap_metrics`: evaluator/intervals.py resamples, the kind computes its metrics per resample) and its
+likely label errors (`find_label_issues`, `issue_overlay`: evaluator/label_list.py ranks, names and draws them).
 
 >>> class Toy(Task):
 ...     kind, metric_names, default_threshold = "toy", ("mae",), "mae<=1"

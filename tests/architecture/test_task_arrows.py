@@ -71,7 +71,8 @@ RULES = {"registry": registry_offenders, "kind": kind_offenders, "layer": layer_
 NAMES_NO_KIND = ("shardflow.infra_validator",)
 KIND_WORDS = re.compile(r"classification|segmentation|detection|detector", re.IGNORECASE)
 # The Evaluator's modules cleaned so far (its scorer, label list and loaded model still name kinds: SEAMS in the docs)
-NAMES_NO_KIND += tuple(f"shardflow.evaluator.{name}" for name in ("intervals", "resampled_metrics", "confusion"))
+NAMES_NO_KIND += tuple(f"shardflow.evaluator.{name}" for name in ("intervals", "resampled_metrics", "confusion",
+                                                                   "label_list"))
 
 
 def _words(tree: ast.AST) -> list[tuple[int, str]]:

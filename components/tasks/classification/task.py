@@ -68,6 +68,16 @@ class ClassificationTask(Task):
     def score_text(self, overall: dict[str, Any]) -> str:
         return f"accuracy {overall['accuracy']:.3f}"
 
+    def find_label_issues(self, scores: Any) -> Any:
+        """The Evaluator's list of likely label errors (evaluator/label_list.py's `IssueList`): confident learning."""
+        from .label_issues import class_issues
+
+        return class_issues(scores)
+
+    def issue_overlay(self, info: Any) -> str | None:
+        """No feature drawn over a listed example's picture: its label is in the caption."""
+        return None
+
     def bootstrap_arrays(self, data: dict[str, Any], num_classes: int) -> dict[str, Any]:
         """The per-example arrays the Evaluator's bootstrap resamples (evaluator/intervals.py)."""
         from .intervals import bootstrap_arrays

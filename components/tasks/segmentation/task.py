@@ -54,6 +54,16 @@ class SegmentationTask(Task):
     def score_text(self, overall: dict[str, Any]) -> str:
         return f"pixel accuracy {overall['pixel_accuracy']:.3f}, mean IoU {overall['mean_iou']:.3f}"
 
+    def find_label_issues(self, scores: Any) -> Any:
+        """The Evaluator's list of likely label errors (evaluator/label_list.py's `IssueList`): rejected pixels."""
+        from .label_issues import mask_issues
+
+        return mask_issues(scores)
+
+    def issue_overlay(self, info: Any) -> str | None:
+        """The given mask, drawn over a listed image's picture."""
+        return info.label
+
     def bootstrap_arrays(self, data: dict[str, Any], num_classes: int) -> dict[str, Any]:
         """A mask is one example of the Evaluator's bootstrap (evaluator/intervals.py): its 3C pixel counts."""
         from .intervals import bootstrap_arrays
