@@ -153,6 +153,14 @@ def copy_file(source: str, target: str) -> None:
         shutil.copyfileobj(reader, writer, 1 << 20)
 
 
+def concatenate(sources: list[str], target: str) -> None:
+    """The files one after another into `target` (none: an empty file), on any schemes; it appears whole."""
+    with open_write(target) as writer:
+        for source in sources:
+            with open_read(source) as reader:
+                shutil.copyfileobj(reader, writer, 1 << 20)
+
+
 def copy_tree(source: str, target: str, last: tuple[str, ...] = ()) -> None:
     """Copies every file below `source` to the same relative place below `target`; the relative paths in `last`
     after all others (a reader that looks for that file takes the tree for whole once it is there)."""

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--format", choices=FORMATS, default="csv", help="prediction table format (default csv)")
     add("--top-k", type=int, default=3, help="classes listed per row, best first (default 3)")
     add("--min-score", type=float, default=DEFAULT_MIN_SCORE,
-        help=f"a detector's boxes scoring less are not written (default {DEFAULT_MIN_SCORE:g}: even odds, the boxes "
+        help=f"boxes scoring less are not written (default {DEFAULT_MIN_SCORE:g}: even odds, the boxes "
              "a person would keep; 0 writes every box)")
     add("--prediction-log", action="store_true", help="also write TFX-style PredictionLog TFRecords")
     add("--memory-mb", type=float, default=SCORING_BUDGET_MB,

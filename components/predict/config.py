@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..core import storage
 from ..core.batch_memory import SCORING_BUDGET_MB
-from ..core.errors import ConfigError, ShardflowError
+from ..core.errors import ConfigError
 from ..core.folds import FoldSelection
 from ..core.config_values import require_locations, require_positive
 from ..core.input_checks import check_examples
@@ -31,10 +31,6 @@ DEFAULT_BATCH = 64  # examples a batch holds at most when --batch-size is not gi
 # 0.5 wrote 31 boxes and found 30, 0.3 wrote 55 and found 36, 0.2 wrote 82 and found 42. 0.3 is CenterNet's
 # own display threshold. 0 writes every box (e.g. to score them elsewhere).
 DEFAULT_MIN_SCORE = 0.3
-
-
-class PredictionError(ShardflowError, RuntimeError):
-    """The run could not account for every row, or the model broke its contract. Exit 1."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,7 +82,7 @@ class PredictConfig:
                               f"got {self.folds!r}")
         if isinstance(self.min_score, bool) or not isinstance(self.min_score, (int, float)) or not (
                 0.0 <= self.min_score <= 1.0):
-            raise ConfigError(f"min_score must be a number from 0 to 1 (a detector's box score), got {self.min_score!r}")
+            raise ConfigError(f"min_score must be a number from 0 to 1 (a box's score), got {self.min_score!r}")
         if self.rows_per_chunk is not None and self.rows_per_chunk < 1:
             raise ConfigError(f"rows_per_chunk must be >= 1, got {self.rows_per_chunk!r}")
 

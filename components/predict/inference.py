@@ -2,9 +2,9 @@
 
 The handler loads the model with the Evaluator's contract checks (`evaluator.loaded_model`): a
 SavedModel whose `serving_default` takes `examples` (serialized tf.Examples in ExampleGen's raw
-format) and returns `probabilities` and `class_ids` (a detector: core/box_schema.py's `detection_*` outputs,
-kept per example up to its `num_detections`). Each batch of serialized examples is one
-batch comes bounded by count and bytes from the sources (`sources.batched`), so a batch of large
+format) and returns its kind's outputs (core/model_info.py), which the model's task splits per example
+(`Task.served_predictions`). Each batch of serialized examples
+comes bounded by count and bytes from the sources (`sources.batched`), so a batch of large
 photos stays bounded in memory whatever the row count. Each worker sizes its model calls in bytes
 (`core.batch_memory`) on the first batch it gets: a batch is cut into calls of as many examples as
 fit the activations budget, so at the default 256 MB a 256-px U-Net's batch of 64 (~1.6 GB) becomes calls of ~9.
@@ -16,14 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-import numpy as np
 from apache_beam.ml.inference.base import KeyedModelHandler, PredictionResult
 from apache_beam.ml.inference.tensorflow_inference import TFModelHandlerTensor
 
 from ..core.batch_memory import trim_heap
-from ..core.box_schema import DETECTION_OUTPUTS, DETECTION_TASK
-
-OUTPUTS = ("probabilities", "class_ids")
+from ..tasks import task_for
 
 
 def example_bytes(element: Any) -> int:
@@ -51,33 +48,21 @@ class SizedModel:
 
 def serving_default_inference(model: SizedModel, batch: Sequence[bytes], inference_args: dict[str, Any],
                               model_id: str | None = None) -> Iterable[PredictionResult]:
-    """`serving_default` calls of the sized number of examples; per example, its probabilities and
-    class ids (views of each call's own arrays: a batch's outputs are never concatenated into a copy)."""
+    """`serving_default` calls of the sized number of examples; per example, its outputs as the model's kind
+    splits them (views of each call's own arrays: a batch's outputs are never concatenated into a copy)."""
     size = model.size_calls(batch)
-    per_example = _detections if model.loaded.info.task == DETECTION_TASK else _class_outputs
+    per_example = task_for(model.loaded.info.task).served_predictions
     results: list[PredictionResult] = []
     for start in range(0, len(batch), size):
         examples = batch[start:start + size]
         answers = per_example(model.loaded.call(examples, **inference_args))
         trim_heap()  # measured: the peak over calls of 2 fell from 103-173 MB to 60-92 MB (calls of ~10, 64-MB budget)
         if len(answers) != len(examples):
-            from .config import PredictionError
+            from .errors import PredictionError
 
             raise PredictionError(f"model {model_id}: {len(answers)} predictions for a call of {len(examples)}")
         results += [PredictionResult(example, answer, model_id) for example, answer in zip(examples, answers)]
     return results
-
-
-def _class_outputs(outputs: dict[str, Any]) -> list[dict[str, Any]]:
-    probabilities, class_ids = outputs["probabilities"].numpy(), outputs["class_ids"].numpy()
-    return [{"probabilities": np.asarray(p, np.float32), "class_ids": c} for p, c in zip(probabilities, class_ids)]
-
-
-def _detections(outputs: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per example, its `num_detections` rows of the served outputs (core/box_schema.py), best first."""
-    boxes, scores, classes, counts = (outputs[name].numpy() for name in DETECTION_OUTPUTS)
-    return [{"boxes": b[:int(n)], "scores": s[:int(n)], "classes": c[:int(n)]}
-            for b, s, c, n in zip(boxes, scores, classes, counts)]
 
 
 class ServingModelHandler(TFModelHandlerTensor):

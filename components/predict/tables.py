@@ -1,14 +1,14 @@
-"""Prediction rows and the part files that hold them: CSV or Parquet, masks as PNG, PredictionLog TFRecords.
+"""The part files predictions are written into, whatever the kind: CSV or Parquet tables, PredictionLog TFRecords.
 
-Pure Python with pyarrow (no Beam): a writer DoFn opens one `TablePart` per bundle.
-Classification rows: index, row, path, class_id, class_name, score, top_k_ids, top_k_names,
-top_k_scores (in CSV the top-k lists are JSON arrays). Segmentation rows: index, row, path, mask
-(the PNG of class ids, relative to the output), mean_score (the mean over pixels of the winning
-class's probability), classes (the class ids present).
+Pure Python with pyarrow (no Beam): a kind's part writer (components/tasks/<kind>/predictions.py, opened by
+writers.py's DoFn once per bundle) writes its rows into a `TablePart` of its schema; `class_outputs` splits a
+labels or masks model's served call per example (core/model_info.py's `probabilities` and `class_ids`).
 
->>> row = classification_row("new.csv", 7, "a.png", np.array([0.1, 0.7, 0.2]), ["cat", "dog", "owl"], 2)
->>> row["class_name"], row["top_k_names"], round(row["score"], 3)
-('dog', ['dog', 'owl'], 0.7)
+>>> import os, tempfile
+>>> schema = pa.schema([("row", pa.int64()), ("ids", pa.list_(pa.int64()))])
+>>> part = TablePart(os.path.join(tempfile.mkdtemp(), "p.csv"), "csv", schema)
+>>> part.write({"row": 1, "ids": [2, 3]}), part.close(), open(part.path).read().splitlines()
+(None, 1, ['row,ids', '1,"[2, 3]"'])
 """
 from __future__ import annotations
 
@@ -23,44 +23,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core import storage
-from ..core.pixel_codec import encode_pixels
 from ..core.shard_writer import PartWriter
 
-CLASSIFICATION_SCHEMA = pa.schema([
-    ("index", pa.string()), ("row", pa.int64()), ("path", pa.string()), ("class_id", pa.int64()),
-    ("class_name", pa.string()), ("score", pa.float32()), ("top_k_ids", pa.list_(pa.int64())),
-    ("top_k_names", pa.list_(pa.string())), ("top_k_scores", pa.list_(pa.float32()))])
-SEGMENTATION_SCHEMA = pa.schema([
-    ("index", pa.string()), ("row", pa.int64()), ("path", pa.string()), ("mask", pa.string()),
-    ("mean_score", pa.float32()), ("classes", pa.list_(pa.int64()))])
 ROW_GROUP = 2048  # Parquet rows buffered before a row group is written: memory stays bounded per part
 
 
-def classification_row(index: str, row: int, path: str, probabilities: np.ndarray, class_names: list[str],
-                       top_k: int) -> dict[str, Any]:
-    order = np.argsort(-probabilities, kind="stable")[:top_k]
-    best = int(order[0])
-    return {"index": index, "row": row, "path": path, "class_id": best, "class_name": class_names[best],
-            "score": float(probabilities[best]), "top_k_ids": [int(i) for i in order],
-            "top_k_names": [class_names[int(i)] for i in order],
-            "top_k_scores": [float(probabilities[int(i)]) for i in order]}
-
-
-def mask_name(source_id: int, row: int) -> str:
-    return f"{source_id:04d}-{row:09d}.png"
-
-
-def segmentation_row(index: str, row: int, path: str, mask: str, probabilities: np.ndarray,
-                     class_ids: np.ndarray) -> dict[str, Any]:
-    return {"index": index, "row": row, "path": path, "mask": mask,
-            "mean_score": float(probabilities.max(axis=-1).mean()),
-            "classes": [int(c) for c in np.unique(class_ids)]}
-
-
-def mask_png(class_ids: np.ndarray) -> bytes:
-    """A PNG of class ids: 8-bit gray up to 256 classes, 16-bit beyond."""
-    dtype = np.uint8 if int(class_ids.max(initial=0)) < 256 else np.uint16
-    return encode_pixels(class_ids.astype(dtype)[:, :, None], "png")
+def class_outputs(outputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per example of one served call, its `probabilities` (float32) and `class_ids`: a labels or masks model's
+    outputs (views of the call's own arrays)."""
+    probabilities, class_ids = outputs["probabilities"].numpy(), outputs["class_ids"].numpy()
+    return [{"probabilities": np.asarray(p, np.float32), "class_ids": c} for p, c in zip(probabilities, class_ids)]
 
 
 class TablePart:

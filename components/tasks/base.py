@@ -11,7 +11,9 @@ outputs, the markers) and asks the task, found by the model's kind in the regist
 - `canary_outputs(outputs)`: what of one served batch infra validation replays (canary_predictions.npy);
 - `evaluate(run)`: the split scored through the models, as metrics.json's task sections, the plots and
   other files by output name, and the line the run prints;
-- `gate_values(overall)`: the overall metrics as the gate reads them (a float each, NaN where undefined).
+- `gate_values(overall)`: the overall metrics as the gate reads them (a float each, NaN where undefined);
+- `scoring_feature(manifest, info, examples)`: the feature the scoring stream parses beside the slices, and
+  whether it is decoded for the model step (here the label, decoded; a detector's image, as stored).
 
 Infra validation keeps its mechanics too (the TensorFlow-only probe and its process, the canaries fed to each
 signature, warm-up, latency, memory, the report and markers) and asks the model's task for:
@@ -28,20 +30,36 @@ A confusion kind (labels, masks) also gives the Evaluator's shared confusion cod
 `bootstrap_metrics`: evaluator/intervals.py resamples, the kind computes its metrics per resample) and its
 likely label errors (`find_label_issues`, `issue_overlay`: evaluator/label_list.py ranks, names and draws them).
 
+Predict keeps its mechanics (the sources, the plan, batching, the table and log files, the atomic output, the
+row reconciliation) and asks the model's task for (as Ultralytics' `yolo/<task>/predict.py` its predictor):
+
+- `check_prediction_config(config)`: a ConfigError for an option the kind cannot write, before the output is touched;
+- `prediction_spec(config, info, model_dir, staged)`: what its writer reads in the workers (`PredictionSpec`:
+  a part's table suffix, its own items' staged places, its options);
+- `served_predictions(outputs)`: one served call's outputs split per example;
+- `prediction_part(spec, stem)`: the writer of one bundle's part (`PredictionPart`: `write(PredictedRow)`,
+  `close()` its counts);
+- `prediction_items`, `finish_predictions(spec, stems, counts)`: its own outputs beside the tables (a mask
+  folder, a box CSV), written from the parts once they are all there; its entries of predict.json.
+
 >>> class Toy(Task):
 ...     kind, metric_names, default_threshold = "toy", ("mae",), "mae<=1"
 ...     def check_examples(self, manifest, info, examples): pass
 ...     def canary_outputs(self, outputs): return outputs["value"]
 ...     def evaluate(self, run): raise NotImplementedError
 ...     def judge_served(self, check): raise NotImplementedError
+...     def served_predictions(self, outputs): return [{"value": v} for v in outputs["value"]]
+...     def prediction_part(self, spec, stem): raise NotImplementedError
 >>> Toy().signature_problems(["serving_default"]), Toy().gate_values({"mae": 0.5}), Toy().lower_is_better
 ([], {'mae': 0.5}, frozenset())
+>>> Toy().served_predictions({"value": [1.5, 2.0]}), Toy().prediction_items, Toy().finish_predictions(None, [], [])
+([{'value': 1.5}, {'value': 2.0}], (), {'masks': None})
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,43 @@ class ServedJudgement:
     passed: list[str]
 
 
+@dataclass(frozen=True)
+class PredictionSpec:
+    """What a kind's prediction writer reads in predict's workers (small, picklable), made by its
+    `prediction_spec` in predict's driver: predict publishes each part's `<stem><suffix>` as
+    `predictions/part-NNNNN<suffix>`."""
+
+    suffix: str  # a part's table file: ".csv", ".parquet" (the format asked), a detector's ".jsonl"
+    class_names: tuple[str, ...]
+    top_k: int  # the classes a row lists at most (the model's count at most)
+    format: str  # the table format: "csv" or "parquet", as asked
+    items: dict[str, str] = field(default_factory=dict)  # each of the kind's `prediction_items` -> its staged place
+    options: Any = None  # the kind's own (a detector's score floor, label map, image sizes)
+
+
+class PredictedRow(NamedTuple):
+    """One input row's served answer, as predict's writer hands it to a kind's part."""
+
+    index: str  # the index file or shard the row came from
+    source: int  # that source's number in predict's plan
+    row: int  # 1-based data row (or record) number in it
+    path: str  # the row's image file ("" when the examples record none)
+    size: tuple[int, int] | None  # (height, width) of a new file's image as the file is; None for a stored example
+    outputs: dict[str, Any]  # the example's share of the served outputs (`Task.served_predictions`)
+
+
+class PredictionPart(ABC):
+    """One bundle's predictions of a kind, its files appearing whole on `close()`."""
+
+    @abstractmethod
+    def write(self, row: PredictedRow) -> dict[str, Any]:
+        """Writes one row; returns its outputs as the prediction log keeps them."""
+
+    @abstractmethod
+    def close(self) -> dict[str, int]:
+        """Closes the part; its counts: `rows`, and the kind's own (a detector's `boxes`)."""
+
+
 class Task(ABC):
     """One kind of annotation, as the components see it. Subclasses set the class attributes."""
 
@@ -129,6 +184,37 @@ class Task(ABC):
     def signature_problems(self, signatures: list[str]) -> list[str]:
         """Why the signatures infra validation can feed fall short for this kind: here none."""
         return []
+
+    prediction_items: ClassVar[tuple[str, ...]] = ()  # its outputs of predict beside the tables (e.g. "masks")
+
+    @abstractmethod
+    def served_predictions(self, outputs: dict[str, Any]) -> list[dict[str, Any]]:
+        """One served call's outputs (name -> tensor [N, ...]) as N per-example dicts of numpy arrays."""
+
+    @abstractmethod
+    def prediction_part(self, spec: PredictionSpec, stem: str) -> PredictionPart:
+        """The writer of one bundle's part, its files named `stem` and a suffix (the table's: `spec.suffix`)."""
+
+    def check_prediction_config(self, config: Any) -> None:
+        """A ConfigError for an option of predict's (predict/config.py) this kind cannot write: here none."""
+
+    def prediction_spec(self, config: Any, info: Any, model_dir: str, staged: Callable[[str], str]) -> PredictionSpec:
+        """In predict's driver, once the inputs are planned: a table in the format asked, the items staged where
+        `staged(name)` says, no options of its own."""
+        return PredictionSpec("." + config.format, tuple(info.class_names), min(config.top_k, info.num_classes),
+                              config.format, {item: staged(item) for item in self.prediction_items})
+
+    def finish_predictions(self, spec: PredictionSpec, stems: list[str],
+                           counts: list[dict[str, int]]) -> dict[str, Any]:
+        """Once predict published the parts (`stems`: each part's staged path without suffix, in row order, and
+        its counts): the kind's items written from them; its entries of predict.json. Here no item, and
+        `masks` None (predict.json has it for every kind)."""
+        return {"masks": None}
+
+    def scoring_feature(self, manifest: Any, info: Any, examples: str) -> tuple[str, bool]:
+        """(the feature the Evaluator's stream parses beside the slice columns, whether it is decoded for the
+        model step): here the model's label, decoded (a value, a mask)."""
+        return info.label, True
 
     def gate_values(self, overall: dict[str, Any]) -> dict[str, float]:
         """The overall metrics as `blessing.bless` takes them: here as they are."""

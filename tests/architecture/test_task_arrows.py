@@ -12,8 +12,8 @@ components/tasks/ holds one package per kind of annotation and the registry the 
    executor, config or cli (they dispatch through the registry: an arrow back would be a cycle), nor any
    other component; the registry and `base` import no component at all.
 4. `named_kind_offenders`: the mechanics that dispatch through the registry (`NAMES_NO_KIND`: infra
-   validation) name no kind in their code: no identifier or string (docstrings aside) holds a kind's name or
-   its own word ("detector"), so a branch on `info.task == DETECTION_TASK` or a kind's message fails here, not
+   validation, predict) name no kind in their code: no identifier or string (docstrings aside) holds a kind's
+   name or its own word ("detector"), so a branch on `info.task == DETECTION_TASK` or a kind's message fails here, not
    only an import of the kind's package (rule 1).
 core/ importing tasks/ is test_architecture.py's core rule (core imports nothing outside core/), planted here too.
 """
@@ -29,7 +29,8 @@ from test_architecture import CORE, Graph, _edges, core_offenders, real, within
 
 TASKS = "shardflow.tasks"
 INTERFACE = {TASKS, f"{TASKS}.base"}
-ENGINES = {"shardflow.evaluator", "shardflow.infra_validator"}  # components whose modules a kind builds on
+# components whose modules a kind builds on (predict: its tables and error, which a kind's prediction writer uses)
+ENGINES = {"shardflow.evaluator", "shardflow.infra_validator", "shardflow.predict"}
 DISPATCHERS = ("config", "executor", "cli")  # an engine's modules that import the registry
 SEAMS_LEFT = frozenset({  # (importer, imported): arrows into a kind's package from code that has not moved yet
     # label_finder's box issues draw as the Evaluator draws detections (next seam: box issues into tasks/detection)
@@ -68,11 +69,11 @@ def layer_offenders(graph: Graph) -> list[str]:
 RULES = {"registry": registry_offenders, "kind": kind_offenders, "layer": layer_offenders}
 
 # Modules (and packages) whose code names no task kind: they ask the model's task (`task_for(info.task)`).
-NAMES_NO_KIND = ("shardflow.infra_validator",)
+NAMES_NO_KIND = ("shardflow.infra_validator", "shardflow.predict")
 KIND_WORDS = re.compile(r"classification|segmentation|detection|detector", re.IGNORECASE)
 # The Evaluator's modules cleaned so far (its scorer, label list and loaded model still name kinds: SEAMS in the docs)
 NAMES_NO_KIND += tuple(f"shardflow.evaluator.{name}" for name in ("intervals", "resampled_metrics", "confusion",
-                                                                   "label_list"))
+                                                                   "label_list", "scorer"))
 
 
 def _words(tree: ast.AST) -> list[tuple[int, str]]:
@@ -113,6 +114,7 @@ def test_the_mechanics_name_no_kind() -> None:
     sources = _sources()
     assert named_kind_offenders(sources) == [], "a dispatcher names a task kind (docs/architecture.md, Task kinds)"
     assert "task_for" in sources["shardflow.infra_validator.executor"]  # it dispatches: the rule has something to see
+    assert "task_for" in sources["shardflow.predict.executor"] and "task_for" in sources["shardflow.predict.writers"]
 
 
 def test_a_planted_kind_name_is_caught() -> None:
@@ -122,8 +124,19 @@ def test_a_planted_kind_name_is_caught() -> None:
     offenders = named_kind_offenders(sources)
     assert [line.split(" names a kind: ")[1] for line in offenders] == [" has no boxes for a Detector",
                                                                         "DETECTION_TASK"]
-    sources["shardflow.predict.executor"] = "import shardflow.tasks.detection\n"  # not a NAMES_NO_KIND module yet
+    sources["shardflow.trainer.executor"] = "import shardflow.tasks.detection\n"  # not a NAMES_NO_KIND module yet
     assert named_kind_offenders(sources) == offenders
+
+
+def test_a_planted_kind_name_in_predict_is_caught() -> None:
+    """predict's old branches planted back: a kind's string, a kind's served outputs, a kind's writer imported."""
+    sources = _sources()
+    sources["shardflow.predict.writers"] += '\nif spec.task == "segmentation":\n    pass\n'
+    sources["shardflow.predict.inference"] += "\nfrom ..core.box_schema import DETECTION_OUTPUTS\n"
+    sources["shardflow.predict.executor"] += "\ndef f():\n    from ..tasks.classification.predictions import SCHEMA\n"
+    assert {(line.split(":")[0], line.split(" names a kind: ")[1]) for line in named_kind_offenders(sources)} == {
+        ("shardflow.predict.executor", "tasks.classification.predictions"),
+        ("shardflow.predict.inference", "DETECTION_OUTPUTS"), ("shardflow.predict.writers", "segmentation")}
 
 
 def test_a_kind_branch_planted_back_in_the_evaluators_bootstrap_is_caught() -> None:
@@ -140,6 +153,7 @@ def test_the_rules_see_the_task_layer() -> None:
     assert {f"{TASKS}.{kind}" for kind in ("classification", "segmentation", "detection")} <= graph[TASKS]
     assert TASKS in graph["shardflow.evaluator.executor"] and TASKS in graph["shardflow.evaluator.config"]
     assert "shardflow.evaluator.scorer" in graph[f"{TASKS}.detection.scoring"]  # a kind on the engine: allowed
+    assert "shardflow.predict.tables" in graph[f"{TASKS}.classification.predictions"]  # on predict's: allowed
     assert SEAMS_LEFT <= {(m, t) for m, targets in graph.items() for t in targets}, "a seam closed: drop its line"
 
 
@@ -148,7 +162,9 @@ PLANTED = {
                  ("shardflow.predict.writers", f"{TASKS}.classification")],
     "kind": [(f"{TASKS}.segmentation.task", f"{TASKS}.classification.evaluation")],
     "layer": [(f"{TASKS}.detection.evaluation", "shardflow.evaluator.executor"),
-              (f"{TASKS}.classification.task", "shardflow.trainer.task"), (f"{TASKS}.base", "shardflow.evaluator.scorer")],
+              (f"{TASKS}.classification.task", "shardflow.trainer.task"),
+              (f"{TASKS}.base", "shardflow.evaluator.scorer"),
+              (f"{TASKS}.detection.predictions", "shardflow.predict.executor")],
 }
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,10 @@ import pytest
 
 from detection_oracle import OracleFaults, export_oracle
 from helpers_evaluator import bands, models, segments  # noqa: F401
+from helpers_golden import compare_golden
 from shardflow.evaluator import EvaluatorConfig, Regression, Threshold, run
 
 GOLDEN = Path(__file__).parent / "golden" / "task_outputs"
-WRITE = os.environ.get("SHARDFLOW_WRITE_GOLDEN") == "1"
 MEASURED = ("timing", "batching")  # seconds and bytes measured on this machine
 TEXT = ("metrics.json", "blessing.json")
 MARKERS = ("BLESSED", "NOT_BLESSED")
@@ -58,18 +57,7 @@ def _outputs(out: Path, names: dict[str, str]) -> dict[str, str]:
 
 
 def _compare(case: str, out: Path, names: dict[str, str]) -> None:
-    found = _outputs(out, names)
-    golden = GOLDEN / case
-    if WRITE:
-        golden.mkdir(parents=True, exist_ok=True)
-        for old in golden.iterdir():
-            old.unlink()
-        for name, text in found.items():
-            (golden / name).write_text(text)
-    expected = {path.name: path.read_text() for path in sorted(golden.iterdir())}
-    assert sorted(found) == sorted(expected), f"{case}: the outputs differ in name"
-    for name, text in expected.items():
-        assert found[name] == text, f"{case}/{name} differs from tests/evaluator/golden/task_outputs/{case}/{name}"
+    compare_golden(GOLDEN / case, _outputs(out, names))
 
 
 def _evaluate(tmp_path: Path, model: Path, baseline: Path, examples: Path, **options: Any) -> tuple[Path, dict]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -27,6 +26,7 @@ import tensorflow as tf
 
 from detection_oracle import export_oracle
 from helpers_evaluator import bands, models, segments  # noqa: F401
+from helpers_golden import compare_golden
 from shardflow.core.errors import ConfigError
 from shardflow.core.manifest import read_manifest
 from shardflow.core.model_info import ModelInfo, read_model_info, write_model_info
@@ -38,7 +38,6 @@ from shardflow.infra_validator import run as infra_validate
 from shardflow.infra_validator.canaries import image_bytes
 
 GOLDEN = Path(__file__).parent / "golden" / "infra_outputs"
-WRITE = os.environ.get("SHARDFLOW_WRITE_GOLDEN") == "1"
 QUIET = {"echo": lambda _: None}
 CHEAP = {"batch_sizes": (1, 4), "latency_calls": 3, "latency_seconds": 0.5, "warmup_requests": 8}
 MEASURED = ("load_seconds", "first_call_ms", "example_bytes", "latency", "seconds")
@@ -69,18 +68,7 @@ def _outputs(out: Path, names: dict[str, str]) -> dict[str, str]:
 
 
 def _compare(case: str, out: Path, names: dict[str, str]) -> None:
-    found = _outputs(out, names)
-    golden = GOLDEN / case
-    if WRITE:
-        golden.mkdir(parents=True, exist_ok=True)
-        for old in golden.iterdir():
-            old.unlink()
-        for name, text in found.items():
-            (golden / name).write_text(text)
-    expected = {path.name: path.read_text() for path in sorted(golden.iterdir())}
-    assert sorted(found) == sorted(expected), f"{case}: the outputs differ in name"
-    for name, text in expected.items():
-        assert found[name] == text, f"{case}/{name} differs from tests/serving/golden/infra_outputs/{case}/{name}"
+    compare_golden(GOLDEN / case, _outputs(out, names))
 
 
 def _infra(tmp_path: Path, case: str, model: Path, evaluation: Path) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,13 @@ import pytest
 
 from detection_oracle import OracleFaults, export_oracle
 from helpers_evaluator import bands, models, segments  # noqa: F401
+from helpers_golden import compare_golden
 from shardflow.core.manifest import read_manifest
 from shardflow.core.model_info import ModelInfo, read_model_info, write_model_info
 from shardflow.predict import PredictConfig, run
 from shared_fixtures import build_once
 
 GOLDEN = Path(__file__).parent / "golden" / "predict_outputs"
-WRITE = os.environ.get("SHARDFLOW_WRITE_GOLDEN") == "1"
 MEASURED = ("seconds", "rows_per_second", "runner")
 TEXT = (".json", ".jsonl", ".csv")
 STORED = 64  # the box examples' image side (letterboxed); the files are of mixed sizes
@@ -54,30 +53,15 @@ def _outputs(out: Path, names: dict[str, str]) -> dict[str, str]:
     return found
 
 
-def _compare(case: str, out: Path, names: dict[str, str]) -> None:
-    found = _outputs(out, names)
-    golden = GOLDEN / case
-    if WRITE:
-        golden.mkdir(parents=True, exist_ok=True)
-        for old in golden.iterdir():
-            old.unlink()
-        for name, text in found.items():
-            (golden / name).write_text(text)
-    expected = {path.name: path.read_text() for path in sorted(golden.iterdir())}
-    assert sorted(found) == sorted(expected), f"{case}: the outputs differ in name"
-    for name, text in expected.items():
-        assert found[name] == text, f"{case}/{name} differs from tests/serving/golden/predict_outputs/{case}/{name}"
-
-
 def _predict(folder: Path, case: str, model: Path, inputs: dict[str, Path], **options: Any) -> None:
-    """Predict run in `folder` (the working directory) on relative names (links to the model and `inputs`, e.g. {"examples": path}), so
-    the paths it writes into rows, logs and Parquet files are the same in every run."""
+    """Predict run in `folder` (the working directory) on relative names (links to the model and `inputs`, e.g.
+    {"examples": path}), so the paths it writes into rows, logs and Parquet files are the same in every run."""
     for name, target in {"model": model, **inputs}.items():
         (folder / name).symlink_to(target)
     run(PredictConfig(model="model", output="preds", batch_size=4, **{k: k for k in inputs}, **options),
         echo=lambda _: None)
     raw = read_model_info(model).extra.get("raw_examples")
-    _compare(case, folder / "preds", {raw: "<training_examples>"} if raw else {})
+    compare_golden(GOLDEN / case, _outputs(folder / "preds", {raw: "<training_examples>"} if raw else {}))
 
 
 @pytest.fixture
@@ -108,7 +92,7 @@ def _mixed_boxes(folder: Path) -> dict[str, Any]:
     write_boxes(data, count=16, mixed=True, seed=5)
     indexes = tuple(IndexSpec(str(data / f"{split}.csv"), split) for split in ("train", "eval"))
     example_gen(ExampleGenConfig(indexes=indexes, data_root=str(data), output=str(folder / "examples"),
-                                 resize=(("*", (STORED, STORED)),), max_reject_fraction=0.2),  # a few shapes too thin to keep
+                                 resize=(("*", (STORED, STORED)),), max_reject_fraction=0.2),  # gray ones: refused
                  echo=lambda _: None)
     files = sorted(p.relative_to(data).as_posix() for p in (data / "img").glob("*"))
     (folder / "new.csv").write_text("image\n" + "".join(f"{name}\n" for name in files) + "img/missing.jpg\n")

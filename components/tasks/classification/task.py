@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import EvaluationRun, ServedCheck, ServedJudgement, Task, TaskEvaluation
+from ..base import (EvaluationRun, PredictionPart, PredictionSpec, ServedCheck, ServedJudgement, Task,
+                    TaskEvaluation)
 from .evaluation import LOWER_IS_BETTER, OVERALL_METRICS, batch_counts, classification_report
 
 
@@ -94,3 +95,14 @@ class ClassificationTask(Task):
         from ...evaluator.confusion import evaluate_confusion  # TensorFlow: only when a model is scored
 
         return TaskEvaluation(**evaluate_confusion(run, self))
+
+    def served_predictions(self, outputs: dict[str, Any]) -> list[dict[str, Any]]:
+        from ...predict.tables import class_outputs
+
+        return class_outputs(outputs)
+
+    def prediction_part(self, spec: PredictionSpec, stem: str) -> PredictionPart:
+        """A row per example: its class, score and top k (predictions.py)."""
+        from .predictions import ClassificationPart
+
+        return ClassificationPart(spec, stem)

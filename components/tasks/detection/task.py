@@ -11,12 +11,13 @@ metrics.json and NaN to the gate, on which every threshold and regression check 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...core.box_schema import DETECTION_OUTPUTS
 from ...core.detection_metrics import METRIC_NAMES
 from ...core.model_info import IMAGE_SIGNATURE
-from ..base import EvaluationRun, ServedCheck, ServedJudgement, Task, TaskEvaluation
+from ..base import (EvaluationRun, PredictionPart, PredictionSpec, ServedCheck, ServedJudgement, Task,
+                    TaskEvaluation)
 
 
 class DetectionTask(Task):
@@ -38,6 +39,12 @@ class DetectionTask(Task):
         return [] if IMAGE_SIGNATURE in signatures else [
             f"the detector has no {IMAGE_SIGNATURE!r} signature taking encoded images"]
 
+    def scoring_feature(self, manifest: Any, info: Any, examples: str) -> tuple[str, bool]:
+        """The one image feature, as stored: boxes are parsed from the serialized bytes (scoring.py)."""
+        from .scoring import image_feature
+
+        return image_feature(manifest, examples).name, False
+
     def judge_served(self, check: ServedCheck) -> ServedJudgement:
         from .serving_checks import judge_served_detections
 
@@ -57,3 +64,33 @@ class DetectionTask(Task):
         from .report import gate_values
 
         return gate_values(overall)
+
+    prediction_items = ("boxes.csv",)  # predictions.BOXES_CSV: every row's boxes in ExampleGen's AutoML layout
+
+    def served_predictions(self, outputs: dict[str, Any]) -> list[dict[str, Any]]:
+        from .predictions import served_rows
+
+        return served_rows(outputs)
+
+    def check_prediction_config(self, config: Any) -> None:
+        from .predictions import check_format
+
+        check_format(config)
+
+    def prediction_spec(self, config: Any, info: Any, model_dir: str, staged: Callable[[str], str]) -> PredictionSpec:
+        """JSON lines and a box CSV, with the score floor, the label map, the examples' image size, the letterboxing."""
+        from .predictions import box_spec
+
+        return box_spec(super().prediction_spec(config, info, model_dir, staged), config, info, model_dir)
+
+    def prediction_part(self, spec: PredictionSpec, stem: str) -> PredictionPart:
+        """A JSON line and box CSV rows per image (predictions.py)."""
+        from .predictions import DetectionPart
+
+        return DetectionPart(spec, stem)
+
+    def finish_predictions(self, spec: PredictionSpec, stems: list[str],
+                           counts: list[dict[str, int]]) -> dict[str, Any]:
+        from .predictions import finish_boxes
+
+        return finish_boxes(spec, stems, counts)

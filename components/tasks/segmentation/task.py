@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import EvaluationRun, ServedCheck, ServedJudgement, Task, TaskEvaluation
+from ..base import (EvaluationRun, PredictionPart, PredictionSpec, ServedCheck, ServedJudgement, Task,
+                    TaskEvaluation)
 from .evaluation import OVERALL_METRICS, pixel_counts, segmentation_report
 
 
@@ -79,3 +80,20 @@ class SegmentationTask(Task):
         from ...evaluator.confusion import evaluate_confusion  # TensorFlow: only when a model is scored
 
         return TaskEvaluation(**evaluate_confusion(run, self))
+
+    prediction_items = ("masks",)  # predictions.MASKS: a PNG of class ids per example
+
+    def served_predictions(self, outputs: dict[str, Any]) -> list[dict[str, Any]]:
+        from ...predict.tables import class_outputs
+
+        return class_outputs(outputs)
+
+    def prediction_part(self, spec: PredictionSpec, stem: str) -> PredictionPart:
+        """A mask PNG and a row per example (predictions.py)."""
+        from .predictions import SegmentationPart
+
+        return SegmentationPart(spec, stem)
+
+    def finish_predictions(self, spec: PredictionSpec, stems: list[str],
+                           counts: list[dict[str, int]]) -> dict[str, Any]:
+        return {"masks": "masks/"}
