@@ -176,8 +176,7 @@ def run(config: EvaluatorConfig, echo: Callable[[str], None] = print) -> Evaluat
 def _evaluate(config: EvaluatorConfig, out: OutputDir, started: float, echo: Callable[[str], None]) -> Evaluation:
     models = _load(config)
     task = task_for(models["candidate"].info.task)
-    plan = plan_scoring(config.examples, config.split, models["candidate"].info, config.slice_by,
-                        task.check_examples)
+    plan = plan_scoring(config.examples, config.split, models["candidate"].info, config.slice_by, task)
     for role, model in models.items():  # a detector's eval data carries its label map (the baseline's too)
         check_data_label_map(model, role, plan.manifest.extra.get(BOXES_KEY, {}).get("label_map"), config.examples)
     sizing = size_scoring_batch(plan, models, budget_bytes(config.memory_mb), config.batch_size)

@@ -1,13 +1,13 @@
 """Streaming one split through the candidate (and baseline) model, batch by batch, into tallies.
 
-    plan = plan_scoring("runs/examples", "eval", model.info, ("site",), task_for(model.info.task).check_examples)
+    plan = plan_scoring("runs/examples", "eval", model.info, ("site",), task_for(model.info.task))
     sizing = size_scoring_batch(plan, {"candidate": model, "baseline": baseline}, budget_bytes=1 << 30)
     result = score(plan, {"candidate": model, "baseline": baseline}, sizing.batch_size, task_for(model.info.task))
     result.scores["candidate"].overall.confusion          # [C, C] counts
 
 The split is read in manifest order by the one input stream (`core.input_stream.build_stream`:
-no shuffle, no augmentation), keeping each example's serialized bytes. It parses only the label
-and slice columns, and its transform stage turns labels into class ids (the task's `label_ids`: strings through the
+no shuffle, no augmentation), keeping each example's serialized bytes. It parses only the feature the task
+scores by (`Task.scoring_feature`: the label, decoded; a detector's image, as stored) and the slice columns, and its transform stage turns labels into class ids (the task's `label_ids`: strings through the
 model's vocabulary, unknown strings to the OOV id; masks [H, W, 1] to ids [H, W]); the serialized
 batch itself goes to each model's `serving_default`, which parses and preprocesses the examples
 its own way. Labels are counted in the model's `label_classes`: for a string label the served
@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 import tensorflow as tf
 
 from ..core.batch_memory import PROBE_EXAMPLES, BatchSizing, size_batch
-from ..core.box_schema import BOX_ROLE, DETECTION_TASK
+from ..core.box_schema import BOX_ROLE
 from ..core.cloud_env import enable_tensorflow_filesystems
 from ..core.errors import ConfigError
 from ..core.manifest import FeatureSpec, Manifest, read_manifest
@@ -62,6 +62,8 @@ class ScoringPlan:
     manifest: Manifest
     info: ModelInfo
     slice_by: tuple[str, ...]
+    read: str  # the feature the stream parses beside the slice columns (`Task.scoring_feature`)
+    decodes: bool  # whether a model step gets it decoded (a label, a mask) or as stored (an image's bytes)
 
     @property
     def num_examples(self) -> int:
@@ -75,15 +77,6 @@ class ScoreResult:
     seconds: float  # first batch requested → last batch counted (pipeline start and first calls included)
 
 
-def image_feature(manifest: Manifest, examples: str) -> FeatureSpec:
-    """The examples' one image feature: a detector's boxes are normalised to it, its shape is every image's size."""
-    images = [feature for feature in manifest.features.values() if feature.role == "image"]
-    if len(images) != 1:
-        raise EvaluationError(f"detection needs exactly one image feature in {examples}, found "
-                              f"{[feature.name for feature in images]}")
-    return images[0]
-
-
 def label_feature(manifest: Manifest, info: ModelInfo, examples: str) -> FeatureSpec:
     """The model's label column in the examples (a task's `check_examples` judges its form)."""
     feature = manifest.features.get(info.label)
@@ -93,16 +86,15 @@ def label_feature(manifest: Manifest, info: ModelInfo, examples: str) -> Feature
     return feature
 
 
-def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str, ...],
-                 check_examples: Callable[[Manifest, ModelInfo, str], None]) -> ScoringPlan:
-    """Checks that the examples have the split, the model's label (`check_examples`: the task's
-    `Task.check_examples`) and the slice columns."""
+def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str, ...], task: Any) -> ScoringPlan:
+    """Checks that the examples have the split, the model's label (`task`: the model's, tasks.task_for(info.task):
+    its `check_examples`) and the slice columns; the feature scored by is the task's `scoring_feature`."""
     manifest = read_manifest(examples)
     if split not in manifest.splits:
         raise ConfigError(f"split {split!r} is not in the examples {examples} (has {sorted(manifest.splits)})")
     if manifest.splits[split].num_examples == 0:
         raise EvaluationError(f"split {split!r} of {examples} has no examples")
-    check_examples(manifest, info, examples)
+    task.check_examples(manifest, info, examples)
     for column in slice_by:
         feature = manifest.features.get(column)
         if feature is None or feature.is_file or feature.role == BOX_ROLE:  # a box list is no slice value
@@ -113,16 +105,15 @@ def plan_scoring(examples: str, split: str, info: ModelInfo, slice_by: tuple[str
     except (FileNotFoundError, ValueError) as err:
         raise EvaluationError(f"split {split!r} of {examples}: {err}") from err
     enable_tensorflow_filesystems(files)  # s3:// shards: before TensorFlow opens them
-    return ScoringPlan(examples, split, files, manifest, info, tuple(slice_by))
+    read, decodes = task.scoring_feature(manifest, info, examples)
+    return ScoringPlan(examples, split, files, manifest, info, tuple(slice_by), read, decodes)
 
 
 def split_stream(plan: ScoringPlan, batch_size: int,
             model_step: Callable[[dict], dict] | None = None) -> tf.data.Dataset:
     """The split in manifest order, each example's serialized bytes kept: the input stream with no shuffle."""
-    detection = plan.info.task == DETECTION_TASK  # boxes parsed from the serialized bytes, the image kept as stored
-    read = image_feature(plan.manifest, plan.examples).name if detection else plan.info.label
-    options = StreamOptions(batch_size=batch_size, features=(read, *plan.slice_by), keep_serialized=True,
-                            decode=model_step is not None and not detection)
+    options = StreamOptions(batch_size=batch_size, features=(plan.read, *plan.slice_by), keep_serialized=True,
+                            decode=model_step is not None and plan.decodes)
     return build_stream(plan.examples, plan.split, options, model_step=model_step)
 
 

@@ -73,7 +73,7 @@ def test_per_image_counts_are_kept_and_add_up_to_the_confusion(mask_unet: tuple[
     examples, model_dir = mask_unet
     model = load_model(str(model_dir))
     task = task_for(model.info.task)
-    plan = plan_scoring(str(examples), "eval", model.info, (), task.check_examples)
+    plan = plan_scoring(str(examples), "eval", model.info, (), task)
     scores = score(plan, {"candidate": model}, batch_size=7, task=task, echo=lambda _: None).scores["candidate"]
     counts = scores.example_cells()
     assert counts.shape == (EVAL, 3, NUM_CLASSES) and counts.dtype == np.int32  # TP, FP, FN per class

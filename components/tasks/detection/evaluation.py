@@ -19,11 +19,11 @@ import numpy as np
 
 from ...core.pixel_codec import decode_pixels
 from ...evaluator.outputs import DETECTIONS_PLOT, PRECISION_RECALL_PLOT
-from ...evaluator.scorer import ScoringPlan, image_feature
+from ...evaluator.scorer import ScoringPlan
 from ..base import EvaluationRun, TaskEvaluation
 from .plots import detections_png, precision_recall_png
 from .report import detection_intervals, detection_metrics_report
-from .scoring import DetectionScores, score_detections
+from .scoring import DetectionScores, image_feature, score_detections
 
 INTERVAL_ROLES = ("candidate", "baseline", "delta")
 

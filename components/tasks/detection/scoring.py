@@ -39,7 +39,7 @@ from ...core.manifest import FeatureSpec, Manifest
 from ...core.reader import feature_spec
 from ...evaluator.outputs import EvaluationError
 from ...evaluator.loaded_model import LoadedModel
-from ...evaluator.scorer import PROGRESS_SECONDS, ScoringPlan, batches, image_feature, split_stream
+from ...evaluator.scorer import PROGRESS_SECONDS, ScoringPlan, batches, split_stream
 from ...evaluator.slicing import slice_key
 
 PLOT_IMAGES = 16  # images drawn with their boxes (detection_plots' grid)
@@ -47,6 +47,15 @@ PLOT_BYTES = 16 << 20  # and at most this many bytes of their stored images
 TRUE_BOX_FEATURES = (*BBOX, CLASS_LABEL, IS_CROWD)  # what scoring reads of an example's true boxes
 # Per example: boxes, label ids, crowd flags, areas in original pixels (None without the area feature).
 TrueBoxes = tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray | None]]
+
+
+def image_feature(manifest: Manifest, examples: str) -> FeatureSpec:
+    """The examples' one image feature: a detector's boxes are normalised to it, its shape is every image's size."""
+    images = [feature for feature in manifest.features.values() if feature.role == "image"]
+    if len(images) != 1:
+        raise EvaluationError(f"detection needs exactly one image feature in {examples}, found "
+                              f"{[feature.name for feature in images]}")
+    return images[0]
 
 
 def check_box_examples(manifest: Manifest, examples: str) -> None:
