@@ -149,11 +149,11 @@ def _publish(out: OutputDir, metrics: dict[str, Any], verdict: Blessing, canarie
 
 
 def _load(config: EvaluatorConfig) -> dict[str, LoadedModel]:
-    candidate = load_model(config.model, "model")
+    candidate = load_model(config.model, "model", task_for)
     check_metric_names(candidate.info.task, config.thresholds, config.max_regressions)
     if config.baseline is None:
         return {"candidate": candidate}
-    baseline = load_model(config.baseline, "baseline")
+    baseline = load_model(config.baseline, "baseline", task_for)
     check_same_labels(candidate, baseline)
     return {"candidate": candidate, "baseline": baseline}
 

@@ -1,27 +1,26 @@
 """Loading an exported model (see `shardflow.core.model_info`) and checking it keeps the contract.
 
-    model = load_model("runs/train/model", role="model")   # or "s3://bucket/runs/train/model"
+    model = load_model("runs/train/model", "model", task_for)   # or "s3://bucket/runs/train/model"
     model.info.task, model.info.num_classes      # from shardflow_model.json
     model.label_map                              # a detector's: its label_map.pbtxt (core/label_map_file.py)
     model.signature(examples=records)            # {"probabilities": ..., "class_ids": ...}
 
 Every problem is an `EvaluationError` naming the directory: no `shardflow_model.json`, no SavedModel,
-no `serving_default` signature, a signature that does not take `examples` or does not return
-`probabilities` and `class_ids` (a detector: core/box_schema.py's `DETECTION_OUTPUTS`), output shapes that
-disagree with the model's classes.
+no `serving_default` signature, a signature that does not take `examples`, or whose outputs break its kind's
+contract: the model's task (`task_of(info.task)`: the registry's `tasks.task_for`, handed in by the caller, as
+this module is part of the engine the tasks import) checks them (`Task.check_served_outputs`: labels and masks
+through `check_probability_outputs` here) and reads what it serves beside them (`Task.served_label_map`).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
-from ..core.box_schema import (DETECTION_OUTPUTS, DETECTION_TASK, LabelMap, detection_output_shape,
-                               detection_shape_text)
+from ..core.box_schema import LabelMap
 from ..core.cloud_env import enable_tensorflow_filesystems
-from ..core.label_map_file import model_label_map
 from ..core.model_info import SERVING_INPUT, SERVING_SIGNATURE, ModelInfo, read_model_info
 from .outputs import EvaluationError
 
@@ -48,45 +47,34 @@ def _read_info(path: str, role: str) -> ModelInfo:
         raise EvaluationError(f"{role} {path}: cannot read its model info: {err}") from err
 
 
-def _check_signature(path: str, role: str, signature: Any, info: ModelInfo) -> None:
+def _check_inputs(path: str, role: str, signature: Any) -> None:
     _, inputs = signature.structured_input_signature
     if set(inputs) != {SERVING_INPUT}:
         raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} takes {sorted(inputs)}, "
                               f"the contract is one input {SERVING_INPUT!r} (serialized tf.Examples)")
-    outputs = signature.structured_outputs
-    if info.task == DETECTION_TASK:
-        return _check_detection_outputs(path, role, outputs)
+
+
+def check_probability_outputs(outputs: dict[str, Any], info: ModelInfo, where: str, rank: int) -> None:
+    """`probabilities` [..., C] of `rank` and `class_ids` of one rank less among the declared outputs (name ->
+    TensorSpec): a labels (rank 2) or masks (rank 4) task's `check_served_outputs`; `where`: role and path."""
     missing = [name for name in OUTPUTS if name not in outputs]
     if missing:
-        raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} lacks outputs {missing} "
+        raise EvaluationError(f"{where}: signature {SERVING_SIGNATURE!r} lacks outputs {missing} "
                               f"(returns {sorted(outputs)})")
-    rank = 2 if info.task == "classification" else 4
     probabilities = outputs["probabilities"].shape
     if probabilities.rank != rank or probabilities[-1] not in (None, info.num_classes):
-        raise EvaluationError(f"{role} {path}: probabilities have shape {probabilities}, a {info.task} model with "
+        raise EvaluationError(f"{where}: probabilities have shape {probabilities}, a {info.task} model with "
                               f"{info.num_classes} classes should give rank {rank} ending in {info.num_classes}")
     if outputs["class_ids"].shape.rank != rank - 1:
-        raise EvaluationError(f"{role} {path}: class_ids have shape {outputs['class_ids'].shape}, "
+        raise EvaluationError(f"{where}: class_ids have shape {outputs['class_ids'].shape}, "
                               f"expected rank {rank - 1}")
 
 
-def _check_detection_outputs(path: str, role: str, outputs: dict[str, Any]) -> None:
-    """A detector answers the OD API's outputs with their ranks and fixed sizes (box_schema.DETECTION_OUTPUT_SHAPES:
-    boxes [N, M, 4], the others [N, M] or [N]); N and M may be left undeclared."""
-    missing = [name for name in DETECTION_OUTPUTS if name not in outputs]
-    if missing:
-        raise EvaluationError(f"{role} {path}: signature {SERVING_SIGNATURE!r} lacks detection outputs {missing} "
-                              f"(returns {sorted(outputs)})")
-    for name in DETECTION_OUTPUTS:
-        declared, expected = outputs[name].shape, detection_output_shape(name, None, None)  # a fixed size: 4 corners
-        if declared.rank != len(expected) or not declared.is_compatible_with(expected):
-            raise EvaluationError(f"{role} {path}: {name} have shape {declared}, expected "
-                                  f"{detection_shape_text(name)} (rank {len(expected)})")
-
-
-def load_model(path: str, role: str = "model") -> LoadedModel:
-    """The model in `path` with its info and serving signature, checked against the contract."""
+def load_model(path: str, role: str, task_of: Callable[[str], Any]) -> LoadedModel:
+    """The model in `path` with its info and serving signature, checked against the contract (`task_of`: the
+    task registry's lookup, `tasks.task_for`)."""
     info = _read_info(path, role)
+    task = task_of(info.task)
     enable_tensorflow_filesystems([path])  # an s3:// model: before TensorFlow opens it
     try:
         module = tf.saved_model.load(path)
@@ -97,17 +85,9 @@ def load_model(path: str, role: str = "model") -> LoadedModel:
         raise EvaluationError(f"{role} {path}: the SavedModel has no {SERVING_SIGNATURE!r} signature "
                               f"(has {sorted(signatures)})")
     signature = signatures[SERVING_SIGNATURE]
-    _check_signature(path, role, signature, info)
-    return LoadedModel(path, info, module, signature, _label_map(path, role, info))
-
-
-def _label_map(path: str, role: str, info: ModelInfo) -> LabelMap | None:
-    if info.task != DETECTION_TASK:
-        return None
-    try:
-        return model_label_map(path, info)
-    except (OSError, ValueError) as err:
-        raise EvaluationError(f"{role} {path}: cannot read its label map: {err}") from err
+    _check_inputs(path, role, signature)
+    task.check_served_outputs(signature.structured_outputs, info, f"{role} {path}")
+    return LoadedModel(path, info, module, signature, task.served_label_map(path, info, f"{role} {path}"))
 
 
 def check_same_labels(candidate: LoadedModel, baseline: LoadedModel) -> None:

@@ -76,7 +76,7 @@ class ServingModelHandler(TFModelHandlerTensor):
     def load_model(self) -> SizedModel:
         from ..evaluator.loaded_model import load_model
 
-        return SizedModel(load_model(self._model_uri, role="model"), self._budget_bytes, self._requested)
+        return SizedModel(load_model(self._model_uri, "model", task_for), self._budget_bytes, self._requested)
 
     def get_num_bytes(self, batch: Sequence[Any]) -> int:
         return sum(example_bytes(element) for element in batch)
@@ -91,7 +91,8 @@ def check_requested_batch(model_dir: str, records: Sequence[bytes], budget_bytes
     from ..core.batch_memory import PROBE_EXAMPLES
     from ..evaluator.loaded_model import load_model
 
-    SizedModel(load_model(model_dir, role="model"), budget_bytes, requested).size_calls(list(records[:PROBE_EXAMPLES]))
+    model = SizedModel(load_model(model_dir, "model", task_for), budget_bytes, requested)
+    model.size_calls(list(records[:PROBE_EXAMPLES]))
 
 
 def serving_handler(model_dir: str, budget_bytes: int, requested: int | None = None) -> Any:

@@ -13,7 +13,10 @@ outputs, the markers) and asks the task, found by the model's kind in the regist
   other files by output name, and the line the run prints;
 - `gate_values(overall)`: the overall metrics as the gate reads them (a float each, NaN where undefined);
 - `scoring_feature(manifest, info, examples)`: the feature the scoring stream parses beside the slices, and
-  whether it is decoded for the model step (here the label, decoded; a detector's image, as stored).
+  whether it is decoded for the model step (here the label, decoded; a detector's image, as stored);
+- `check_served_outputs(outputs, info, where)`, `served_label_map(path, info, where)`: when a model is loaded
+  (evaluator/loaded_model.py, for the Evaluator and predict), its signature's declared outputs held to the
+  kind's contract, and what it serves beside them (a detector's label map; here none).
 
 Infra validation keeps its mechanics too (the TensorFlow-only probe and its process, the canaries fed to each
 signature, warm-up, latency, memory, the report and markers) and asks the model's task for:
@@ -48,6 +51,7 @@ row reconciliation) and asks the model's task for (as Ultralytics' `yolo/<task>/
 ...     def canary_outputs(self, outputs): return outputs["value"]
 ...     def evaluate(self, run): raise NotImplementedError
 ...     def judge_served(self, check): raise NotImplementedError
+...     def check_served_outputs(self, outputs, info, where): pass
 ...     def served_predictions(self, outputs): return [{"value": v} for v in outputs["value"]]
 ...     def prediction_part(self, spec, stem): raise NotImplementedError
 >>> Toy().signature_problems(["serving_default"]), Toy().gate_values({"mae": 0.5}), Toy().lower_is_better
@@ -215,6 +219,15 @@ class Task(ABC):
         """(the feature the Evaluator's stream parses beside the slice columns, whether it is decoded for the
         model step): here the model's label, decoded (a value, a mask)."""
         return info.label, True
+
+    @abstractmethod
+    def check_served_outputs(self, outputs: dict[str, Any], info: Any, where: str) -> None:
+        """An `EvaluationError` (naming `where`: the model's role and path) unless the serving signature's
+        declared outputs (name -> TensorSpec) keep this kind's contract."""
+
+    def served_label_map(self, path: str, info: Any, where: str) -> Any:
+        """What the model in `path` serves its classes as, beside its outputs: here nothing (None)."""
+        return None
 
     def gate_values(self, overall: dict[str, Any]) -> dict[str, float]:
         """The overall metrics as `blessing.bless` takes them: here as they are."""

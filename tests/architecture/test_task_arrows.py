@@ -73,7 +73,7 @@ NAMES_NO_KIND = ("shardflow.infra_validator", "shardflow.predict")
 KIND_WORDS = re.compile(r"classification|segmentation|detection|detector", re.IGNORECASE)
 # The Evaluator's modules cleaned so far (its scorer, label list and loaded model still name kinds: SEAMS in the docs)
 NAMES_NO_KIND += tuple(f"shardflow.evaluator.{name}" for name in ("intervals", "resampled_metrics", "confusion",
-                                                                   "label_list", "scorer"))
+                                                                   "label_list", "scorer", "loaded_model"))
 
 
 def _words(tree: ast.AST) -> list[tuple[int, str]]:

@@ -71,7 +71,7 @@ def test_per_image_counts_are_kept_and_add_up_to_the_confusion(mask_unet: tuple[
     from shardflow.tasks import task_for
 
     examples, model_dir = mask_unet
-    model = load_model(str(model_dir))
+    model = load_model(str(model_dir), "model", task_for)
     task = task_for(model.info.task)
     plan = plan_scoring(str(examples), "eval", model.info, (), task)
     scores = score(plan, {"candidate": model}, batch_size=7, task=task, echo=lambda _: None).scores["candidate"]

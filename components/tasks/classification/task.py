@@ -35,6 +35,12 @@ class ClassificationTask(Task):
         if feature.dtype == "float32" and info.label_vocabulary is not None:
             raise EvaluationError(f"label {info.label!r} holds floats; a label vocabulary needs strings or integers")
 
+    def check_served_outputs(self, outputs: dict[str, Any], info: Any, where: str) -> None:
+        """probabilities [N, C] and class_ids [N]."""
+        from ...evaluator.loaded_model import check_probability_outputs
+
+        check_probability_outputs(outputs, info, where, rank=2)
+
     def judge_served(self, check: ServedCheck) -> ServedJudgement:
         """Each signature's probabilities against the Evaluator's for the same canaries, within the tolerance."""
         from ...infra_validator.evaluator_agreement import judge_probabilities

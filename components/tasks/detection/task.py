@@ -45,6 +45,18 @@ class DetectionTask(Task):
 
         return image_feature(manifest, examples).name, False
 
+    def check_served_outputs(self, outputs: dict[str, Any], info: Any, where: str) -> None:
+        """The OD API's outputs (core/box_schema.py's DETECTION_OUTPUTS) with their ranks and fixed sizes."""
+        from .signature import check_detection_outputs
+
+        check_detection_outputs(outputs, where)
+
+    def served_label_map(self, path: str, info: Any, where: str) -> Any:
+        """Its label_map.pbtxt: the ids it serves."""
+        from .signature import served_label_map
+
+        return served_label_map(path, info, where)
+
     def judge_served(self, check: ServedCheck) -> ServedJudgement:
         from .serving_checks import judge_served_detections
 

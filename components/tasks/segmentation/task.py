@@ -29,6 +29,12 @@ class SegmentationTask(Task):
             raise EvaluationError(f"segmentation label {info.label!r} must be a one-channel mask feature, "
                                   f"it is a {feature.role} of shape {feature.shape}")
 
+    def check_served_outputs(self, outputs: dict[str, Any], info: Any, where: str) -> None:
+        """probabilities [N, H, W, C] and class_ids [N, H, W]."""
+        from ...evaluator.loaded_model import check_probability_outputs
+
+        check_probability_outputs(outputs, info, where, rank=4)
+
     def judge_served(self, check: ServedCheck) -> ServedJudgement:
         """Each signature's probabilities against the Evaluator's for the same canaries, within the tolerance."""
         from ...infra_validator.evaluator_agreement import judge_probabilities
