@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     recipe.add_argument("--ema-momentum", type=float, help="keep a moving average of the weights with this momentum "
                                                            "and end with it; 0 = none (default: the task's)")
     recipe.add_argument("--box-loss", choices=BOX_LOSSES, help="a detector's box loss: l1 (CenterNet's sizes) or giou "
-                                                               "(that plus 1 - GIoU at the centres; default: l1)")
+                                                               "(that plus 1 - GIoU at the centres; default: giou)")
     add("--checkpoint-every", type=int, default=100, help="steps between checkpoints (and at every epoch end)")
     add("--label", help="target feature, image/object for boxes (default: the mask, else the boxes, else the only label)")
     add("--num-classes", type=int, help="number of classes (default: from the manifests)")

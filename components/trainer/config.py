@@ -103,7 +103,8 @@ class ModelOptions:
 
     `weights` (backbones): "imagenet" (the default), "none", or a weights file (path or URI);
     `backbone_alpha`: MobileNet's width multiplier. `box_loss` (detectors, trainer/detector.py): "l1", CenterNet's
-    L1 on sizes alone (None, the default), or "giou", that plus 1 - GIoU of the box decoded at each centre.
+    L1 on sizes alone, or "giou", that plus 1 - GIoU of the box decoded at each centre (None: the task's,
+    optimizers.task_box_loss: "giou" for a detector).
     """
 
     name: str = "auto"

@@ -31,8 +31,8 @@ HEATMAP, SIZE, OFFSET, BOX = "heatmap", "size", "offset", "box"
 HEATMAP_BIAS = -2.19
 # CenterNet's lambda_size 0.1, lambda_off 1; and 1 - GIoU of the box decoded at each centre (TTFNet, Liu et al.
 # 2020, regresses boxes by GIoU alone): L1 on sizes and offsets weighs a 1-pixel error on a small box as on a large
-# one, while AP75 asks for overlap. Its weight is 0 unless `--box-loss giou` sets GIOU_WEIGHT (measured: AP75 up,
-# AP50 down at 10 epochs; docs/trainer.md#the-recipe); it is logged either way: how well the boxes sit.
+# one, while AP75 asks for overlap. Its weight is GIOU_WEIGHT under box loss "giou" (a detector's default,
+# optimizers.task_box_loss; docs/trainer.md#the-recipe), 0 under "l1"; it is logged either way: how well boxes sit.
 LOSS_WEIGHTS = {HEATMAP: 1.0, SIZE: 0.1, OFFSET: 1.0, BOX: 0.0}
 GIOU_WEIGHT = 1.0
 PARTS = (HEATMAP, SIZE, OFFSET, BOX)

@@ -47,7 +47,7 @@ from .resume import StreamOrder, StreamRecord, resumed_record, run_global_batch
 from .hyperparameters import apply_hyperparameters
 from .box_stream import check_detection_ops
 from .model_builder import build_model, detector_grid
-from .optimizers import task_augment, task_batch_size
+from .optimizers import task_augment, task_batch_size, task_box_loss
 from .outputs import CHECKPOINTS, CURVES, HISTORY_NAME, MODEL, SUMMARY_NAME, TENSORBOARD
 from .training_loop import fit_phases
 from .progress import StepProgress
@@ -78,7 +78,8 @@ def run(config: TrainerConfig, echo: Callable[[str], None] = print) -> dict:
 def _run(config: TrainerConfig, started: float, echo: Callable[[str], None]) -> dict:
     task = resolve_task(config.input)
     config = config.replaced(batch_size=task_batch_size(task.kind, config.input.batch_size),
-                             augment=task_augment(task.kind, config.input.augment))
+                             augment=task_augment(task.kind, config.input.augment),
+                             box_loss=task_box_loss(task.kind, config.model.box_loss))
     check_task_options(config, task)
     if config.input.eval_split is not None:
         check_enough_shards(task, config.input.eval_split, cluster_from_env()[0])  # before workers connect
