@@ -77,11 +77,40 @@ def run(args: argparse.Namespace, sizes: list[int], work: Path) -> dict[str, Any
         try:
             result["sets"][name] = {"plan": plan, **run_set(work / NAME / name, plan, sorted(set(args.dy_sf_epochs)),
                                                             args.dy_train_args.split(), python)}
+            result["sets"][name].update(equal_cpu(name, result["sets"][name]))
         except Exception as err:  # one set's failure is recorded; the other set still runs
             traceback.print_exc()
             result["sets"][name] = {"plan": plan, "error": f"{type(err).__name__}: {err}"}
             result["failed"] = True
     return result
+
+
+def equal_cpu(name: str, figures: dict[str, Any]) -> dict[str, Any]:
+    """Issue 67's targets on one set: shardflow's headline run against YOLO's curve at the same training CPU
+    seconds (linear between its epochs). YOLO's run must reach that CPU: a curve that ends before it is not met,
+    as nothing says what YOLO would score there.
+
+    >>> curve = [{"cpu_s": 100.0, "scores": {"ap": 0.4, "ap50": 0.6}}, {"cpu_s": 200.0, "scores": {"ap": 0.6, "ap50": 0.8}}]
+    >>> found = equal_cpu("demo", {"shardflow": {"headline": {"cpu_s": 150.0, "scores": {"ap": 0.55, "ap50": 0.7}}},
+    ...                            "yolo": {"curve": curve}})
+    >>> found["yolo_at_equal_cpu"], found["met"]
+    ({'cpu_s': 150.0, 'ap': 0.5, 'ap50': 0.7}, {'demo: AP ≥ YOLOv8n at equal CPU': True, 'demo: AP50 ≥ YOLOv8n at equal CPU': True})
+    """
+    base = figures["shardflow"]["headline"]
+    cpu, curve = base["cpu_s"], figures["yolo"]["curve"]
+    after = next((n for n, point in enumerate(curve) if point["cpu_s"] >= cpu), None)
+    at: dict[str, Any] = {"cpu_s": cpu}
+    for metric in ("ap", "ap50"):
+        if after is None:
+            at[metric] = None
+            continue
+        high = curve[after]
+        low = curve[after - 1] if after else {"cpu_s": 0.0, "scores": {metric: 0.0}}
+        share = (cpu - low["cpu_s"]) / (high["cpu_s"] - low["cpu_s"])
+        at[metric] = round(low["scores"][metric] + share * (high["scores"][metric] - low["scores"][metric]), 4)
+    met = {f"{name}: {label} ≥ YOLOv8n at equal CPU": at[metric] is not None and base["scores"][metric] >= at[metric]
+           for metric, label in (("ap", "AP"), ("ap50", "AP50"))}
+    return {"yolo_at_equal_cpu": at, "met": met}
 
 
 def source_state() -> dict[str, Any]:
@@ -132,6 +161,11 @@ def _set_table(name: str, figures: dict[str, Any]) -> list[str]:
                   f"AP {yolo['scores']['ap'] / base['scores']['ap']:.2f}×, "
                   f"AP50 {yolo['scores']['ap50'] / base['scores']['ap50']:.2f}×, training CPU "
                   f"{yolo['cpu_s'] / base['cpu_s']:.1f}×, wall {yolo['wall_s'] / base['wall_s']:.1f}×."]
+    at = figures.get("yolo_at_equal_cpu")
+    if at:
+        reached = f"AP {_figure(at['ap'])}, AP50 {_figure(at['ap50'])}" if at["ap"] is not None else "not reached"
+        lines += ["", f"YOLOv8n at shardflow's {at['cpu_s']:,.0f} training CPU-s (its curve, linear between "
+                  f"epochs): {reached}; shardflow {_figure(base['scores']['ap'])} and {_figure(base['scores']['ap50'])}."]
     lines += ["", f"shardflow's ExampleGen: {figures['shardflow']['example_gen']['cpu_s']:,.0f} CPU-s "
               f"({figures['shardflow']['example_gen']['wall_s']:,.0f} s wall); its eval truth "
               f"{figures['truth']['evaluator']} against the CSV's {figures['truth']['csv']} (images, boxes); YOLO "
